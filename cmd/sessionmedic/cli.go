@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	"github.com/lmittmann/tint"
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// Exit codes (DESIGN §3).
+const (
+	exitOK       = 0
+	exitDamage   = 1
+	exitUsage    = 2
+	exitInternal = 3
+)
+
+var version = "dev"
+
+const usage = `usage:
+  sessionmedic check      [-config FILE] [-preset NAME] [-json] [PATH ...]
+  sessionmedic heal       [-config FILE] [-preset NAME] [-dry-run] [-json] [PATH ...]
+  sessionmedic quarantine list|show ID|restore ID [-config FILE] [-json]
+  sessionmedic policy     [-config FILE]
+  sessionmedic version
+`
+
+// usageError is a mistake in the command line: exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// run is the whole program; main only wires the process to it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "sessionmedic: internal error: %v\n", p)
+			if os.Getenv("SESSIONMEDIC_DEBUG") != "" {
+				stderr.Write(debug.Stack())
+			}
+			code = exitInternal
+		}
+	}()
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "check":
+		code, err = cmdScan(ctx, args[1:], stdout, stderr, false)
+	case "heal":
+		code, err = cmdScan(ctx, args[1:], stdout, stderr, true)
+	case "quarantine":
+		code, err = cmdQuarantine(ctx, args[1:], stdout, stderr)
+	case "policy":
+		code, err = cmdPolicy(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdout, "sessionmedic %s\n", buildVersion())
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		err = usageError{fmt.Sprintf("unknown command %q", args[0])}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sessionmedic: %v\n", err)
+		var ue usageError
+		var pe *policy.Error
+		switch {
+		case errors.As(err, &ue):
+			fmt.Fprint(stderr, usage)
+			return exitUsage
+		case errors.As(err, &pe), errors.As(err, new(configError)):
+			return exitUsage
+		case code != exitOK:
+			return code
+		}
+		return exitInternal
+	}
+	return code
+}
+
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
+// configError: the policy file could not be read. Like a bad policy, exit 2.
+type configError struct{ error }
+
+// parseInterleaved parses flags that may stand before or after the positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageError{err.Error()}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// common flags of the file commands.
+type common struct {
+	config, preset string
+	json           bool
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "policy `file` (default: the embedded default policy)")
+	fs.StringVar(&c.preset, "preset", "", "app `preset` for PATH arguments no rule covers")
+	fs.BoolVar(&c.json, "json", false, "print one JSON object per file")
+}
+
+// loadPolicy loads -config, or the embedded default restricted to locations that exist.
+func loadPolicy(file string, stderr io.Writer, quiet bool) (*policy.Config, error) {
+	if file != "" {
+		cfg, err := policy.Load(file)
+		var pe *policy.Error
+		if err != nil && !errors.As(err, &pe) {
+			return nil, configError{err}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return cfg, nil
+	}
+	env := policy.SystemEnv()
+	cfg, skipped := policy.Default(env).Existing(env)
+	if !quiet && len(skipped) > 0 {
+		fmt.Fprintf(stderr, "sessionmedic: embedded default policy; skipped default locations that do not exist: %s\n", strings.Join(skipped, ", "))
+	}
+	return cfg, nil
+}
+
+// withPreset puts a rule of the named preset over the PATH arguments first in the policy.
+func withPreset(cfg *policy.Config, preset string, paths []string) (*policy.Config, error) {
+	if preset == "" {
+		return cfg, nil
+	}
+	r, ok := policy.PresetRule(preset, policy.SystemEnv())
+	if !ok {
+		return nil, usageError{fmt.Sprintf("unknown preset %q (known: %s)", preset, strings.Join(policy.Presets(), ", "))}
+	}
+	r.Name = preset + "-args"
+	r.Paths = nil
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+			abs = filepath.Dir(abs)
+		}
+		r.Paths = append(r.Paths, abs)
+	}
+	c := *cfg
+	c.Rules = append([]policy.Rule{r}, cfg.Rules...)
+	return &c, nil
+}
+
+// autoRule judges a file no rule covers by its extension: plain JSON or JSONL.
+func autoRule(format string) *policy.Rule {
+	return &policy.Rule{
+		Name: "auto-" + format, Format: format, Lock: policy.Lock{Protocol: "none"},
+		Strategies: []string{"salvage", "last-good"}, KeepLastGood: true, Mode: "heal",
+		Limits: policy.Limits{MaxLoss: 0.5, MaxFileSize: 1 << 30},
+	}
+}
+
+// byExtension resolves PATH arguments no rule covers.
+func byExtension(p string) *policy.Rule {
+	switch filepath.Ext(p) {
+	case ".json":
+		return autoRule("json")
+	case ".jsonl":
+		return autoRule("jsonl")
+	}
+	return nil
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return slog.New(tint.NewHandler(w, &tint.Options{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+}

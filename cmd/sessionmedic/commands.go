@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// cmdScan is `check` (write nothing) and `heal` (repair what the policy allows).
+func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHeal bool) (int, error) {
+	name := "check"
+	if doHeal {
+		name = "heal"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var c common
+	c.register(fs)
+	dry := false
+	if doHeal {
+		fs.BoolVar(&dry, "dry-run", false, "say what would be healed; write nothing")
+	}
+	paths, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 0, err
+	}
+	cfg, err := loadPolicy(c.config, stderr, c.json || len(paths) > 0)
+	if err != nil {
+		return 0, err
+	}
+	if c.preset != "" && len(paths) == 0 {
+		return 0, usageError{"-preset needs PATH arguments"}
+	}
+	if cfg, err = withPreset(cfg, c.preset, paths); err != nil {
+		return 0, err
+	}
+	eng := heal.New(cfg)
+	log := newLogger(stderr)
+	if doHeal && !dry {
+		rec, err := eng.Recover()
+		if err != nil {
+			return 0, fmt.Errorf("journal recovery: %w", err)
+		}
+		for _, r := range rec {
+			log.Warn("journal.recovered", "path", r.Path, "id", r.ID, "outcome", r.Outcome)
+		}
+	}
+	var resolve heal.Resolver
+	if len(paths) > 0 {
+		resolve = byExtension
+	}
+	targets, errs := eng.Targets(paths, resolve)
+	for _, e := range errs {
+		fmt.Fprintf(stderr, "sessionmedic: %v\n", e)
+	}
+	enc := json.NewEncoder(stdout)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	var counts = map[string]int{}
+	code := exitOK
+	for _, t := range targets {
+		if ctx.Err() != nil {
+			return exitInternal, ctx.Err()
+		}
+		var r heal.Report
+		if doHeal {
+			r = eng.Heal(ctx, t, dry)
+		} else {
+			r = eng.Check(t)
+		}
+		counts[string(r.Verdict)]++
+		if r.Action == heal.ActionHealed {
+			counts["healed"]++
+		}
+		if unresolved(r, doHeal, dry) {
+			code = exitDamage
+		}
+		logReport(log, r, doHeal && !dry)
+		if c.json {
+			if err := enc.Encode(r); err != nil {
+				return exitInternal, err
+			}
+			continue
+		}
+		printReport(tw, r)
+	}
+	if !c.json {
+		tw.Flush()
+		fmt.Fprintf(stdout, "%d files: %d healthy, %d damaged, %d healed, %d busy, %d skipped\n",
+			len(targets), counts["healthy"], counts["damaged"], counts["healed"], counts["busy"], counts["skipped"])
+	}
+	if len(errs) > 0 && code == exitOK {
+		code = exitDamage
+	}
+	return code, nil
+}
+
+// unresolved: check found damage, or heal left damage (or a busy file) unhealed.
+func unresolved(r heal.Report, doHeal, dry bool) bool {
+	switch {
+	case !doHeal || dry:
+		return r.Verdict == heal.Damaged
+	case r.Verdict == heal.Busy:
+		return true
+	default:
+		return r.Verdict == heal.Damaged && r.Action != heal.ActionHealed
+	}
+}
+
+func printReport(w io.Writer, r heal.Report) {
+	switch {
+	case r.Verdict == heal.Healthy && r.Action != heal.ActionHealed:
+		fmt.Fprintf(w, "healthy\t%s\t%s\n", r.Rule, r.Path)
+	case r.Verdict == heal.Damaged && r.Action == heal.ActionHealed:
+		fmt.Fprintf(w, "healed\t%s\t%s\t%s at %d -> %s (lost %d records, %d bytes); original in %s\n",
+			r.Rule, r.Path, r.Kind, r.Offset, r.Strategy, r.LostRecords, r.LostBytes, r.Quarantine)
+	case r.Verdict == heal.Damaged && r.Action == heal.ActionWouldHeal:
+		fmt.Fprintf(w, "would-heal\t%s\t%s\t%s at %d -> %s (would lose %d records, %d bytes)\n",
+			r.Rule, r.Path, r.Kind, r.Offset, r.Strategy, r.LostRecords, r.LostBytes)
+	case r.Verdict == heal.Damaged && r.Action == heal.ActionRefused:
+		fmt.Fprintf(w, "refused\t%s\t%s\t%s at %d: %s; not healed: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail, r.Reason)
+	case r.Verdict == heal.Damaged:
+		fmt.Fprintf(w, "damaged\t%s\t%s\t%s at %d: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail)
+	default:
+		reason := r.Detail
+		if r.Reason != "" {
+			reason = r.Reason
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Verdict, r.Rule, r.Path, reason)
+	}
+}
+
+// logReport writes the event catalog's lines for one file (DESIGN §9).
+func logReport(log *slog.Logger, r heal.Report, healing bool) {
+	if r.Verdict != heal.Damaged {
+		return
+	}
+	switch r.Action {
+	case heal.ActionHealed:
+		log.Warn("file.healed", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "strategy", r.Strategy,
+			"quarantine", r.Quarantine, "lost_bytes", r.LostBytes, "lost_records", r.LostRecords)
+	case heal.ActionRefused:
+		log.Error("file.heal_refused", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "reason", r.Reason)
+	default:
+		if !healing {
+			log.Warn("file.damaged", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "offset", r.Offset, "detail", r.Detail)
+		}
+	}
+}
+
+func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("quarantine", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var c common
+	c.register(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 0, err
+	}
+	if len(pos) == 0 {
+		return 0, usageError{"quarantine needs list, show ID or restore ID"}
+	}
+	cfg, err := loadPolicy(c.config, stderr, true)
+	if err != nil {
+		return 0, err
+	}
+	eng := heal.New(cfg)
+	switch {
+	case pos[0] == "list" && len(pos) == 1:
+		all, err := eng.Quarantine.List()
+		if err != nil {
+			return 0, err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		for _, m := range all {
+			if c.json {
+				json.NewEncoder(stdout).Encode(m)
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d bytes\t%s\n", m.ID, m.Kind, m.Strategy, m.Size, m.Path)
+		}
+		tw.Flush()
+		return exitOK, nil
+	case pos[0] == "show" && len(pos) == 2:
+		m, err := eng.Quarantine.Get(pos[1])
+		if err != nil {
+			return exitDamage, err
+		}
+		b, _ := json.MarshalIndent(m, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+		if !c.json {
+			fmt.Fprintf(stdout, "bytes: %s\n", filepath.Join(m.Dir, m.File))
+		}
+		return exitOK, nil
+	case pos[0] == "restore" && len(pos) == 2:
+		m, err := eng.Quarantine.Get(pos[1])
+		if err != nil {
+			return exitDamage, err
+		}
+		rule, _, ok := cfg.RuleFor(m.Path)
+		if !ok {
+			rule = byExtension(m.Path)
+			if rule == nil {
+				rule = autoRule("json")
+			}
+		}
+		q, err := eng.Restore(ctx, m, heal.Target{Path: m.Path, Rule: rule})
+		if err != nil {
+			return exitDamage, fmt.Errorf("restore %s: %w", m.ID, err)
+		}
+		fmt.Fprintf(stdout, "restored %s to %s", m.ID, m.Path)
+		if q != "" {
+			fmt.Fprintf(stdout, "; the bytes it replaced are in %s", q)
+		}
+		fmt.Fprintln(stdout)
+		return exitOK, nil
+	}
+	return 0, usageError{"quarantine needs list, show ID or restore ID"}
+}
+
+func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("policy", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	config := fs.String("config", "", "policy file")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 0, err
+	}
+	if len(pos) > 0 {
+		return 0, usageError{"policy takes no arguments"}
+	}
+	var cfg *policy.Config
+	if *config != "" {
+		if cfg, err = loadPolicy(*config, stderr, true); err != nil {
+			return 0, err
+		}
+	} else {
+		cfg = policy.Default(policy.SystemEnv())
+	}
+	fmt.Fprintf(stdout, "# effective policy from %s\n", cfg.Source)
+	_, err = stdout.Write(policy.Marshal(cfg))
+	if err != nil {
+		return exitInternal, err
+	}
+	return exitOK, nil
+}

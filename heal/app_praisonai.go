@@ -1,0 +1,199 @@
+package heal
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+var praisonSessionRe = regexp.MustCompile(`^[A-Za-z0-9_-]+\.json$`)
+
+// checkPraison: praisonai.md "What valid means" 1–6.
+func checkPraison(c *fileCtx, data []byte, root *jsonv.Value) Verdict {
+	if root.Type != jsonv.Object {
+		return damaged(KindNotObject, int64(root.Start), "top-level value is not an object")
+	}
+	v := healthy()
+	msgs := root.Get("messages")
+	if msgs != nil && !isArr(msgs) {
+		return damaged(KindSchema, int64(msgs.Start), "messages is not a list")
+	}
+	if msgs != nil {
+		for i, m := range msgs.Items {
+			if !isObj(m) {
+				return damaged(KindSchema, int64(m.Start), "messages[%d] is not an object", i)
+			}
+		}
+	}
+	if a := root.Get("archived_messages"); a != nil && !isArr(a) {
+		return damaged(KindSchema, int64(a.Start), "archived_messages is not a list")
+	}
+	if ch := root.Get("children_ids"); ch != nil && !isArr(ch) {
+		return damaged(KindSchema, int64(ch.Start), "children_ids is not a list")
+	}
+	sid := root.Get("session_id")
+	stem := strings.TrimSuffix(filepath.Base(c.path), ".json")
+	if !isStr(sid) {
+		v.Warnings = append(v.Warnings, "session_id is not a string")
+	} else if praisonSafeID(sid.Str) != stem {
+		v.Warnings = append(v.Warnings, "session_id does not match the file name")
+	}
+	if p := root.Get("parent_id"); isStr(p) {
+		if _, err := os.Lstat(filepath.Join(filepath.Dir(c.path), praisonSafeID(p.Str)+".json")); err != nil {
+			v.Warnings = append(v.Warnings, "parent session "+p.Str+" does not exist")
+		}
+	}
+	if isStr(sid) {
+		missing := praisonMissingChildren(c.path, sid.Str, root)
+		if len(missing) > 0 {
+			if root.Get("children_ids") == nil && root.Get("snapshots") == nil && root.Get("title") == nil && root.Get("parent_id") == nil {
+				return damaged(KindDanglingReference, int64(root.End-1), "hierarchy wiped: %s names this session as its parent", strings.Join(missing, ", "))
+			}
+			return damaged(KindDanglingReference, int64(root.Get("children_ids").Start), "children_ids lacks %s", strings.Join(missing, ", "))
+		}
+	}
+	return v
+}
+
+func praisonSafeID(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		if r < 128 && (r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// praisonChildren lists the sibling sessions whose parent_id names sid, sorted.
+func praisonChildren(path, sid string) []string {
+	dir := filepath.Dir(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var kids []string
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() || !praisonSessionRe.MatchString(name) || filepath.Join(dir, name) == path {
+			continue
+		}
+		data, _, err := readStable(filepath.Join(dir, name), 16<<20)
+		if err != nil || !bytes.Contains(data, []byte(`"parent_id"`)) {
+			continue
+		}
+		v, err := jsonv.Parse(data, ftPraison.dialect())
+		if err != nil || !isObj(v) {
+			continue
+		}
+		if p := v.Get("parent_id"); isStr(p) && p.Str == sid {
+			if id := v.Get("session_id"); isStr(id) {
+				kids = append(kids, id.Str)
+			}
+		}
+	}
+	sort.Strings(kids)
+	return kids
+}
+
+func praisonMissingChildren(path, sid string, root *jsonv.Value) []string {
+	have := map[string]bool{}
+	if ch := root.Get("children_ids"); isArr(ch) {
+		for _, it := range ch.Items {
+			if isStr(it) {
+				have[it.Str] = true
+			}
+		}
+	}
+	var missing []string
+	for _, k := range praisonChildren(path, sid) {
+		if !have[k] {
+			missing = append(missing, k)
+		}
+	}
+	return missing
+}
+
+// praisonReconcile rebuilds children_ids from the children's parent_id, splicing the
+// array into the file's own bytes (indent 2, as PraisonAI writes it).
+func praisonReconcile(path string, data []byte) ([]byte, bool) {
+	root, err := jsonv.Parse(data, ftPraison.dialect())
+	if err != nil || !isObj(root) {
+		return nil, false
+	}
+	sid := root.Get("session_id")
+	if !isStr(sid) {
+		return nil, false
+	}
+	missing := praisonMissingChildren(path, sid.Str, root)
+	if len(missing) == 0 {
+		return nil, false
+	}
+	var ids []string
+	if ch := root.Get("children_ids"); isArr(ch) {
+		for _, it := range ch.Items {
+			ids = append(ids, string(it.Raw(data)))
+		}
+	}
+	for _, m := range missing {
+		ids = append(ids, pyString(m))
+	}
+	arr := "[\n    " + strings.Join(ids, ",\n    ") + "\n  ]"
+	var out []byte
+	if ch := root.Get("children_ids"); ch != nil {
+		out = append(append(append(out, data[:ch.Start]...), arr...), data[ch.End:]...)
+		return out, true
+	}
+	// Insert before the closing brace, after the last member.
+	if len(root.Keys) == 0 {
+		return nil, false
+	}
+	end := root.End - 1
+	last := root.Keys[len(root.Keys)-1].Val.End
+	out = append(out, data[:last]...)
+	out = append(out, ",\n  \"children_ids\": "+arr...)
+	out = append(out, data[last:end]...)
+	out = append(out, data[end:]...)
+	return out, true
+}
+
+// pyString encodes s as Python's json.dumps(ensure_ascii=False) would.
+func pyString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
+		default:
+			if r < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte("0123456789abcdef"[r>>4])
+				b.WriteByte("0123456789abcdef"[r&15])
+			} else {
+				b.WriteRune(r)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,364 @@
+package heal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// Engine inspects and heals files under one policy. It is safe for concurrent use on
+// different paths; the caller must not heal the same path twice at once.
+type Engine struct {
+	Policy     *policy.Config
+	StateDir   string
+	Now        func() time.Time
+	Quarantine Quarantine
+	Journal    Journal
+	LastGood   LastGood
+
+	// Step, when set, is called at each step of the heal protocol ("locked", "quarantined",
+	// "journaled", "temp-written", "renamed", "verified"); crash tests stop the process there.
+	Step func(step, path string)
+}
+
+// New returns an engine whose state lives under cfg.StateDir.
+func New(cfg *policy.Config) *Engine {
+	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: time.Now}
+	e.Quarantine = Quarantine{Root: filepath.Join(cfg.StateDir, "quarantine")}
+	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal")}
+	e.LastGood = LastGood{Root: filepath.Join(cfg.StateDir, "last-good"), MaxFileBytes: cfg.LastGood.MaxFileBytes}
+	return e
+}
+
+func (e *Engine) step(name, path string) {
+	if e.Step != nil {
+		e.Step(name, path)
+	}
+}
+
+// Target is one file to inspect: a path and the rule that governs it. Missing marks a file
+// whose absence is itself the damage (a store renamed away, a session the app quarantined).
+type Target struct {
+	Path    string
+	Rule    *policy.Rule
+	Missing bool
+	Temp    bool // an app temp file, a clean-temp candidate
+}
+
+var errNoRule = errors.New("no rule covers this file and its format cannot be detected")
+
+func (e *Engine) newReport(t Target) Report {
+	return Report{Path: t.Path, Rule: t.Rule.Name, Format: classify(t.Rule.Format, t.Path).String(), Offset: -1}
+}
+
+func fill(r *Report, v Verdict) {
+	r.Verdict, r.Kind, r.Offset, r.Detail, r.Warnings = v.Status, v.Kind, v.Offset, v.Detail, v.Warnings
+	if v.Status == Healthy {
+		r.Kind = ""
+	}
+}
+
+// inspect reads and judges a target.
+func (e *Engine) inspect(t Target) *inspection {
+	in := &inspection{ctx: fileCtx{path: t.Path, typ: classify(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
+	in.ctx.lastGood = e.LastGood.Get(t.Path)
+	data, id, err := readStable(t.Path, t.Rule.Limits.MaxFileSize)
+	switch {
+	case err == nil:
+		in.data, in.id = data, id
+		in.verdict = inspectBytes(&in.ctx, data)
+	case errors.Is(err, os.ErrNotExist) && t.Missing:
+		in.missing = true
+		if reason := missingSkip(&in.ctx); reason != "" {
+			in.verdict = skipped("%s", reason)
+		} else {
+			in.verdict = damaged(KindMissing, -1, "file is missing but %s", missingEvidence(&in.ctx))
+		}
+	case errors.Is(err, os.ErrNotExist):
+		in.verdict = skipped("file no longer exists")
+	case errors.Is(err, errNotRegular):
+		in.verdict = skipped("not a regular file")
+	case errors.Is(err, errTooLarge):
+		in.verdict = skipped("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
+	case errors.Is(err, errChanged):
+		in.verdict = busy("file changed while it was read")
+	default:
+		in.verdict = skipped("unreadable: %v", err)
+	}
+	return in
+}
+
+func missingSkip(c *fileCtx) string {
+	if c.typ == ftOpenClawStore {
+		return openclawSQLiteEra(c.path)
+	}
+	return ""
+}
+
+func missingEvidence(c *fileCtx) string {
+	if c.typ == ftPraison {
+		return "the app's .corrupt copy is next to it"
+	}
+	return "backups or transcripts show it existed"
+}
+
+// Check inspects a target without writing anything anywhere.
+func (e *Engine) Check(t Target) Report {
+	r := e.newReport(t)
+	if t.Temp {
+		v, _, _ := e.inspectTemp(t)
+		fill(&r, v)
+		return r
+	}
+	fill(&r, e.inspect(t).verdict)
+	return r
+}
+
+// Heal inspects a target and, when it is damaged, applies the best plan the policy allows.
+// Healthy files are never written; their copy is kept as last-good (if the rule says so).
+func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
+	r := e.newReport(t)
+	if t.Temp {
+		e.cleanTemp(ctx, t, &r, dryRun)
+		return r
+	}
+	in := e.inspect(t)
+	fill(&r, in.verdict)
+	r.Action = ActionNone
+	switch in.verdict.Status {
+	case Healthy:
+		if !dryRun && t.Rule.KeepLastGood && t.Rule.Mode != "observe" {
+			_ = e.LastGood.Put(t.Path, in.data)
+		}
+		return r
+	case Damaged:
+	default:
+		return r
+	}
+	plans := makePlans(t.Rule, in)
+	p := best(plans)
+	if p == nil {
+		r.Action, r.Reason = ActionRefused, "no strategy of the rule yields a valid file (report-only)"
+		return r
+	}
+	r.Strategy, r.LostBytes, r.LostRecords = p.strategy, p.lostBytes, p.lostRecords
+	for _, ed := range p.edits[1:] {
+		r.Also = append(r.Also, ed.path)
+	}
+	if p.lossRatio() > t.Rule.Limits.MaxLoss {
+		r.Action = ActionRefused
+		r.Reason = fmt.Sprintf("%s would drop %d of %d records, over max_loss %g%%", p.strategy, p.lostRecords, p.total, t.Rule.Limits.MaxLoss*100)
+		return r
+	}
+	if t.Rule.Mode == "observe" {
+		r.Action, r.Reason = ActionRefused, "observe mode: would heal with "+p.strategy
+		return r
+	}
+	if dryRun {
+		r.Action = ActionWouldHeal
+		return r
+	}
+	q, err := e.apply(ctx, t, in, p)
+	switch {
+	case err == nil:
+		r.Action, r.Quarantine = ActionHealed, q
+	case errors.Is(err, errBusy):
+		r.Verdict, r.Action, r.Reason = Busy, ActionNone, err.Error()
+	default:
+		r.Action, r.Reason = ActionRefused, err.Error()
+	}
+	return r
+}
+
+var errBusy = errors.New("busy")
+
+func busyErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBusy, fmt.Sprintf(format, args...))
+}
+
+// sameNow reports whether the file at ed.path is still the version the plan was made from.
+func sameNow(ed edit) bool {
+	id, err := statIdentity(ed.path)
+	if ed.missing {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	return err == nil && id.Same(ed.oldID)
+}
+
+// apply runs DESIGN §7 steps 4–8 for one plan. It returns the quarantine entry of the
+// inspected file.
+func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan) (string, error) {
+	held, err := e.takeLock(ctx, t.Rule, t.Path, in.ctx.typ)
+	if err != nil {
+		return "", err
+	}
+	defer held.Release()
+	e.step("locked", t.Path)
+	for _, ed := range p.edits {
+		if !sameNow(ed) {
+			return "", busyErr("%s changed since it was read", ed.path)
+		}
+	}
+	now := e.Now()
+	entry := &journalEntry{ID: newID(now), Created: now.UTC()}
+	var first string
+	for i, ed := range p.edits {
+		je := journalEdit{Path: ed.path, Temp: tempName(ed.path), Missing: ed.missing, NewSHA256: sha(ed.data)}
+		if !ed.missing {
+			je.OldSHA256 = sha(ed.old)
+			m := &Manifest{Path: ed.path, Rule: t.Rule.Name, Identity: ed.oldID, Kind: in.verdict.Kind,
+				Offset: in.verdict.Offset, Detail: in.verdict.Detail, Strategy: p.strategy,
+				NewSHA256: je.NewSHA256, LostBytes: p.lostBytes, LostRecords: p.lostRecords}
+			if i > 0 {
+				m.Detail = "changed with " + p.edits[0].path
+			}
+			dir, err := e.Quarantine.Put(m, ed.old, now)
+			if err != nil {
+				return "", err
+			}
+			je.Quarantine = dir
+		}
+		if i == 0 {
+			first = je.Quarantine
+		}
+		entry.Edits = append(entry.Edits, je)
+	}
+	e.step("quarantined", t.Path)
+	for _, ed := range p.edits {
+		if !sameNow(ed) {
+			e.dropQuarantine(entry)
+			return "", busyErr("%s changed during quarantine", ed.path)
+		}
+	}
+	if err := e.Journal.begin(entry); err != nil {
+		e.dropQuarantine(entry)
+		return "", err
+	}
+	e.step("journaled", t.Path)
+	for i, ed := range p.edits {
+		if err := e.replace(ed, entry.Edits[i].Temp, t.Path); err != nil {
+			// Earlier edits of this plan are applied and valid on their own; the journal
+			// entry is resolved now rather than at the next start.
+			_, _ = e.Journal.Recover()
+			return first, err
+		}
+	}
+	if err := e.Journal.end(entry); err != nil {
+		return first, err
+	}
+	e.step("done", t.Path)
+	// Verify: the result must validate, and becomes the new last-good copy.
+	if data, _, err := readStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {
+		c := in.ctx
+		c.lastGood = nil
+		if inspectBytes(&c, data).Status == Healthy && t.Rule.KeepLastGood {
+			_ = e.LastGood.Put(t.Path, data)
+		}
+	}
+	return first, nil
+}
+
+func (e *Engine) dropQuarantine(entry *journalEntry) {
+	for _, ed := range entry.Edits {
+		if ed.Quarantine != "" {
+			os.RemoveAll(ed.Quarantine)
+		}
+	}
+}
+
+// replace durably puts ed.data at ed.path through the temp file tmp.
+func (e *Engine) replace(ed edit, tmp, target string) error {
+	// A file restored where none is gets 0600 (what these apps use for sessions) unless the
+	// edit carries the mode it had.
+	mode, uid, gid := os.FileMode(0o600), -1, -1
+	if !ed.missing || ed.oldID.Mode != 0 {
+		mode, uid, gid = os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)
+	}
+	if _, err := writeTemp(tmp, ed.data, mode, uid, gid); err != nil {
+		return err
+	}
+	e.step("temp-written", target)
+	// Keep the old inode open: an app without a lock that writes between our last check and
+	// the rename writes into it, and we must notice.
+	var old *os.File
+	if !ed.missing {
+		f, err := os.OpenFile(ed.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			os.Remove(tmp)
+			return busyErr("%s: %v", ed.path, err)
+		}
+		old = f
+		defer old.Close()
+		fi, err := old.Stat()
+		if err != nil || !identityOf(fi).Same(ed.oldID) {
+			os.Remove(tmp)
+			return busyErr("%s changed before the rename", ed.path)
+		}
+	}
+	var err error
+	if ed.missing {
+		// link(2) never clobbers: if the app created the file meanwhile, we lose the race cleanly.
+		err = os.Link(tmp, ed.path)
+		os.Remove(tmp)
+		if errors.Is(err, os.ErrExist) {
+			return busyErr("%s appeared before the restore", ed.path)
+		}
+	} else {
+		err = os.Rename(tmp, ed.path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("replace %s: %w", ed.path, err)
+	}
+	if err := syncDir(filepath.Dir(ed.path)); err != nil {
+		return err
+	}
+	e.step("renamed", target)
+	if old != nil {
+		if fi, err := old.Stat(); err == nil {
+			now := identityOf(fi)
+			if now.Size != ed.oldID.Size || !now.Mtime.Equal(ed.oldID.Mtime) {
+				return e.putBack(old, ed)
+			}
+		}
+	}
+	return nil
+}
+
+// putBack: the app wrote into the old inode while we renamed over it. Its bytes are the
+// newest it has: they go back in place (the same durable replace) and the file is looked at
+// again later.
+func (e *Engine) putBack(old *os.File, ed edit) error {
+	if _, err := old.Seek(0, 0); err != nil {
+		return err
+	}
+	fi, err := old.Stat()
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, fi.Size())
+	if _, err := old.ReadAt(buf, 0); err != nil && fi.Size() > 0 {
+		return err
+	}
+	tmp := tempName(ed.path)
+	if _, err := writeTemp(tmp, buf, os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, ed.path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := syncDir(filepath.Dir(ed.path)); err != nil {
+		return err
+	}
+	return busyErr("%s: the app wrote during the heal; its bytes were put back", ed.path)
+}
+
+// Recover resolves heals a crash left unfinished (call it before the first heal).
+func (e *Engine) Recover() ([]Recovered, error) { return e.Journal.Recover() }

@@ -1,0 +1,217 @@
+package heal
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Identity pins the exact version of a file that was read: if any field moved, the app
+// touched the file and every plan made from the old bytes is void.
+type Identity struct {
+	Dev   uint64    `json:"dev"`
+	Ino   uint64    `json:"ino"`
+	Size  int64     `json:"size"`
+	Mtime time.Time `json:"mtime"`
+	Ctime time.Time `json:"ctime"`
+	Mode  uint32    `json:"mode"`
+	UID   uint32    `json:"uid"`
+	GID   uint32    `json:"gid"`
+	Nlink uint64    `json:"nlink"`
+}
+
+func identityOf(fi os.FileInfo) Identity {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return Identity{Size: fi.Size(), Mtime: fi.ModTime(), Mode: uint32(fi.Mode().Perm())}
+	}
+	return Identity{
+		Dev:   uint64(st.Dev),
+		Ino:   st.Ino,
+		Size:  st.Size,
+		Mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
+		Ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
+		Mode:  uint32(fi.Mode().Perm()),
+		UID:   st.Uid,
+		GID:   st.Gid,
+		Nlink: uint64(st.Nlink),
+	}
+}
+
+// Same reports whether two identities name the same, unchanged file version.
+func (a Identity) Same(b Identity) bool {
+	return a.Dev == b.Dev && a.Ino == b.Ino && a.Size == b.Size &&
+		a.Mtime.Equal(b.Mtime) && a.Ctime.Equal(b.Ctime)
+}
+
+var (
+	errNotRegular = errors.New("not a regular file")
+	errChanged    = errors.New("file changed while it was read")
+	errTooLarge   = errors.New("file larger than the policy's max_file_size")
+)
+
+// readStable reads a regular file without following a final symlink, checking that its
+// identity did not move while it was read.
+func readStable(path string, maxSize int64) ([]byte, Identity, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, Identity{}, errNotRegular
+		}
+		return nil, Identity{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, Identity{}, errNotRegular
+	}
+	id := identityOf(fi)
+	if maxSize > 0 && id.Size > maxSize {
+		return nil, id, errTooLarge
+	}
+	limit := id.Size + 1
+	if maxSize > 0 && maxSize+1 < limit {
+		limit = maxSize + 1
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil {
+		return nil, id, err
+	}
+	fi2, err := f.Stat()
+	if err != nil {
+		return nil, id, err
+	}
+	if !identityOf(fi2).Same(id) || int64(len(data)) != id.Size {
+		return nil, id, errChanged
+	}
+	return data, id, nil
+}
+
+// statIdentity is the identity now at path (without following a symlink).
+func statIdentity(path string) (Identity, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return Identity{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Identity{}, errNotRegular
+	}
+	return identityOf(fi), nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// TempSuffix marks sessionmedic's own temp files: `.<name>.sessionmedic-<hex>.tmp`.
+const TempSuffix = ".tmp"
+
+func tempName(target string) string {
+	return filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+".sessionmedic-"+randHex(6)+TempSuffix)
+}
+
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeTemp creates the temp file tmp with the given mode and owner, writes data and
+// fsyncs it. It returns the temp's path; the caller renames or removes it.
+func writeTemp(tmp string, data []byte, mode os.FileMode, uid, gid int) (string, error) {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create temp: %w", err)
+	}
+	fail := func(err error) (string, error) {
+		f.Close()
+		os.Remove(tmp)
+		return "", err
+	}
+	if uid >= 0 && (uid != os.Geteuid() || gid != os.Getegid()) {
+		if err := f.Chown(uid, gid); err != nil && !errors.Is(err, syscall.EPERM) {
+			return fail(fmt.Errorf("chown temp: %w", err))
+		}
+	}
+	if err := f.Chmod(mode); err != nil {
+		return fail(fmt.Errorf("chmod temp: %w", err))
+	}
+	if _, err := f.Write(data); err != nil {
+		return fail(fmt.Errorf("write temp: %w", err))
+	}
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("fsync temp: %w", err))
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("close temp: %w", err)
+	}
+	return tmp, nil
+}
+
+// writeDurable writes data to a new file at path (which must not exist) and fsyncs it and its
+// directory. Used for sessionmedic's own state.
+func writeDurable(path string, data []byte, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// replaceDurable atomically replaces (or creates) path with data: temp in the same
+// directory, fsync, rename, fsync the directory. Used for sessionmedic's own state files.
+func replaceDurable(path string, data []byte, mode os.FileMode) error {
+	tmp, err := writeTemp(tempName(path), data, mode, -1, -1)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// mkdirAllSync creates dir and fsyncs each parent it created.
+func mkdirAllSync(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := mkdirAllSync(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}

@@ -1,0 +1,97 @@
+// Package heal inspects session files and repairs damaged ones: format validation per app
+// profile, repair planning (salvage, backup, last-good, reconcile), quarantine, the journal of
+// heals in flight and the durable, lock-holding apply. It returns results and never logs.
+package heal
+
+import "fmt"
+
+// Status is the outcome of inspecting one file.
+type Status string
+
+// The four verdicts of DESIGN §5.
+const (
+	Healthy Status = "healthy"
+	Damaged Status = "damaged"
+	Busy    Status = "busy"
+	Skipped Status = "skipped"
+)
+
+// Damage kinds.
+const (
+	KindTrailingGarbage   = "trailing-garbage"
+	KindTruncated         = "truncated"
+	KindEmpty             = "empty"
+	KindMissing           = "missing"
+	KindMalformedRecord   = "malformed-record"
+	KindNotObject         = "not-object"
+	KindInvalidUTF8       = "invalid-utf8"
+	KindSyntax            = "syntax"
+	KindSchema            = "schema"
+	KindStaleLiveRecords  = "stale-live-records"
+	KindMetadataLag       = "metadata-lag"
+	KindDanglingReference = "dangling-reference"
+	KindWipedPlaceholder  = "wiped-placeholder"
+	KindBOM               = "bom"
+	KindNULFilled         = "nul-filled"
+)
+
+// Verdict says whether a file is healthy and, if not, where it breaks.
+type Verdict struct {
+	Status   Status
+	Kind     string // damage kind, or the skip/busy reason
+	Offset   int64  // byte offset of the damage, -1 when it has none
+	Detail   string
+	Warnings []string
+}
+
+func (v Verdict) String() string {
+	switch v.Status {
+	case Damaged:
+		return fmt.Sprintf("damaged: %s at offset %d: %s", v.Kind, v.Offset, v.Detail)
+	case Healthy:
+		return "healthy"
+	default:
+		return fmt.Sprintf("%s: %s", v.Status, v.Detail)
+	}
+}
+
+func healthy() Verdict { return Verdict{Status: Healthy, Offset: -1} }
+
+func damaged(kind string, off int64, format string, args ...any) Verdict {
+	return Verdict{Status: Damaged, Kind: kind, Offset: off, Detail: fmt.Sprintf(format, args...)}
+}
+
+func skipped(format string, args ...any) Verdict {
+	return Verdict{Status: Skipped, Kind: "skipped", Offset: -1, Detail: fmt.Sprintf(format, args...)}
+}
+
+func busy(format string, args ...any) Verdict {
+	return Verdict{Status: Busy, Kind: "busy", Offset: -1, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Actions of a heal.
+const (
+	ActionNone      = "none"
+	ActionHealed    = "healed"
+	ActionWouldHeal = "would-heal"
+	ActionRefused   = "refused"
+)
+
+// Report is what check and heal say about one file (the CLI's -json object).
+type Report struct {
+	Path        string   `json:"path"`
+	Rule        string   `json:"rule"`
+	Format      string   `json:"format"`
+	Verdict     Status   `json:"verdict"`
+	Kind        string   `json:"kind,omitempty"`
+	Offset      int64    `json:"offset"`
+	Detail      string   `json:"detail,omitempty"`
+	Warnings    []string `json:"warnings,omitempty"`
+	Action      string   `json:"action,omitempty"`
+	Strategy    string   `json:"strategy,omitempty"`
+	Quarantine  string   `json:"quarantine,omitempty"`
+	LostBytes   int64    `json:"lost_bytes"`
+	LostRecords int      `json:"lost_records"`
+	Reason      string   `json:"reason,omitempty"` // why a heal was refused
+	Also        []string `json:"also,omitempty"`   // other files a plan changed
+}

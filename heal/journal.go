@@ -1,0 +1,114 @@
+package heal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// journalEntry records a heal in flight: which files, which temp names, and the hashes of the
+// old and new bytes, so that a restart can tell what a crash left and clean it up.
+type journalEntry struct {
+	ID      string        `json:"id"`
+	Created time.Time     `json:"created"`
+	Edits   []journalEdit `json:"edits"`
+	file    string
+}
+
+type journalEdit struct {
+	Path       string `json:"path"`
+	Temp       string `json:"temp"`
+	Missing    bool   `json:"missing"`
+	OldSHA256  string `json:"old_sha256"`
+	NewSHA256  string `json:"new_sha256"`
+	Quarantine string `json:"quarantine,omitempty"`
+}
+
+// Journal is state_dir/journal.
+type Journal struct{ Root string }
+
+func (j Journal) begin(e *journalEntry) error {
+	if err := mkdirAllSync(j.Root); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	b, _ := json.MarshalIndent(e, "", "  ")
+	e.file = filepath.Join(j.Root, e.ID+".json")
+	if err := writeDurable(e.file, b, 0o600); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+func (j Journal) end(e *journalEntry) error {
+	if err := os.Remove(e.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return syncDir(j.Root)
+}
+
+// Recovered says how one unfinished heal was resolved at start-up.
+type Recovered struct {
+	ID, Path, Outcome string // outcome: applied | rolled-back | superseded
+}
+
+// Recover resolves every unfinished entry: stray temps are removed, and each target is found
+// holding either its old or its new bytes (or newer bytes the app wrote since).
+func (j Journal) Recover() ([]Recovered, error) {
+	ents, err := os.ReadDir(j.Root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Recovered
+	for _, de := range ents {
+		name := de.Name()
+		full := filepath.Join(j.Root, name)
+		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
+			os.Remove(full) // a journal write that never completed
+			continue
+		}
+		if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		b, err := os.ReadFile(full)
+		if err != nil {
+			return out, err
+		}
+		var e journalEntry
+		if err := json.Unmarshal(b, &e); err != nil {
+			os.Remove(full) // torn before it was fsynced: nothing was applied after it
+			continue
+		}
+		for _, ed := range e.Edits {
+			if ed.Temp != "" && policy.IsOwnTemp(filepath.Base(ed.Temp)) {
+				if err := os.Remove(ed.Temp); err == nil {
+					_ = syncDir(filepath.Dir(ed.Temp))
+				}
+			}
+			outcome := "superseded"
+			cur, _, err := readStable(ed.Path, 0)
+			switch {
+			case err == nil && sha(cur) == ed.NewSHA256:
+				outcome = "applied"
+			case err == nil && sha(cur) == ed.OldSHA256:
+				outcome = "rolled-back"
+			case errors.Is(err, os.ErrNotExist) && ed.Missing:
+				outcome = "rolled-back"
+			}
+			out = append(out, Recovered{ID: e.ID, Path: ed.Path, Outcome: outcome})
+		}
+		if err := os.Remove(full); err != nil {
+			return out, err
+		}
+		_ = syncDir(j.Root)
+	}
+	return out, nil
+}

@@ -1,0 +1,123 @@
+// Package jsonv validates JSON and JSONL exactly as strictly as the apps' own readers, and parses
+// small documents into a byte-span tree for the per-app checklists.
+//
+// The grammar is RFC 8259 with no extensions: no comments, trailing commas, single quotes,
+// leading '+', leading zeros, hexadecimal numbers, or unescaped control characters. Every byte
+// of the input must be valid UTF-8. A [Dialect] switches on the two extensions some readers
+// have: Python's NaN and Infinity literals and CoPaw's surrogatepass decoding.
+//
+// Escaped lone surrogates such as "\ud800" are accepted, because the Python and JavaScript
+// readers accept them. This is the single intended difference from the strict RFC 7493
+// validation of github.com/go-json-experiment/json/jsontext (with duplicate names allowed),
+// which rejects them.
+//
+// [Valid] and [FirstValue] do not allocate unless they fail or the input nests deeper than 64
+// levels.
+package jsonv
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Dialect selects what an app's reader accepts beyond RFC 8259.
+type Dialect struct {
+	// NonFinite accepts the literals NaN, Infinity and -Infinity as numbers (Python json).
+	NonFinite bool
+	// Surrogates accepts UTF-8-encoded surrogate code points (ED A0 80 .. ED BF BF) in the raw
+	// bytes of strings (CoPaw reads with errors="surrogatepass").
+	Surrogates bool
+}
+
+// ErrKind is the kind of a syntax problem.
+type ErrKind int
+
+const (
+	ErrSyntax      ErrKind = iota // malformed value (bad token, bad escape, raw control char in string, ...)
+	ErrTruncated                  // input ended inside a value (or is empty / only whitespace)
+	ErrTrailing                   // a complete value is followed by non-whitespace
+	ErrInvalidUTF8                // invalid UTF-8 anywhere (inside or outside strings)
+	ErrTooDeep                    // nesting deeper than MaxDepth
+)
+
+// String returns the kind's short name.
+func (k ErrKind) String() string {
+	switch k {
+	case ErrSyntax:
+		return "syntax"
+	case ErrTruncated:
+		return "truncated"
+	case ErrTrailing:
+		return "trailing-garbage"
+	case ErrInvalidUTF8:
+		return "invalid-utf8"
+	case ErrTooDeep:
+		return "too-deep"
+	}
+	return fmt.Sprintf("ErrKind(%d)", int(k))
+}
+
+// Error says where the input stops being valid.
+type Error struct {
+	Kind ErrKind
+	// Offset is the byte offset of the first offending byte. For ErrTruncated it is the length
+	// of the input; for ErrTrailing it is the offset of the first non-whitespace byte after the
+	// value; for ErrInvalidUTF8 it is the first byte of the invalid sequence.
+	Offset int64
+	Msg    string // short and lowercase, e.g. `invalid character 'x' after object key`
+}
+
+// Error formats the error as "<kind> at offset N: msg".
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s at offset %d: %s", e.Kind, e.Offset, e.Msg)
+}
+
+// MaxDepth is the deepest nesting of arrays and objects that is accepted; the (MaxDepth+1)th
+// open bracket is an ErrTooDeep error. It matches encoding/json and jsontext.
+const MaxDepth = 10000
+
+func newError(k ErrKind, off int, msg string) *Error {
+	return &Error{Kind: k, Offset: int64(off), Msg: msg}
+}
+
+func errTruncated(n int) *Error {
+	return newError(ErrTruncated, n, "unexpected end of json input")
+}
+
+// errUnexpected reports the byte at b[i] as out of place; where says what the scanner was
+// looking for. A byte that does not begin valid UTF-8 is reported as ErrInvalidUTF8.
+func errUnexpected(b []byte, i int, d Dialect, where string) *Error {
+	c := b[i]
+	if c >= utf8.RuneSelf {
+		if utf8Len(b, i, d.Surrogates) == 0 {
+			return errInvalidUTF8(b, i)
+		}
+		if c == 0xEF && i+2 < len(b) && b[i+1] == 0xBB && b[i+2] == 0xBF {
+			return newError(ErrSyntax, i, "invalid character U+FEFF (byte order mark) "+where)
+		}
+	}
+	return newError(ErrSyntax, i, "invalid character "+quoteChar(b, i)+" "+where)
+}
+
+func errInvalidUTF8(b []byte, i int) *Error {
+	return newError(ErrInvalidUTF8, i, fmt.Sprintf("invalid utf-8 byte 0x%02x", b[i]))
+}
+
+// quoteChar formats the character at b[i] for an error message.
+func quoteChar(b []byte, i int) string {
+	c := b[i]
+	switch {
+	case c == '\'':
+		return `'\''`
+	case c == '"':
+		return `'"'`
+	case c < utf8.RuneSelf:
+		s := fmt.Sprintf("%q", rune(c))
+		return s
+	}
+	r, size := utf8.DecodeRune(b[i:])
+	if r == utf8.RuneError && size <= 1 {
+		return fmt.Sprintf("byte 0x%02x", c)
+	}
+	return fmt.Sprintf("%q", r)
+}

@@ -1,0 +1,263 @@
+package jsonv
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Type is the JSON type of a Value.
+type Type uint8
+
+const (
+	Null Type = iota
+	Bool
+	Number
+	String
+	Array
+	Object
+)
+
+var typeNames = [...]string{Null: "null", Bool: "bool", Number: "number", String: "string", Array: "array", Object: "object"}
+
+// String returns the lowercase name of the type.
+func (t Type) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return "Type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Value is one node of a parsed document. Start and End locate its bytes in the input.
+type Value struct {
+	Type  Type
+	Start int // offset of the value's first byte in the input
+	End   int // offset just past the value
+	Bool  bool
+	// Str is the decoded string (Type String). Escaped lone surrogates, and with
+	// Dialect.Surrogates raw UTF-8-encoded surrogates, decode to U+FFFD, so Str is always valid
+	// UTF-8.
+	Str   string
+	Num   float64 // Type Number (NaN/±Inf for the Python literals, ±Inf for out-of-range literals)
+	IsInt bool    // the number literal has no fraction or exponent and fits int64
+	Int   int64
+	Items []*Value // Array
+	Keys  []Member // Object, in document order (duplicates kept)
+}
+
+// Member is one key/value pair of an object.
+type Member struct {
+	Key      string // decoded key
+	KeyStart int    // offset of the key's opening quote
+	Val      *Value
+}
+
+// Get returns the value of the last member named key (last wins, as in Python and
+// JavaScript), or nil if v is nil, not an object, or has no such member.
+func (v *Value) Get(key string) *Value {
+	if v == nil {
+		return nil
+	}
+	for k := len(v.Keys) - 1; k >= 0; k-- {
+		if v.Keys[k].Key == key {
+			return v.Keys[k].Val
+		}
+	}
+	return nil
+}
+
+// Raw returns the bytes of v in b, the input v was parsed from.
+func (v *Value) Raw(b []byte) []byte {
+	return b[v.Start:v.End]
+}
+
+// Parse parses one complete value, with the same strictness and errors as Valid, into a tree.
+// It is meant for documents up to a few MB. Unescaped strings share the memory of one copy
+// of b, so the tree keeps that copy alive.
+func Parse(b []byte, d Dialect) (*Value, error) {
+	if err := Valid(b, d); err != nil {
+		return nil, err
+	}
+	p := builder{b: b, src: string(b), surr: d.Surrogates}
+	p.chunk = min(max(len(b)/32, 8), 1024)
+	v, _ := p.value(skipWS(b, 0))
+	return v, nil
+}
+
+// builder builds the tree of an input that Valid has accepted, so it checks nothing.
+type builder struct {
+	b       []byte
+	src     string
+	surr    bool
+	chunk   int
+	slab    []Value
+	items   []*Value // stack of the elements of the open arrays
+	members []Member // stack of the members of the open objects
+}
+
+func (p *builder) alloc() *Value {
+	if len(p.slab) == 0 {
+		p.slab = make([]Value, p.chunk)
+	}
+	v := &p.slab[0]
+	p.slab = p.slab[1:]
+	return v
+}
+
+// value builds the value at b[i] and returns it with the offset just past it.
+func (p *builder) value(i int) (*Value, int) {
+	b := p.b
+	v := p.alloc()
+	v.Start = i
+	switch b[i] {
+	case '{':
+		v.Type = Object
+		base := len(p.members)
+		i = skipWS(b, i+1)
+		for b[i] != '}' {
+			var m Member
+			m.KeyStart = i
+			m.Key, i = p.str(i)
+			i = skipWS(b, skipWS(b, i)+1) // past ':'
+			m.Val, i = p.value(i)
+			p.members = append(p.members, m)
+			if i = skipWS(b, i); b[i] == ',' {
+				i = skipWS(b, i+1)
+			}
+		}
+		v.Keys = append([]Member(nil), p.members[base:]...)
+		clear(p.members[base:])
+		p.members = p.members[:base]
+		i++
+	case '[':
+		v.Type = Array
+		base := len(p.items)
+		i = skipWS(b, i+1)
+		for b[i] != ']' {
+			var item *Value
+			item, i = p.value(i)
+			p.items = append(p.items, item)
+			if i = skipWS(b, i); b[i] == ',' {
+				i = skipWS(b, i+1)
+			}
+		}
+		v.Items = append([]*Value(nil), p.items[base:]...)
+		clear(p.items[base:])
+		p.items = p.items[:base]
+		i++
+	case '"':
+		v.Type = String
+		v.Str, i = p.str(i)
+	case 't':
+		v.Type, v.Bool = Bool, true
+		i += 4
+	case 'f':
+		v.Type = Bool
+		i += 5
+	case 'n':
+		i += 4
+	case 'N':
+		v.Type, v.Num = Number, math.NaN()
+		i += 3
+	case 'I':
+		v.Type, v.Num = Number, math.Inf(1)
+		i += 8
+	default:
+		v.Type = Number
+		if b[i] == '-' && b[i+1] == 'I' {
+			v.Num = math.Inf(-1)
+			i += 9
+			break
+		}
+		i, _ = scanNumber(b, i, Dialect{})
+		lit := p.src[v.Start:i]
+		v.Num, _ = strconv.ParseFloat(lit, 64) // out of range gives ±Inf or 0
+		if isIntLiteral(lit) {
+			if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+				v.IsInt, v.Int = true, n
+			}
+		}
+	}
+	v.End = i
+	return v, i
+}
+
+func isIntLiteral(s string) bool {
+	for k := 0; k < len(s); k++ {
+		if c := s[k]; c == '.' || c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	return true
+}
+
+// str decodes the string whose opening quote is at b[i] and returns it with the offset just
+// past the closing quote.
+func (p *builder) str(i int) (string, int) {
+	b := p.b
+	j := i + 1
+	for {
+		c := b[j]
+		if c == '"' {
+			return p.src[i+1 : j], j + 1
+		}
+		if c == '\\' || (c == 0xED && p.surr && b[j+1] >= 0xA0) {
+			break
+		}
+		j++
+	}
+	buf := make([]byte, j-(i+1), j-i+32)
+	copy(buf, b[i+1:j])
+	for {
+		c := b[j]
+		switch {
+		case c == '"':
+			return string(buf), j + 1
+		case c == 0xED && p.surr && b[j+1] >= 0xA0:
+			buf = utf8.AppendRune(buf, utf8.RuneError)
+			j += 3
+		case c != '\\':
+			buf = append(buf, c)
+			j++
+		case b[j+1] != 'u':
+			buf = append(buf, unescape[b[j+1]])
+			j += 2
+		default:
+			r := hex4(b[j+2:])
+			j += 6
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if r < 0xDC00 && j+6 <= len(b) && b[j] == '\\' && b[j+1] == 'u' {
+					r2 = hex4(b[j+2:])
+				}
+				if 0xDC00 <= r2 && r2 < 0xE000 {
+					r = utf16.DecodeRune(r, r2)
+					j += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			buf = utf8.AppendRune(buf, r)
+		}
+	}
+}
+
+var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// hex4 decodes four hex digits that Valid has checked.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h[:4] {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}

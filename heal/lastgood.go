@@ -1,0 +1,47 @@
+package heal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+)
+
+// LastGood is state_dir/last-good: sessionmedic's own copy of the last version of each file
+// it saw healthy, keyed by a hash of the path.
+type LastGood struct {
+	Root         string
+	MaxFileBytes int64 // 0 = no limit
+}
+
+func (l LastGood) file(path string) string {
+	s := sha256.Sum256([]byte(path))
+	return filepath.Join(l.Root, hex.EncodeToString(s[:16]))
+}
+
+// Get returns the last-good copy of path, or nil.
+func (l LastGood) Get(path string) []byte {
+	if l.Root == "" {
+		return nil
+	}
+	b, err := os.ReadFile(l.file(path))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Put records data as path's last-good copy (durably; skipped when unchanged or too large).
+func (l LastGood) Put(path string, data []byte) error {
+	if l.Root == "" || (l.MaxFileBytes > 0 && int64(len(data)) > l.MaxFileBytes) {
+		return nil
+	}
+	if old := l.Get(path); old != nil && bytes.Equal(old, data) {
+		return nil
+	}
+	if err := mkdirAllSync(l.Root); err != nil {
+		return err
+	}
+	return replaceDurable(l.file(path), data, 0o600)
+}

@@ -1,0 +1,240 @@
+// Package lock takes the apps' own locks from outside, exactly as each app's
+// protocol requires, so that the apps honour them.
+//
+// Four protocols are provided:
+//
+//   - [Flock]: flock(2) on a lock file (PraisonAI's FileLock, nanobot's
+//     filelock with the inode re-check of cross-cutting rule 3).
+//   - [OpenViking]: the PathLock tree token <sid>/.path.ovlock.
+//   - [OpenClaw]: the O_EXCL JSON-body sidecars sessions.json.lock and
+//     <transcript>.jsonl.lock.
+//   - [LockFile]: a generic O_EXCL pid file for custom rules.
+//
+// Every acquire polls until Options.Wait has passed and then returns an error
+// that matches [ErrBusy] under errors.Is; cancelling the context stops the
+// polling and returns ctx.Err(). Token files are only ever removed by
+// compare-and-remove: the file must still hold the exact bytes (and be the
+// same inode) that were read or written. Hold every lock briefly (rule 5).
+package lock
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+)
+
+// ErrBusy: the lock is held by someone live; back off and try later.
+// Acquire functions return it wrapped with the lock path and the holder;
+// test for it with errors.Is.
+var ErrBusy = errors.New("lock busy")
+
+// ErrLost is returned by Release or Refresh of a token lock when the lock file
+// no longer holds our bytes (someone judged it stale and replaced or removed
+// it). The file is left untouched.
+var ErrLost = errors.New("lock no longer ours")
+
+// Held is a lock we hold. Release is idempotent-safe to call once; it never
+// unlinks a file that is not ours. Calling Release again returns nil.
+type Held interface{ Release() error }
+
+// Options common to all protocols.
+type Options struct {
+	Wait  time.Duration    // poll until this deadline, then ErrBusy (0 = try once)
+	Poll  time.Duration    // poll interval, default 50ms
+	Stale time.Duration    // token/lockfile protocols: age after which a lock is stale
+	Now   func() time.Time // for tests; default time.Now
+}
+
+// DefaultPoll is the poll interval used when Options.Poll is zero.
+const DefaultPoll = 50 * time.Millisecond
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (o Options) poll() time.Duration {
+	if o.Poll > 0 {
+		return o.Poll
+	}
+	return DefaultPoll
+}
+
+func (o Options) stale(def time.Duration) time.Duration {
+	if o.Stale > 0 {
+		return o.Stale
+	}
+	return def
+}
+
+// errRetry asks the poll loop to try again at once (the state changed under
+// us, e.g. a stale lock was just broken or the flock'd inode was unlinked).
+var errRetry = errors.New("retry")
+
+// maxImmediate bounds back-to-back immediate retries before the loop sleeps.
+const maxImmediate = 8
+
+func busy(path, holder string) error {
+	if holder == "" {
+		return fmt.Errorf("%w: %s", ErrBusy, path)
+	}
+	return fmt.Errorf("%w: %s (%s)", ErrBusy, path, holder)
+}
+
+// acquire runs attempt until it succeeds, fails with an error other than
+// ErrBusy/errRetry, the wait deadline passes or ctx is done. Deadlines use
+// the real clock; Options.Now only feeds staleness judgements and tokens.
+func acquire(ctx context.Context, o Options, path string, attempt func() (Held, error)) (Held, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(o.Wait)
+	immediate := 0
+	var last error
+	for {
+		h, err := attempt()
+		if err == nil {
+			return h, nil
+		}
+		switch {
+		case errors.Is(err, errRetry):
+			if immediate < maxImmediate {
+				immediate++
+				if cerr := ctx.Err(); cerr != nil {
+					return nil, cerr
+				}
+				continue
+			}
+			if last == nil {
+				last = busy(path, "lock file keeps changing")
+			}
+		case errors.Is(err, ErrBusy):
+			last = err
+		default:
+			return nil, err
+		}
+		immediate = 0
+		remaining := time.Until(deadline)
+		if o.Wait <= 0 || remaining <= 0 {
+			return nil, last
+		}
+		d := min(o.poll(), remaining)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fileID names one inode.
+type fileID struct {
+	dev, ino uint64
+}
+
+func idOf(fi os.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: st.Ino}, true
+}
+
+// maxTokenFile bounds how much of a lock file is read; every token body is
+// tiny, so a larger file is compared by its first bytes plus its size.
+const maxTokenFile = 64 << 10
+
+// snapshot is what one read of a lock file saw.
+type snapshot struct {
+	data  []byte
+	id    fileID
+	mtime time.Time
+	size  int64
+}
+
+// readSnapshot opens path (refusing a symlink), fstats the descriptor and
+// reads the body, so data, inode and mtime belong together.
+func readSnapshot(path string) (snapshot, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return snapshot{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return snapshot{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return snapshot{}, fmt.Errorf("lock file %s is not a regular file", path)
+	}
+	id, _ := idOf(fi)
+	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile))
+	if err != nil {
+		return snapshot{}, err
+	}
+	return snapshot{data: data, id: id, mtime: fi.ModTime(), size: fi.Size()}, nil
+}
+
+func (s snapshot) same(o snapshot) bool {
+	return s.id == o.id && s.size == o.size && bytes.Equal(s.data, o.data)
+}
+
+// removeIfSame unlinks path only if it still is the inode of want and holds
+// the same bytes. It reports whether it removed the file; a file that is
+// already gone is reported as not removed with a nil error.
+func removeIfSame(path string, want snapshot) (bool, error) {
+	cur, err := readSnapshot(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	if !cur.same(want) {
+		return false, nil
+	}
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// createExcl creates path with O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC and writes
+// body. On a write failure the half-written file (ours) is removed. It
+// returns the snapshot of what it wrote.
+func createExcl(path string, perm os.FileMode, body []byte) (snapshot, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, perm)
+	if err != nil {
+		return snapshot{}, err
+	}
+	fi, serr := f.Stat()
+	_, werr := f.Write(body)
+	cerr := f.Close()
+	if err := errors.Join(serr, werr, cerr); err != nil {
+		if fi != nil {
+			if id, ok := idOf(fi); ok {
+				if cur, rerr := readSnapshot(path); rerr == nil && cur.id == id {
+					_ = os.Remove(path)
+				}
+			}
+		}
+		return snapshot{}, err
+	}
+	id, _ := idOf(fi)
+	return snapshot{data: append([]byte(nil), body...), id: id, size: int64(len(body))}, nil
+}

@@ -1,0 +1,358 @@
+package heal
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// edit is one file a plan rewrites.
+type edit struct {
+	path    string
+	old     []byte   // the bytes that were read; nil when the file was missing
+	oldID   Identity // zero when missing
+	missing bool
+	data    []byte
+}
+
+// plan is one strategy's proposed repair.
+type plan struct {
+	strategy    string
+	edits       []edit // edits[0] is the inspected file
+	lostBytes   int64
+	lostRecords int
+	total       int // records of the damaged file, the base of the loss ratio
+	keep        int // records the result holds
+}
+
+func (p *plan) lossRatio() float64 {
+	if p.total == 0 {
+		return 0
+	}
+	return float64(p.lostRecords) / float64(p.total)
+}
+
+// inspection is what one read of a file established.
+type inspection struct {
+	ctx     fileCtx
+	data    []byte
+	id      Identity
+	missing bool
+	verdict Verdict
+}
+
+// candidateOK reports whether bytes would be a healthy file at c's path.
+func candidateOK(c *fileCtx, data []byte) bool {
+	cc := *c
+	cc.lastGood = nil
+	return inspectBytes(&cc, data).Status == Healthy
+}
+
+// makePlans asks each strategy the rule allows, in policy order, for a repair.
+func makePlans(rule *policy.Rule, in *inspection) []*plan {
+	var out []*plan
+	var salvaged []byte
+	for _, s := range rule.Strategies {
+		var data []byte
+		switch s {
+		case "salvage":
+			data = salvage(&in.ctx, in.data, in.missing)
+			salvaged = data
+		case "backup":
+			data = fromBackup(rule, &in.ctx)
+		case "last-good":
+			lg := in.ctx.lastGood
+			if lg == nil || !candidateOK(&in.ctx, lg) {
+				break
+			}
+			data = lg
+			if u := union(&in.ctx, lg, salvaged); u != nil && !bytes.Equal(u, lg) {
+				if p := newPlan(rule, in, "salvage+last-good", u); p != nil {
+					out = append(out, p)
+				}
+			}
+		case "reconcile":
+			data = reconcile(&in.ctx, in.data, in.missing, in.verdict.Kind)
+		case "normalize":
+			if bytes.HasPrefix(in.data, bom) && candidateOK(&in.ctx, in.data[3:]) {
+				data = in.data[3:]
+			}
+		}
+		if data == nil || (!in.missing && bytes.Equal(data, in.data)) {
+			continue
+		}
+		if p := newPlan(rule, in, s, data); p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// best picks the plan that keeps the most history; ties go to policy order.
+func best(plans []*plan) *plan {
+	var b *plan
+	for _, p := range plans {
+		if b == nil || p.keep > b.keep {
+			b = p
+		}
+	}
+	return b
+}
+
+func newPlan(rule *policy.Rule, in *inspection, strategy string, data []byte) *plan {
+	if !candidateOK(&in.ctx, data) {
+		return nil
+	}
+	p := &plan{strategy: strategy, edits: []edit{{path: in.ctx.path, old: in.data, oldID: in.id, missing: in.missing, data: data}}}
+	p.keep = records(in.ctx.typ, data)
+	measureLoss(p, &in.ctx, in.data, data)
+	if strategy == "normalize" {
+		p.lostBytes = int64(len(in.data) - len(data))
+	}
+	if in.ctx.typ == ftOVMessages {
+		ovCountEdit(p, in.ctx.path, data)
+	}
+	return p
+}
+
+// measureLoss counts what the result drops of the damaged file.
+func measureLoss(p *plan, c *fileCtx, old, data []byte) {
+	if !c.typ.jsonl() {
+		p.total = records(c.typ, old)
+		if lost := p.total - p.keep; lost > 0 {
+			p.lostRecords = lost
+		}
+		p.lostBytes = int64(len(old) - commonPrefix(old, data))
+		if p.lostBytes < 0 {
+			p.lostBytes = 0
+		}
+		return
+	}
+	kept := map[string]bool{}
+	for _, l := range splitJSONL(data, c.typ.dialect()) {
+		kept[string(bytes.TrimRight(l.raw, "\r"))] = true
+	}
+	var archived map[string]bool
+	if c.typ == ftOVMessages {
+		archived = ovArchivedIDs(filepath.Dir(c.path))
+	}
+	for _, l := range splitJSONL(old, c.typ.dialect()) {
+		if l.blank {
+			continue
+		}
+		p.total++
+		if kept[string(bytes.TrimRight(l.raw, "\r"))] || (l.val == nil && bytes.Contains(data, l.raw)) {
+			continue // kept, or a torn record whose whole version the result holds
+		}
+		if l.val != nil && archived[strOf(l.val.Get("id"))] {
+			continue // preserved in a finished archive
+		}
+		p.lostRecords++
+		p.lostBytes += int64(l.end - l.start)
+	}
+}
+
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// salvage: JSON keeps the bytes of the first complete value; JSONL keeps every complete
+// record line byte for byte. A missing PraisonAI file salvages from the app's .corrupt copy.
+func salvage(c *fileCtx, data []byte, missing bool) []byte {
+	if missing {
+		if c.typ != ftPraison {
+			return nil
+		}
+		for _, src := range praisonCorruptCopies(c.path) {
+			b, _, err := readStable(src, c.maxSize)
+			if err != nil {
+				continue
+			}
+			cc := *c
+			if out := salvage(&cc, b, false); out != nil {
+				return out
+			}
+			if candidateOK(c, b) {
+				return b
+			}
+		}
+		return nil
+	}
+	if !c.typ.jsonl() {
+		end, err := jsonv.FirstValue(data, c.typ.dialect())
+		if err != nil || end >= len(bytes.TrimRight(data, " \t\r\n")) {
+			return nil
+		}
+		return data[:end]
+	}
+	var archived map[string]bool
+	if c.typ == ftOVMessages {
+		archived = ovArchivedIDs(filepath.Dir(c.path))
+	}
+	var out []byte
+	for _, l := range splitJSONL(data, c.typ.dialect()) {
+		if l.val == nil || archived[strOf(l.val.Get("id"))] {
+			continue
+		}
+		out = append(out, data[l.start:l.end]...)
+		if !l.terminated {
+			out = append(out, '\n')
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// recordKey identifies a JSONL record across versions of a file.
+func recordKey(t fileType, l jsonlLine) string {
+	switch t {
+	case ftNanobot:
+		if strOf(l.val.Get("_type")) == "metadata" {
+			return "\x00metadata"
+		}
+	case ftOVMessages, ftOpenClawTranscript:
+		if id := strOf(l.val.Get("id")); id != "" {
+			if strOf(l.val.Get("type")) == "session" {
+				return "\x00header"
+			}
+			return "id:" + id
+		}
+	}
+	return string(bytes.TrimRight(l.raw, "\r"))
+}
+
+// union merges a last-good copy with salvaged records the copy lacks (an append log whose
+// tail was torn after the copy was taken): last-good's records in order, a newer version of
+// a keyed record (the metadata line) replacing its old one, then the new records in order.
+func union(c *fileCtx, lastGood, salvaged []byte) []byte {
+	if !c.typ.jsonl() || salvaged == nil {
+		return nil
+	}
+	d := c.typ.dialect()
+	newer := map[string][]byte{}
+	var order []string
+	for _, l := range splitJSONL(salvaged, d) {
+		if l.val == nil {
+			continue
+		}
+		k := recordKey(c.typ, l)
+		if _, dup := newer[k]; !dup {
+			order = append(order, k)
+		}
+		newer[k] = salvaged[l.start:l.end]
+	}
+	var out []byte
+	used := map[string]bool{}
+	for _, l := range splitJSONL(lastGood, d) {
+		if l.val == nil {
+			continue
+		}
+		k := recordKey(c.typ, l)
+		if b, ok := newer[k]; ok && strings.HasPrefix(k, "\x00") {
+			out = append(out, b...)
+		} else {
+			out = append(out, lastGood[l.start:l.end]...)
+		}
+		used[k] = true
+	}
+	for _, k := range order {
+		if !used[k] {
+			out = append(out, newer[k]...)
+		}
+	}
+	return out
+}
+
+// fromBackup returns the newest backup that passes the file's full checklist.
+func fromBackup(rule *policy.Rule, c *fileCtx) []byte {
+	var cands []string
+	if c.typ == ftOpenClawStore {
+		cands = openclawBackups(filepath.Dir(c.path))
+	} else {
+		for _, tmpl := range rule.Backups {
+			m, _ := filepath.Glob(policy.ExpandTemplate(tmpl, c.path))
+			sort.Slice(m, func(i, j int) bool { return modTime(m[i]) > modTime(m[j]) })
+			cands = append(cands, m...)
+		}
+	}
+	for _, p := range cands {
+		data, _, err := readStable(p, c.maxSize)
+		if err == nil && candidateOK(c, data) {
+			return data
+		}
+	}
+	return nil
+}
+
+func modTime(p string) int64 {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.ModTime().UnixNano()
+}
+
+// reconcile performs the cross-file repairs of DESIGN §6.
+func reconcile(c *fileCtx, data []byte, missing bool, kind string) []byte {
+	if missing {
+		return nil
+	}
+	switch c.typ {
+	case ftPraison:
+		out, ok := praisonReconcile(c.path, data)
+		if ok {
+			return out
+		}
+	case ftOVMessages:
+		if kind == KindStaleLiveRecords {
+			return salvage(c, data, false)
+		}
+	case ftOVMeta:
+		if live, overlap, ok := ovLive(filepath.Dir(c.path)); ok && !overlap {
+			if out, ok := ovSetCount(data, live); ok {
+				return out
+			}
+		}
+	}
+	return nil
+}
+
+// ovCountEdit adds the .meta.json change that keeps message_count equal to the live lines.
+func ovCountEdit(p *plan, messages string, data []byte) {
+	metaPath := filepath.Join(filepath.Dir(messages), ".meta.json")
+	meta, id, err := readStable(metaPath, 16<<20)
+	if err != nil {
+		return
+	}
+	live := 0
+	for _, l := range splitJSONL(data, ftOVMessages.dialect()) {
+		if l.val != nil {
+			live++
+		}
+	}
+	if out, ok := ovSetCount(meta, live); ok {
+		p.edits = append(p.edits, edit{path: metaPath, old: meta, oldID: id, data: out})
+	}
+}
+
+func praisonCorruptCopies(path string) []string {
+	m, _ := filepath.Glob(path + ".corrupt-*")
+	sort.Sort(sort.Reverse(sort.StringSlice(m)))
+	return m
+}
+
+func (p *plan) String() string {
+	return fmt.Sprintf("%s (drops %d of %d records, %d bytes)", p.strategy, p.lostRecords, p.total, p.lostBytes)
+}

@@ -1,0 +1,171 @@
+package heal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Manifest describes one quarantined file: where it came from, exactly which version, and why.
+type Manifest struct {
+	ID          string    `json:"id"`
+	Path        string    `json:"path"`
+	Rule        string    `json:"rule"`
+	Created     time.Time `json:"created"`
+	Identity    Identity  `json:"identity"`
+	Size        int64     `json:"size"`
+	SHA256      string    `json:"sha256"`
+	Kind        string    `json:"kind"`
+	Offset      int64     `json:"offset"`
+	Detail      string    `json:"detail"`
+	Strategy    string    `json:"strategy"`
+	NewSHA256   string    `json:"new_sha256,omitempty"`
+	LostBytes   int64     `json:"lost_bytes"`
+	LostRecords int       `json:"lost_records"`
+	File        string    `json:"file"` // the bytes, next to this manifest
+	Dir         string    `json:"-"`
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Quarantine is state_dir/quarantine: the damaged bytes, exactly, before anything is touched.
+type Quarantine struct{ Root string }
+
+func newID(now time.Time) string {
+	return now.UTC().Format("20060102T150405Z") + "-" + randHex(4)
+}
+
+// Put stores data and its manifest durably and returns the entry's directory.
+func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error) {
+	if m.ID == "" {
+		m.ID = newID(now)
+	}
+	m.Created = now.UTC()
+	m.Size = int64(len(data))
+	m.SHA256 = sha(data)
+	m.File = filepath.Base(m.Path)
+	dir := filepath.Join(q.Root, now.UTC().Format("2006-01-02"), m.ID)
+	if err := mkdirAllSync(dir); err != nil {
+		return "", fmt.Errorf("quarantine: %w", err)
+	}
+	if err := writeDurable(filepath.Join(dir, m.File), data, 0o600); err != nil {
+		return "", fmt.Errorf("quarantine: %w", err)
+	}
+	mj, _ := json.MarshalIndent(m, "", "  ")
+	if err := writeDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
+		return "", fmt.Errorf("quarantine manifest: %w", err)
+	}
+	m.Dir = dir
+	return dir, nil
+}
+
+// List returns every entry, oldest first.
+func (q Quarantine) List() ([]*Manifest, error) {
+	days, err := os.ReadDir(q.Root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*Manifest
+	for _, d := range days {
+		if !d.IsDir() {
+			continue
+		}
+		ents, _ := os.ReadDir(filepath.Join(q.Root, d.Name()))
+		for _, e := range ents {
+			m, err := readManifest(filepath.Join(q.Root, d.Name(), e.Name()))
+			if err == nil {
+				out = append(out, m)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func readManifest(dir string) (*Manifest, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", dir, err)
+	}
+	m.Dir = dir
+	return &m, nil
+}
+
+// Get finds an entry by id (or a unique prefix of one).
+func (q Quarantine) Get(id string) (*Manifest, error) {
+	all, err := q.List()
+	if err != nil {
+		return nil, err
+	}
+	var hit *Manifest
+	for _, m := range all {
+		if m.ID == id {
+			return m, nil
+		}
+		if strings.HasPrefix(m.ID, id) {
+			if hit != nil {
+				return nil, fmt.Errorf("quarantine id %q is ambiguous", id)
+			}
+			hit = m
+		}
+	}
+	if hit == nil {
+		return nil, fmt.Errorf("no quarantine entry %q", id)
+	}
+	return hit, nil
+}
+
+// Bytes reads an entry's original bytes and checks them against the manifest.
+func (m *Manifest) Bytes() ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(m.Dir, m.File))
+	if err != nil {
+		return nil, err
+	}
+	if sha(b) != m.SHA256 {
+		return nil, fmt.Errorf("quarantine %s: bytes do not match the manifest's sha256", m.ID)
+	}
+	return b, nil
+}
+
+// Prune removes entries older than maxAge, then the oldest ones while the total is over
+// maxBytes. Zero disables a bound.
+func (q Quarantine) Prune(now time.Time, maxAge time.Duration, maxBytes int64) (removed int, err error) {
+	all, err := q.List()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, m := range all {
+		total += m.Size
+	}
+	for _, m := range all {
+		old := maxAge > 0 && now.Sub(m.Created) > maxAge
+		over := maxBytes > 0 && total > maxBytes
+		if !old && !over {
+			continue
+		}
+		if err := os.RemoveAll(m.Dir); err != nil {
+			return removed, err
+		}
+		total -= m.Size
+		removed++
+	}
+	return removed, nil
+}

@@ -1,0 +1,33 @@
+package heal
+
+import (
+	"context"
+	"errors"
+	"os"
+)
+
+// Restore puts a quarantine entry's original bytes back at its path, atomically and under the
+// app's lock; whatever the path holds now is quarantined first. It returns the quarantine
+// entry of the replaced bytes ("" when the path was empty).
+func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (string, error) {
+	orig, err := m.Bytes()
+	if err != nil {
+		return "", err
+	}
+	cur, id, err := readStable(m.Path, 0)
+	missing := errors.Is(err, os.ErrNotExist)
+	if err != nil && !missing {
+		return "", err
+	}
+	in := &inspection{ctx: fileCtx{path: m.Path, typ: classify(t.Rule.Format, m.Path)}, data: cur, id: id, missing: missing,
+		verdict: Verdict{Status: Damaged, Kind: "restore", Offset: -1, Detail: "replaced by quarantine restore " + m.ID}}
+	if !missing && sha(cur) == m.SHA256 {
+		return "", nil // already holds those bytes
+	}
+	p := &plan{strategy: "quarantine-restore", edits: []edit{{path: m.Path, old: cur, oldID: id, missing: missing, data: orig}}}
+	if missing {
+		// A missing file has no mode to keep: use the one recorded in the manifest.
+		p.edits[0].oldID = Identity{Mode: m.Identity.Mode, UID: m.Identity.UID, GID: m.Identity.GID}
+	}
+	return e.apply(ctx, t, in, p)
+}

@@ -1,0 +1,102 @@
+package heal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// KindStaleTemp marks an app temp file left behind by a crash before its rename.
+const KindStaleTemp = "stale-temp"
+
+func (e *Engine) inspectTemp(t Target) (Verdict, []byte, Identity) {
+	data, id, err := readStable(t.Path, t.Rule.Limits.MaxFileSize)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return skipped("file no longer exists"), nil, id
+	case errors.Is(err, errNotRegular):
+		return skipped("not a regular file"), nil, id
+	case errors.Is(err, errChanged):
+		return busy("temp file is being written"), nil, id
+	case err != nil:
+		return skipped("unreadable: %v", err), nil, id
+	}
+	age := e.Now().Sub(id.Mtime)
+	if age < t.Rule.TempAge {
+		return Verdict{Status: Healthy, Offset: -1, Detail: "recent app temp file: a write may be in flight"}, data, id
+	}
+	return damaged(KindStaleTemp, -1, "app temp file untouched for %s: a crash left it before its rename", age.Round(time.Second)), data, id
+}
+
+// tempLockTarget names the session whose lock guards a temp file.
+func tempLockTarget(t Target, data []byte) string {
+	dir := filepath.Dir(t.Path)
+	switch classify(t.Rule.Format, t.Path) {
+	case ftPraison:
+		if v, err := jsonv.Parse(data, ftPraison.dialect()); err == nil {
+			if sid := v.Get("session_id"); isStr(sid) {
+				return filepath.Join(dir, praisonSafeID(sid.Str)+".json")
+			}
+		}
+		return ""
+	case ftOpenClawStore, ftOpenClawTranscript:
+		return filepath.Join(dir, "sessions.json")
+	}
+	return filepath.Join(dir, "session")
+}
+
+// cleanTemp moves a stale app temp file into quarantine under the app's lock; the session
+// file it belonged to is not touched.
+func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool) {
+	v, data, id := e.inspectTemp(t)
+	fill(r, v)
+	r.Action = ActionNone
+	if v.Status != Damaged {
+		return
+	}
+	r.Strategy = "clean-temp"
+	if t.Rule.Mode == "observe" {
+		r.Action, r.Reason = ActionRefused, "observe mode: would move the temp file to quarantine"
+		return
+	}
+	if dryRun {
+		r.Action = ActionWouldHeal
+		return
+	}
+	var held interface{ Release() error } = noLock{}
+	if lt := tempLockTarget(t, data); lt != "" {
+		h, err := e.takeLock(ctx, t.Rule, lt, classify(t.Rule.Format, lt))
+		if err != nil {
+			r.Verdict, r.Reason = Busy, err.Error()
+			return
+		}
+		held = h
+	}
+	defer held.Release()
+	if cur, err := statIdentity(t.Path); err != nil || !cur.Same(id) {
+		r.Verdict, r.Reason = Busy, "temp file changed"
+		return
+	}
+	m := &Manifest{Path: t.Path, Rule: t.Rule.Name, Identity: id, Kind: KindStaleTemp, Offset: -1, Detail: v.Detail, Strategy: "clean-temp"}
+	dir, err := e.Quarantine.Put(m, data, e.Now())
+	if err != nil {
+		r.Action, r.Reason = ActionRefused, err.Error()
+		return
+	}
+	if cur, err := statIdentity(t.Path); err != nil || !cur.Same(id) {
+		os.RemoveAll(dir)
+		r.Verdict, r.Reason = Busy, "temp file changed"
+		return
+	}
+	if err := os.Remove(t.Path); err != nil {
+		r.Action, r.Reason = ActionRefused, fmt.Sprintf("remove temp: %v", err)
+		return
+	}
+	_ = syncDir(filepath.Dir(t.Path))
+	r.Action, r.Quarantine = ActionHealed, dir
+}

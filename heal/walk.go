@@ -1,0 +1,149 @@
+package heal
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+var praisonCorruptRe = regexp.MustCompile(`^([A-Za-z0-9_-]+\.json)\.corrupt-\d{13}(?:-\d+)?$`)
+
+// Resolver finds the rule for a path no policy rule covers (nil: ignore the path).
+type Resolver func(path string) *policy.Rule
+
+// Targets expands paths (files or directory trees) into targets. With no paths, every rule's
+// roots are walked. Symlinks are never followed. Errors name the path that could not be read.
+func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) {
+	var out []Target
+	var errs []error
+	seen := map[string]bool{}
+	add := func(t Target) {
+		if !seen[t.Path] {
+			seen[t.Path] = true
+			out = append(out, t)
+		}
+	}
+	ruleFor := func(p string) *policy.Rule {
+		if r, _, ok := e.Policy.RuleFor(p); ok {
+			return r
+		}
+		if fallback != nil {
+			return fallback(p)
+		}
+		return nil
+	}
+	walk := func(root string) {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if p != root && !os.IsNotExist(err) {
+					errs = append(errs, err)
+				}
+				return nil
+			}
+			if d.IsDir() {
+				for _, t := range e.missingIn(p, ruleFor) {
+					add(t)
+				}
+				return nil
+			}
+			if t, ok := e.targetFor(p, ruleFor); ok {
+				add(t)
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(paths) == 0 {
+		for _, r := range e.Policy.Rules {
+			for _, root := range r.Paths {
+				walk(root)
+			}
+		}
+	}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		fi, err := os.Lstat(abs)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case fi.IsDir():
+			walk(abs)
+		default:
+			if t, ok := e.targetFor(abs, ruleFor); ok {
+				add(t)
+			} else {
+				errs = append(errs, &fs.PathError{Op: "check", Path: abs, Err: errNoRule})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return targetLess(out[i], out[j]) })
+	return out, errs
+}
+
+// targetLess orders files so that a heal sees a session's live messages before its
+// metadata, and otherwise goes by path.
+func targetLess(a, b Target) bool {
+	da, db := filepath.Dir(a.Path), filepath.Dir(b.Path)
+	if da == db {
+		ma, mb := filepath.Base(a.Path) == ".meta.json", filepath.Base(b.Path) == ".meta.json"
+		if ma != mb {
+			return mb
+		}
+	}
+	return a.Path < b.Path
+}
+
+// targetFor: a session file some rule covers, or an app temp file a rule may clean up.
+// sessionmedic's own temps are never targets.
+func (e *Engine) targetFor(p string, ruleFor func(string) *policy.Rule) (Target, bool) {
+	if policy.IsOwnTemp(filepath.Base(p)) {
+		return Target{}, false
+	}
+	if r := ruleFor(p); r != nil {
+		return Target{Path: p, Rule: r}, true
+	}
+	if r, _, ok := e.Policy.TempRuleFor(p); ok && r.HasStrategy("clean-temp") {
+		return Target{Path: p, Rule: r, Temp: true}, true
+	}
+	return Target{}, false
+}
+
+// missingIn finds files whose absence is damage: an OpenClaw store renamed away by a dead
+// rotation, a PraisonAI session its own loader quarantined.
+func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Target {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	names := make([]string, len(ents))
+	for i, en := range ents {
+		names[i] = en.Name()
+	}
+	var out []Target
+	store := filepath.Join(dir, "sessions.json")
+	if r := ruleFor(store); r != nil && classify(r.Format, store) == ftOpenClawStore && openclawStoreMissing(dir, names) {
+		out = append(out, Target{Path: store, Rule: r, Missing: true})
+	}
+	for _, n := range names {
+		m := praisonCorruptRe.FindStringSubmatch(n)
+		if m == nil || slices.Contains(names, m[1]) {
+			continue
+		}
+		live := filepath.Join(dir, m[1])
+		if r := ruleFor(live); r != nil && classify(r.Format, live) == ftPraison {
+			out = append(out, Target{Path: live, Rule: r, Missing: true})
+		}
+	}
+	return out
+}

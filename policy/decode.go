@@ -1,0 +1,215 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults of the top-level keys.
+const (
+	DefaultLogFormat        = "auto"
+	DefaultLogLevel         = "info"
+	DefaultQuarantineMaxAge = 720 * time.Hour
+	DefaultQuarantineBytes  = GiB
+	DefaultLastGoodFile     = 64 * MiB
+	DefaultLastGoodTotal    = GiB
+)
+
+// ParseEnv decodes a policy: defaults first, then the YAML in data, strictly. name is used in
+// errors and as Config.Source; env expands ~ and $VARS in paths and finds the presets'
+// default locations. The error, if any, is an *Error naming the first problem found.
+func ParseEnv(name string, data []byte, env Env) (c *Config, err error) {
+	d := &decoder{file: name, env: env}
+	defer func() {
+		if r := recover(); r != nil {
+			de, ok := r.(decodeError)
+			if !ok {
+				panic(r)
+			}
+			c, err = nil, de.err
+		}
+	}()
+	c = d.config(d.document(data))
+	c.Source = name
+	return c, nil
+}
+
+// decodeError carries the first error out of the recursive decoder.
+type decodeError struct{ err *Error }
+
+type decoder struct {
+	file string
+	env  Env
+}
+
+func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	panic(decodeError{&Error{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}})
+}
+
+var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// parserProblems are the messages of yaml's parser (not its scanner). For those the line in
+// the error is counted from 0 (and names where the enclosing collection starts, when known).
+var parserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// syntax turns a yaml error into an *Error with the line it names.
+func (d *decoder) syntax(err error, data []byte) {
+	msg := err.Error()
+	line := 0
+	if m := yamlLineErr.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+		if contains(parserProblems, msg) {
+			line = min(line+1, bytes.Count(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))+1)
+		}
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+		if contains(parserProblems, msg) {
+			line = 1
+		}
+	}
+	panic(decodeError{&Error{File: d.file, Line: line, Msg: msg}})
+}
+
+// document parses data into its single top-level node.
+func (d *decoder) document(data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.fail(&yaml.Node{Line: 1}, "", "the policy is empty")
+		}
+		d.syntax(err, data)
+	}
+	var extra yaml.Node
+	switch err := dec.Decode(&extra); {
+	case err == nil:
+		d.fail(&extra, "", "only one YAML document is allowed")
+	case !errors.Is(err, io.EOF):
+		d.syntax(err, data)
+	}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		return doc.Content[0]
+	}
+	return &doc
+}
+
+func (d *decoder) config(top *yaml.Node) *Config {
+	c := &Config{
+		Log:        Log{Format: DefaultLogFormat, Level: DefaultLogLevel},
+		Quarantine: Retention{MaxAge: DefaultQuarantineMaxAge, MaxBytes: DefaultQuarantineBytes},
+		LastGood:   LastGoodLimits{MaxFileBytes: DefaultLastGoodFile, MaxTotalBytes: DefaultLastGoodTotal},
+	}
+	top = resolve(top)
+	if top.Kind != yaml.MappingNode {
+		d.fail(top, "", "expected a mapping at the top level, got %s", describe(top))
+	}
+	// The version decides how to read the rest, so it is checked first.
+	if v := lookup(top, "version"); v == nil {
+		d.fail(top, "version", "missing (want 1)")
+	} else if c.Version = d.integer(v, "version"); c.Version != 1 {
+		d.fail(v, "version", "%d is not supported (want 1)", c.Version)
+	}
+	var haveRules bool
+	d.mapping(top, "", func(key string, k, v *yaml.Node, f string) {
+		switch key {
+		case "version":
+		case "state_dir":
+			c.StateDir = d.path(v, f)
+		case "log":
+			d.mapping(v, f, func(key string, k, v *yaml.Node, f string) {
+				switch key {
+				case "format":
+					c.Log.Format = d.oneOf(v, f, "log format", logFormats)
+				case "level":
+					c.Log.Level = d.oneOf(v, f, "log level", logLevels)
+				default:
+					d.fail(k, f, "unknown key")
+				}
+			})
+		case "http":
+			d.mapping(v, f, func(key string, k, v *yaml.Node, f string) {
+				if key != "listen" {
+					d.fail(k, f, "unknown key")
+				}
+				c.HTTP.Listen = d.listen(v, f)
+			})
+		case "quarantine":
+			d.mapping(v, f, func(key string, k, v *yaml.Node, f string) {
+				switch key {
+				case "max_age":
+					c.Quarantine.MaxAge = d.duration(v, f)
+				case "max_bytes":
+					c.Quarantine.MaxBytes = d.size(v, f)
+				default:
+					d.fail(k, f, "unknown key")
+				}
+			})
+		case "last_good":
+			d.mapping(v, f, func(key string, k, v *yaml.Node, f string) {
+				switch key {
+				case "max_file_bytes":
+					c.LastGood.MaxFileBytes = d.size(v, f)
+				case "max_total_bytes":
+					c.LastGood.MaxTotalBytes = d.size(v, f)
+				default:
+					d.fail(k, f, "unknown key")
+				}
+			})
+		case "rules":
+			haveRules = true
+			c.Rules = d.rules(v, f)
+		default:
+			d.fail(k, f, "unknown key")
+		}
+	})
+	if !haveRules {
+		d.fail(top, "rules", "missing (want at least one rule)")
+	}
+	if c.StateDir == "" {
+		c.StateDir = defaultStateDir(d.env)
+	}
+	return c
+}
+
+func (d *decoder) rules(n *yaml.Node, field string) []Rule {
+	items := d.sequence(n, field)
+	if len(items) == 0 {
+		d.fail(n, field, "must not be empty")
+	}
+	rules := make([]Rule, 0, len(items))
+	names := map[string]int{}
+	for i, item := range items {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		r, nameNode := d.rule(item, f)
+		if j, dup := names[r.Name]; dup {
+			d.fail(nameNode, f+".name", "%q is already the name of %s[%d]", r.Name, field, j)
+		}
+		names[r.Name] = i
+		rules = append(rules, r)
+	}
+	return rules
+}

@@ -1,0 +1,241 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults of a rule's keys (the presets use them too).
+const (
+	DefaultSettle      = 2 * time.Second
+	DefaultMaxWait     = 30 * time.Second
+	DefaultTempAge     = 5 * time.Minute
+	DefaultLockWait    = 2 * time.Second
+	DefaultLockStale   = 30 * time.Second
+	DefaultMaxLoss     = 0.5
+	DefaultMaxFileSize = GiB
+)
+
+// baseRule holds the defaults every rule starts from.
+func baseRule() Rule {
+	return Rule{
+		Settle:       DefaultSettle,
+		MaxWait:      DefaultMaxWait,
+		Lock:         Lock{Protocol: "none"},
+		Strategies:   []string{"salvage", "last-good"},
+		Limits:       Limits{MaxLoss: DefaultMaxLoss, MaxFileSize: DefaultMaxFileSize},
+		KeepLastGood: true,
+		Mode:         "heal",
+		TempAge:      DefaultTempAge,
+	}
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// rule decodes one rule: the preset's rule (or the defaults), then every key set on top.
+// It returns the node of the name, for the duplicate-name error.
+func (d *decoder) rule(n *yaml.Node, field string) (Rule, *yaml.Node) {
+	n = resolve(n)
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, field, "expected a mapping, got %s", describe(n))
+	}
+	r := baseRule()
+	if v := lookup(n, "preset"); v != nil {
+		f := field + ".preset"
+		name := d.str(v, f)
+		p, ok := PresetRule(name, d.env)
+		if !ok {
+			d.fail(v, f, "unknown preset %q (want %s)", name, strings.Join(presetChoices(), ", "))
+		}
+		r = p
+		r.Name = ""
+	}
+	set := map[string]*yaml.Node{}
+	d.mapping(n, field, func(key string, k, v *yaml.Node, f string) {
+		set[key] = k
+		switch key {
+		case "name":
+			r.Name = d.str(v, f)
+			if !validName.MatchString(r.Name) {
+				d.fail(v, f, "%q is not a valid name (letters, digits, '.', '_' and '-')", r.Name)
+			}
+			set[key] = v
+		case "preset":
+		case "paths":
+			r.Paths = d.nonEmpty(v, f, d.strings(v, f, func(s string) (string, error) {
+				return expandPath(s, d.env)
+			}))
+		case "match":
+			r.Match = d.nonEmpty(v, f, d.strings(v, f, checkGlob))
+		case "exclude":
+			r.Exclude = d.strings(v, f, checkGlob)
+		case "format":
+			r.Format = d.oneOf(v, f, "format", Formats)
+		case "settle":
+			r.Settle = d.duration(v, f)
+		case "max_wait":
+			r.MaxWait = d.duration(v, f)
+		case "lock":
+			r.Lock = d.lock(v, f)
+		case "backups":
+			r.Backups = d.strings(v, f, func(s string) (string, error) { return s, checkTemplate(s, true) })
+		case "strategies":
+			r.Strategies = d.strings(v, f, func(s string) (string, error) {
+				if !contains(Strategies, s) {
+					return "", fmt.Errorf("unknown strategy %q (want %s)", s, strings.Join(Strategies, ", "))
+				}
+				return s, nil
+			})
+		case "limits":
+			d.limits(v, f, &r.Limits)
+		case "keep_last_good":
+			r.KeepLastGood = d.boolean(v, f)
+		case "mode":
+			r.Mode = d.oneOf(v, f, "mode", modes)
+		case "temp_age":
+			r.TempAge = d.duration(v, f)
+		case "temps":
+			r.Temps = d.strings(v, f, checkBaseGlob)
+		default:
+			d.fail(k, f, "unknown key")
+		}
+	})
+	if set["name"] == nil {
+		d.fail(n, field+".name", "missing")
+	}
+	if r.Preset == "" && r.Format == "" {
+		d.fail(n, field, "needs a preset or a format")
+	}
+	if r.Preset == "" && set["paths"] == nil {
+		d.fail(n, field+".paths", "missing")
+	}
+	if len(r.Match) == 0 {
+		switch r.Format {
+		case "json", "jsonl":
+			r.Match = []string{"*." + r.Format}
+		default:
+			d.fail(n, field+".match", "missing (format %s has no default without its preset)", r.Format)
+		}
+	}
+	if r.MaxWait < r.Settle {
+		if k := set["max_wait"]; k != nil {
+			d.fail(k, field+".max_wait", "%s is less than settle (%s)", FormatDuration(r.MaxWait), FormatDuration(r.Settle))
+		}
+		d.fail(set["settle"], field+".settle", "%s is more than max_wait (%s)", FormatDuration(r.Settle), FormatDuration(r.MaxWait))
+	}
+	return r.clone(), set["name"]
+}
+
+func (d *decoder) nonEmpty(n *yaml.Node, field string, list []string) []string {
+	if len(list) == 0 {
+		d.fail(n, field, "must not be empty")
+	}
+	return list
+}
+
+func (d *decoder) limits(n *yaml.Node, field string, l *Limits) {
+	d.mapping(n, field, func(key string, k, v *yaml.Node, f string) {
+		switch key {
+		case "max_loss":
+			l.MaxLoss = d.fraction(v, f)
+		case "max_file_size":
+			l.MaxFileSize = d.size(v, f)
+		default:
+			d.fail(k, f, "unknown key")
+		}
+	})
+}
+
+// lock decodes `none` or a mapping with exactly one of flock, lockfile or protocol, plus
+// stale and wait. A lock replaces the preset's lock as a whole.
+func (d *decoder) lock(n *yaml.Node, field string) Lock {
+	if n.Kind == yaml.ScalarNode {
+		if n.Tag == "!!str" && n.Value == "none" {
+			return Lock{Protocol: "none"}
+		}
+		d.fail(n, field, "expected none or a mapping, got %s", describe(n))
+	}
+	var l Lock
+	var kind, stale, wait *yaml.Node
+	d.mapping(n, field, func(key string, k, v *yaml.Node, f string) {
+		switch key {
+		case "flock", "lockfile", "protocol":
+			if kind != nil {
+				d.fail(k, field, "set only one of flock, lockfile and protocol (%s is set on line %d)", kind.Value, kind.Line)
+			}
+			kind = k
+			if key == "protocol" {
+				l.Protocol = d.oneOf(v, f, "lock protocol", []string{"none", "nanobot", "openviking", "openclaw"})
+				return
+			}
+			l.Protocol, l.Path = key, d.str(v, f)
+			if err := checkTemplate(l.Path, false); err != nil {
+				d.fail(v, f, "%s", err)
+			}
+		case "stale":
+			stale, l.Stale = k, d.duration(v, f)
+		case "wait":
+			wait, l.Wait = k, d.duration(v, f)
+		default:
+			d.fail(k, f, "unknown key")
+		}
+	})
+	if kind == nil {
+		d.fail(n, field, "needs one of flock, lockfile or protocol")
+	}
+	switch l.Protocol {
+	case "none":
+		if wait != nil {
+			d.fail(wait, field+".wait", "has no effect without a lock")
+		}
+		if stale != nil {
+			d.fail(stale, field+".stale", "has no effect without a lock")
+		}
+		return Lock{Protocol: "none"}
+	case "flock", "nanobot":
+		if stale != nil {
+			d.fail(stale, field+".stale", "applies only to lockfile, openviking and openclaw locks")
+		}
+	default:
+		if stale == nil {
+			l.Stale = DefaultLockStale
+		}
+	}
+	if wait == nil {
+		l.Wait = DefaultLockWait
+	}
+	return l
+}
+
+var placeholder = regexp.MustCompile(`\{[^{}]*\}`)
+
+// checkTemplate checks a path template: known placeholders only, anchored at {file}, {dir}
+// or /, and (for backups) a valid glob once expanded.
+func checkTemplate(t string, glob bool) error {
+	if t == "" {
+		return errors.New("must not be empty")
+	}
+	for _, p := range placeholder.FindAllString(t, -1) {
+		if p != "{file}" && p != "{dir}" && p != "{name}" {
+			return fmt.Errorf("%q: unknown placeholder %s (want {file}, {dir} or {name})", t, p)
+		}
+	}
+	if strings.ContainsAny(placeholder.ReplaceAllString(t, ""), "{}") {
+		return fmt.Errorf("%q: unbalanced { or }", t)
+	}
+	if !strings.HasPrefix(t, "{file}") && !strings.HasPrefix(t, "{dir}") && !strings.HasPrefix(t, "/") {
+		return fmt.Errorf("%q must start with {file}, {dir} or /", t)
+	}
+	if glob {
+		if _, err := path.Match(ExpandTemplate(t, "/d/f"), ""); err != nil {
+			return fmt.Errorf("%q is not a valid glob", t)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// Glob patterns (Match, Exclude) are slash-separated and match the path of a file relative
+// to a rule's path (its root):
+//
+//   - '*' matches any run of characters, '?' one character, and '[...]' one character of a
+//     class ('[^...]' negated, '\' escapes); none of them matches '/'.
+//   - '**' as a whole segment matches zero or more segments.
+//   - A pattern without '/' matches the base name at any depth, like gitignore.
+//   - Any other pattern is anchored at the root. But a Match pattern that starts with '**/'
+//     may also match the root's own directory names, so "**/sessions/*.json" covers a rule
+//     whose path is a sessions directory itself. Exclude patterns only see the part below
+//     the root, so a directory above it never excludes anything.
+//
+// A leading '.' is matched like any other character. Temps are base-name patterns.
+
+// checkGlob validates a Match or Exclude pattern.
+func checkGlob(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("pattern must not be empty")
+	case strings.HasPrefix(p, "/"):
+		return "", fmt.Errorf("%q: patterns are relative to the rule's paths (no leading /)", p)
+	case strings.HasSuffix(p, "/"):
+		return "", fmt.Errorf("%q: patterns match files (no trailing /; use dir/** for a directory)", p)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		switch {
+		case seg == "":
+			return "", fmt.Errorf("%q has an empty segment", p)
+		case seg == "." || seg == "..":
+			return "", fmt.Errorf("%q: segments . and .. are not allowed", p)
+		case seg != "**" && strings.Contains(seg, "**"):
+			return "", fmt.Errorf("%q: ** must be a whole segment", p)
+		}
+		if _, err := path.Match(seg, ""); err != nil {
+			return "", fmt.Errorf("%q is not a valid pattern", p)
+		}
+	}
+	return p, nil
+}
+
+// checkBaseGlob validates a Temps pattern, which matches base names.
+func checkBaseGlob(p string) (string, error) {
+	if strings.Contains(p, "/") {
+		return "", fmt.Errorf("%q: temps match base names (no /)", p)
+	}
+	return checkGlob(p)
+}
+
+// splitPath returns the segments of a slash-separated path.
+func splitPath(p string) []string { return strings.Split(strings.Trim(p, "/"), "/") }
+
+// matchPattern matches one pattern against a file's segments below the root (rel) and, for
+// a leading "**/", against its absolute segments (abs, nil to stay below the root).
+func matchPattern(pattern string, rel, abs []string) bool {
+	if !strings.Contains(pattern, "/") {
+		ok, _ := path.Match(pattern, rel[len(rel)-1])
+		return ok
+	}
+	segs := strings.Split(pattern, "/")
+	if abs != nil && segs[0] == "**" {
+		return matchSegments(segs, abs)
+	}
+	return matchSegments(segs, rel)
+}
+
+func matchSegments(pat, name []string) bool {
+	for len(pat) > 0 {
+		if pat[0] == "**" {
+			for len(pat) > 0 && pat[0] == "**" {
+				pat = pat[1:]
+			}
+			if len(pat) == 0 {
+				return true
+			}
+			for i := range len(name) + 1 {
+				if matchSegments(pat, name[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if len(name) == 0 {
+			return false
+		}
+		if ok, _ := path.Match(pat[0], name[0]); !ok {
+			return false
+		}
+		pat, name = pat[1:], name[1:]
+	}
+	return len(name) == 0
+}
+
+// within returns the slash-separated path of p relative to root, or its base name when p is
+// root itself; ok is false when p is not root or below it. Both are cleaned first.
+func within(root, p string) (rel string, ok bool) {
+	root, p = filepath.Clean(root), filepath.Clean(p)
+	if p == root {
+		return filepath.Base(p), true
+	}
+	prefix := root
+	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	if !strings.HasPrefix(p, prefix) {
+		return "", false
+	}
+	return filepath.ToSlash(p[len(prefix):]), true
+}
+
+// Covers reports whether the rule covers the file p under root (one of its paths): p is
+// root or below it, its path matches one of Match and none of Exclude, and its base name is
+// not a temp file (the app's Temps or [OwnTempPattern]).
+func (r *Rule) Covers(root, p string) bool {
+	rel, ok := within(root, p)
+	if !ok || r.IsTemp(filepath.Base(p)) {
+		return false
+	}
+	relSegs := splitPath(rel)
+	absSegs := splitPath(filepath.ToSlash(filepath.Clean(p)))
+	matched := false
+	for _, m := range r.Match {
+		if matchPattern(m, relSegs, absSegs) {
+			matched = true
+			break
+		}
+	}
+	if !matched {
+		return false
+	}
+	for _, x := range r.Exclude {
+		if matchPattern(x, relSegs, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// IsTemp reports whether a base name is a temp file of the app (Temps) or sessionmedic's
+// own ([OwnTempPattern]). Temp files are never validated as sessions.
+func (r *Rule) IsTemp(base string) bool {
+	return r.IsAppTemp(base) || IsOwnTemp(base)
+}
+
+// IsAppTemp reports whether a base name matches the rule's Temps: a candidate for
+// clean-temp.
+func (r *Rule) IsAppTemp(base string) bool {
+	for _, t := range r.Temps {
+		if ok, _ := path.Match(t, base); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// IsOwnTemp reports whether a base name is one of sessionmedic's own temp files.
+func IsOwnTemp(base string) bool {
+	ok, _ := path.Match(OwnTempPattern, base)
+	return ok
+}
+
+// RuleFor returns the first rule, in policy order, that covers path p, and the rule path
+// (root) under which it does. p should be absolute; it is cleaned.
+func (c *Config) RuleFor(p string) (rule *Rule, root string, ok bool) {
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		for _, root := range r.Paths {
+			if r.Covers(root, p) {
+				return r, root, true
+			}
+		}
+	}
+	return nil, "", false
+}
+
+// TempRuleFor returns the first rule with a path containing p whose Temps match p's base
+// name: the rule whose clean-temp strategy may move it.
+func (c *Config) TempRuleFor(p string) (rule *Rule, root string, ok bool) {
+	base := filepath.Base(p)
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		if !r.IsAppTemp(base) {
+			continue
+		}
+		for _, root := range r.Paths {
+			if _, in := within(root, p); in {
+				return r, root, true
+			}
+		}
+	}
+	return nil, "", false
+}
+
+// Roots returns every rule path once, in policy order: the trees to watch.
+func (c *Config) Roots() []string {
+	var roots []string
+	for _, r := range c.Rules {
+		for _, p := range r.Paths {
+			if !contains(roots, p) {
+				roots = append(roots, p)
+			}
+		}
+	}
+	return roots
+}

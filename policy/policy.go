@@ -1,0 +1,259 @@
+// Package policy owns the YAML policy: schema, presets, the embedded default, strict decoding
+// with file:line errors, and path → rule matching.
+//
+// A policy is decoded in two steps: defaults first (a rule with a preset starts from that
+// preset's full rule), then the YAML on top, strictly: unknown keys, wrong types and values
+// out of range are errors that name the file, the line and the field path. The result is
+// plain data; nothing here touches the files a rule covers, except that [SystemEnv] answers
+// whether a directory exists and reads one app's config to find its default location.
+//
+// Caveats: paths are compared lexically (cleaned, never resolved through symlinks), and
+// [Config.RuleFor] expects an absolute path.
+package policy
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is a decoded, validated policy.
+type Config struct {
+	Version    int
+	StateDir   string         // state_dir: quarantine/, last-good/, journal/ live below it
+	Log        Log            // log: {format: auto|text|json, level: debug|info|warn|error}
+	HTTP       HTTP           // http: {listen: "127.0.0.1:9477"}; empty = disabled
+	Quarantine Retention      // quarantine: {max_age: 720h, max_bytes: 1GiB}
+	LastGood   LastGoodLimits // last_good: {max_file_bytes: 64MiB, max_total_bytes: 1GiB}
+	Rules      []Rule
+	Source     string // the file it came from, or "embedded default"
+}
+
+// Log selects the log handler and level.
+type Log struct{ Format, Level string }
+
+// HTTP configures the metrics and health endpoint.
+type HTTP struct{ Listen string }
+
+// Retention bounds the quarantine. Zero means no limit.
+type Retention struct {
+	MaxAge   time.Duration
+	MaxBytes int64
+}
+
+// LastGoodLimits bounds the last-good copies. Zero means no limit.
+type LastGoodLimits struct{ MaxFileBytes, MaxTotalBytes int64 }
+
+// Rule says which files to watch and how to judge and heal them.
+type Rule struct {
+	Name         string
+	Preset       string        // "" or copaw | nanobot | praisonai | openviking | openclaw
+	Paths        []string      // absolute, ~ and $VARS expanded, filepath.Clean'ed
+	Match        []string      // globs, see [Rule.Covers]
+	Exclude      []string      // globs, see [Rule.Covers]
+	Format       string        // json | jsonl | copaw | nanobot | praisonai | openviking | openclaw
+	Settle       time.Duration // quiet time before inspecting; default 2s
+	MaxWait      time.Duration // inspect (read-only) after this even under writes; default 30s; >= Settle
+	Lock         Lock
+	Backups      []string // glob templates with {file} {dir} {name}, e.g. "{file}.bak.*"
+	Strategies   []string // tried in order
+	Limits       Limits
+	KeepLastGood bool          // default true
+	Mode         string        // heal (default) | observe
+	TempAge      time.Duration // clean-temp only moves app temp files older than this; default 5m
+	Temps        []string      // base-name globs of the app's own temp files: never validated
+}
+
+// Lock is the app's lock protocol, which a heal honours.
+type Lock struct {
+	Protocol string        // none | flock | lockfile | nanobot | openviking | openclaw
+	Path     string        // template for flock/lockfile, e.g. "{dir}/.session-files.lock"
+	Stale    time.Duration // lockfile, openviking, openclaw: a lock older than this is stale
+	Wait     time.Duration // how long to try before reporting busy; default 2s
+}
+
+// Limits bound what a repair may do.
+type Limits struct {
+	MaxLoss     float64 // fraction 0..1 of the damaged file's records a repair may drop; default 0.5
+	MaxFileSize int64   // larger files are skipped; 0 = no limit; default 1GiB
+}
+
+// Size units.
+const (
+	KiB int64 = 1 << 10
+	MiB int64 = 1 << 20
+	GiB int64 = 1 << 30
+)
+
+// Strategy names, in the order the documentation lists them.
+var Strategies = []string{
+	"salvage", "backup", "last-good", "reconcile",
+	"normalize", "restore-fields", "drop-invalid-entries", "clean-temp",
+}
+
+// Formats are the valid values of Rule.Format.
+var Formats = []string{"json", "jsonl", "copaw", "nanobot", "praisonai", "openviking", "openclaw"}
+
+// Lock protocols.
+var LockProtocols = []string{"none", "flock", "lockfile", "nanobot", "openviking", "openclaw"}
+
+var (
+	modes      = []string{"heal", "observe"}
+	logFormats = []string{"auto", "text", "json"}
+	logLevels  = []string{"debug", "info", "warn", "error"}
+)
+
+// OwnTempPattern matches the base names of sessionmedic's own temp files. Every rule treats
+// them as temps: they are never validated as sessions. Name temp files
+// ".<name>.sessionmedic-<random>.tmp" to match it.
+const OwnTempPattern = ".*.sessionmedic-*.tmp"
+
+// DefaultSource is Config.Source of the embedded default policy.
+const DefaultSource = "embedded default"
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the embedded default policy file.
+func DefaultYAML() []byte { return append([]byte(nil), defaultYAML...) }
+
+// Error is a policy error: where it is and what is wrong.
+type Error struct {
+	File  string
+	Line  int    // 0 when unknown
+	Field string // YAML field path, e.g. rules[1].settle; "" for syntax errors
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Load reads a policy file and decodes it with the system environment.
+func Load(path string) (*Config, error) { return LoadEnv(path, SystemEnv()) }
+
+// LoadEnv reads a policy file and decodes it with env.
+func LoadEnv(path string, env Env) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read policy: %w", err)
+	}
+	return ParseEnv(path, data, env)
+}
+
+// Parse decodes a policy with the system environment; name is used in errors and as Source.
+func Parse(name string, data []byte) (*Config, error) { return ParseEnv(name, data, SystemEnv()) }
+
+// Default returns the embedded default policy: one rule per preset at its default locations.
+// Use [Config.Existing] to keep only the locations that exist.
+func Default(env Env) *Config {
+	c, err := ParseEnv(DefaultSource, defaultYAML, env)
+	if err != nil {
+		panic("policy: embedded default: " + err.Error())
+	}
+	return c
+}
+
+// Rule returns the rule with that name, or nil.
+func (c *Config) Rule(name string) *Rule {
+	for i := range c.Rules {
+		if c.Rules[i].Name == name {
+			return &c.Rules[i]
+		}
+	}
+	return nil
+}
+
+// Existing returns a copy that keeps only the paths that exist; rules left without paths are
+// dropped. skipped lists the paths dropped, in rule order.
+func (c *Config) Existing(env Env) (kept *Config, skipped []string) {
+	kept = c.Clone()
+	rules := kept.Rules[:0]
+	for _, r := range kept.Rules {
+		var paths []string
+		for _, p := range r.Paths {
+			if env.exists(p) {
+				paths = append(paths, p)
+			} else {
+				skipped = append(skipped, p)
+			}
+		}
+		if len(paths) == 0 {
+			continue
+		}
+		r.Paths = paths
+		rules = append(rules, r)
+	}
+	kept.Rules = rules
+	return kept, skipped
+}
+
+// Clone returns a deep copy.
+func (c *Config) Clone() *Config {
+	n := *c
+	n.Rules = make([]Rule, len(c.Rules))
+	for i, r := range c.Rules {
+		n.Rules[i] = r.clone()
+	}
+	return &n
+}
+
+func (r Rule) clone() Rule {
+	r.Paths = cloneStrings(r.Paths)
+	r.Match = cloneStrings(r.Match)
+	r.Exclude = cloneStrings(r.Exclude)
+	r.Backups = cloneStrings(r.Backups)
+	r.Strategies = cloneStrings(r.Strategies)
+	r.Temps = cloneStrings(r.Temps)
+	return r
+}
+
+func cloneStrings(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return append([]string(nil), s...)
+}
+
+// HasStrategy reports whether the rule allows the named strategy.
+func (r *Rule) HasStrategy(name string) bool {
+	for _, s := range r.Strategies {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ExpandTemplate replaces {file} (the full path), {dir} (its directory) and {name} (its base
+// name) in tmpl.
+func ExpandTemplate(tmpl, file string) string {
+	return strings.NewReplacer(
+		"{file}", file,
+		"{dir}", filepath.Dir(file),
+		"{name}", filepath.Base(file),
+	).Replace(tmpl)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,214 @@
+package policy
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"slices"
+)
+
+// The presets, in the order of the embedded default; qwenpaw is an alias of copaw.
+var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw"}
+
+var presetAliases = map[string]string{"qwenpaw": "copaw"}
+
+// Presets returns the preset names (without aliases).
+func Presets() []string { return slices.Clone(presetNames) }
+
+// presetChoices lists every accepted preset name, aliases included, for error messages.
+func presetChoices() []string {
+	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw"}
+}
+
+// PresetRule returns the full rule of a preset (an alias gives its preset), named after it,
+// with its default locations for env. ok is false for an unknown name. The default locations
+// may be empty (OpenViking without a config naming its workspace); a rule without paths
+// covers nothing.
+//
+// Patterns (see [Rule.Covers]) match a preset's files at any depth below a rule's path, and
+// through the path's own directory names, so a path may be the app's home, a workspace or
+// a sessions directory itself.
+func PresetRule(name string, env Env) (Rule, bool) {
+	if canon, ok := presetAliases[name]; ok {
+		name = canon
+	}
+	r := baseRule()
+	r.Name, r.Preset, r.Format = name, name, name
+	switch name {
+	case "copaw":
+		// <WORKING_DIR>/[workspaces/<agent>/]sessions/[<channel>/]<file>.json. The chat
+		// index, the dialog logs and the renamed weixin originals are not session state.
+		r.Paths = copawPaths(env)
+		r.Match = []string{"**/sessions/*.json", "**/sessions/*/*.json"}
+		r.Exclude = []string{"**/.weixin-legacy/**", "**/dialog/**", "chats.json"}
+		r.Strategies = []string{"salvage", "last-good"}
+	case "nanobot":
+		// Eras A–C: <workspace>/sessions/<stem>.jsonl (and the old global sessions/);
+		// era D: ~/.nanobot/sessions/<workspace id>/<stem>.jsonl. Any *.jsonl counts, so a
+		// rule may name a sessions directory under any name; JSONL files the agent itself
+		// writes elsewhere in its workspace are judged as sessions too (point the rule at
+		// the sessions directories, or exclude them, where that matters).
+		r.Paths = homePaths(env, ".nanobot")
+		r.Match = []string{"*.jsonl"}
+		r.Exclude = []string{"**/.migration-conflicts/**"}
+		r.Temps = []string{".*.jsonl.*.tmp", "*.jsonl.tmp"}
+		r.Lock = Lock{Protocol: "nanobot", Wait: DefaultLockWait}
+		r.Strategies = []string{"salvage", "last-good", "clean-temp"}
+	case "praisonai":
+		// <data dir>/sessions/<safe_id>.json, under a never-unlinked <file>.lock flock the
+		// app waits 5 s for. Its .corrupt-<ms> copies and spilled turns are evidence.
+		r.Paths = praisonPaths(env)
+		r.Match = []string{"**/sessions/*.json"}
+		r.Exclude = []string{"**/session_spill/**", "*.corrupt-*"}
+		r.Temps = []string{"tmp*.tmp"}
+		r.Lock = Lock{Protocol: "flock", Path: "{file}.lock", Wait: DefaultLockWait}
+		r.Strategies = []string{"salvage", "last-good", "reconcile", "clean-temp"}
+	case "openviking":
+		// <workspace>/viking/<account>/user/<user>/sessions/<sid>/{messages.jsonl,.meta.json},
+		// and the legacy <account>/session/[<user>/]<sid>/. Archives under history/ are
+		// evidence, never healed.
+		r.Paths = openvikingPaths(env)
+		r.Match = []string{
+			"**/sessions/*/messages.jsonl", "**/sessions/*/.meta.json",
+			"**/session/*/messages.jsonl", "**/session/*/.meta.json",
+			"**/session/*/*/messages.jsonl", "**/session/*/*/.meta.json",
+		}
+		r.Exclude = []string{"**/history/archive_*/**"}
+		r.Lock = Lock{Protocol: "openviking", Stale: DefaultLockStale, Wait: DefaultLockWait}
+		r.Strategies = []string{"reconcile", "salvage", "last-good"}
+	case "openclaw":
+		// <state>/agents/<agent>/sessions/{sessions.json,<sessionId>.jsonl}. Archives,
+		// corrupt-header copies, checkpoints and trajectories are not live session files.
+		r.Paths = openclawPaths(env)
+		r.Match = []string{"**/agents/*/sessions/sessions.json", "**/agents/*/sessions/*.jsonl"}
+		r.Exclude = []string{"*.corrupt-*", "*.checkpoint.*.jsonl", "*.trajectory.jsonl"}
+		r.Temps = []string{"sessions.json.*.tmp", "*.jsonl.compact.*.tmp"}
+		r.Backups = []string{"{dir}/sessions.json.bak.*"}
+		r.Lock = Lock{Protocol: "openclaw", Stale: DefaultLockStale, Wait: DefaultLockWait}
+		r.Strategies = []string{"salvage", "backup", "last-good", "normalize"}
+	default:
+		return Rule{}, false
+	}
+	return r.clone(), true
+}
+
+// appPath expands a location taken from an app's environment variable or config: ~ is
+// home, and only an absolute result counts ("" otherwise).
+func appPath(p, home string) string {
+	p, err := expandHome(p, home)
+	if err != nil {
+		return ""
+	}
+	return absDir(p)
+}
+
+// homePaths joins home with each name; none when home is unknown.
+func homePaths(env Env, names ...string) []string {
+	home := absDir(env.Home)
+	if home == "" {
+		return nil
+	}
+	var out []string
+	for _, n := range names {
+		out = append(out, filepath.Join(home, n))
+	}
+	return out
+}
+
+// firstExisting returns the first candidate that exists, else the fallback.
+func firstExisting(env Env, fallback string, candidates ...string) []string {
+	for _, c := range candidates {
+		if env.exists(c) {
+			return []string{c}
+		}
+	}
+	return []string{fallback}
+}
+
+// copawPaths: $QWENPAW_WORKING_DIR or $COPAW_WORKING_DIR; else ~/.copaw if it exists;
+// else ~/.qwenpaw.
+func copawPaths(env Env) []string {
+	for _, k := range []string{"QWENPAW_WORKING_DIR", "COPAW_WORKING_DIR"} {
+		if v := env.getenv(k); v != "" {
+			if p := appPath(v, env.Home); p != "" {
+				return []string{p}
+			}
+			return nil
+		}
+	}
+	h := homePaths(env, ".copaw", ".qwenpaw")
+	if h == nil {
+		return nil
+	}
+	return firstExisting(env, h[1], h[0])
+}
+
+// praisonPaths: $PRAISONAI_HOME/sessions, ~/.praisonai/sessions, ~/.praison/sessions and
+// $XDG_DATA_HOME/praisonai/sessions; the app picks one, so all are watched.
+func praisonPaths(env Env) []string {
+	var out []string
+	add := func(p string) {
+		if p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if v := appPath(env.getenv("PRAISONAI_HOME"), env.Home); v != "" {
+		add(filepath.Join(v, "sessions"))
+	}
+	for _, p := range homePaths(env, ".praisonai/sessions", ".praison/sessions") {
+		add(p)
+	}
+	if x := absDir(env.XDGDataHome); x != "" {
+		add(filepath.Join(x, "praisonai", "sessions"))
+	}
+	return out
+}
+
+// openvikingPaths: storage.workspace of $OPENVIKING_CONFIG_FILE or ~/.openviking/ov.conf,
+// when that is JSON naming an absolute (or ~) workspace; otherwise none, since the app's
+// default ./data is relative to the server's working directory.
+func openvikingPaths(env Env) []string {
+	conf := appPath(env.getenv("OPENVIKING_CONFIG_FILE"), env.Home)
+	if conf == "" {
+		h := homePaths(env, ".openviking/ov.conf")
+		if h == nil {
+			return nil
+		}
+		conf = h[0]
+	}
+	data, err := env.readFile(conf)
+	if err != nil {
+		return nil
+	}
+	var c struct {
+		Storage struct {
+			Workspace string `json:"workspace"`
+		} `json:"storage"`
+	}
+	if json.Unmarshal(data, &c) != nil {
+		return nil
+	}
+	if p := appPath(c.Storage.Workspace, env.Home); p != "" {
+		return []string{p}
+	}
+	return nil
+}
+
+// openclawPaths: $OPENCLAW_STATE_DIR; else ~/.openclaw if it exists; else ~/.clawdbot if it
+// exists; else ~/.openclaw. Home is $OPENCLAW_HOME when set.
+func openclawPaths(env Env) []string {
+	home := env.Home
+	if h := appPath(env.getenv("OPENCLAW_HOME"), env.Home); h != "" {
+		home = h
+	}
+	if v := env.getenv("OPENCLAW_STATE_DIR"); v != "" {
+		if p := appPath(v, home); p != "" {
+			return []string{p}
+		}
+		return nil
+	}
+	h := homePaths(Env{Home: home}, ".openclaw", ".clawdbot")
+	if h == nil {
+		return nil
+	}
+	return firstExisting(env, h[0], h[0], h[1])
+}
