@@ -360,5 +360,15 @@ func (e *Engine) putBack(old *os.File, ed edit) error {
 	return busyErr("%s: the app wrote during the heal; its bytes were put back", ed.path)
 }
 
+// Prune bounds the state directory by the policy's retention: quarantine entries by age and
+// total size, last-good copies by total size.
+func (e *Engine) Prune() error {
+	if _, err := e.Quarantine.Prune(e.Now(), e.Policy.Quarantine.MaxAge, e.Policy.Quarantine.MaxBytes); err != nil {
+		return err
+	}
+	_, err := e.LastGood.Prune(e.Policy.LastGood.MaxTotalBytes)
+	return err
+}
+
 // Recover resolves heals a crash left unfinished (call it before the first heal).
 func (e *Engine) Recover() ([]Recovered, error) { return e.Journal.Recover() }

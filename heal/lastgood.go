@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"sort"
 )
 
 // LastGood is state_dir/last-good: sessionmedic's own copy of the last version of each file
@@ -44,4 +45,43 @@ func (l LastGood) Put(path string, data []byte) error {
 		return err
 	}
 	return replaceDurable(l.file(path), data, 0o600)
+}
+
+// Prune removes the oldest copies while their total is over maxBytes (0 = no limit).
+func (l LastGood) Prune(maxBytes int64) (removed int, err error) {
+	if maxBytes <= 0 || l.Root == "" {
+		return 0, nil
+	}
+	ents, err := os.ReadDir(l.Root)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	type copyInfo struct {
+		path  string
+		size  int64
+		mtime int64
+	}
+	var all []copyInfo
+	var total int64
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			all = append(all, copyInfo{filepath.Join(l.Root, e.Name()), fi.Size(), fi.ModTime().UnixNano()})
+			total += fi.Size()
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mtime < all[j].mtime })
+	for _, c := range all {
+		if total <= maxBytes {
+			break
+		}
+		if err := os.Remove(c.path); err != nil {
+			return removed, err
+		}
+		total -= c.size
+		removed++
+	}
+	return removed, nil
 }

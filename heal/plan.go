@@ -147,8 +147,8 @@ func measureLoss(p *plan, c *fileCtx, old, data []byte) {
 			continue
 		}
 		p.total++
-		if kept[string(bytes.TrimRight(l.raw, "\r"))] || (l.val == nil && bytes.Contains(data, l.raw)) {
-			continue // kept, or a torn record whose whole version the result holds
+		if kept[string(bytes.TrimRight(l.raw, "\r"))] || (l.val == nil && !l.terminated && bytes.Contains(data, l.raw)) {
+			continue // kept, or a torn last record whose whole version the result holds
 		}
 		if l.val != nil && archived[strOf(l.val.Get("id"))] {
 			continue // preserved in a finished archive

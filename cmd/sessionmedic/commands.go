@@ -91,9 +91,14 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		}
 		printReport(tw, r)
 	}
+	if doHeal && !dry {
+		if err := eng.Prune(); err != nil {
+			fmt.Fprintf(stderr, "sessionmedic: state retention: %v\n", err)
+		}
+	}
 	if !c.json {
 		tw.Flush()
-		fmt.Fprintf(stdout, "%d files: %d healthy, %d damaged, %d healed, %d busy, %d skipped\n",
+		fmt.Fprintf(stdout, "%d files: %d healthy, %d damaged (%d healed), %d busy, %d skipped\n",
 			len(targets), counts["healthy"], counts["damaged"], counts["healed"], counts["busy"], counts["skipped"])
 	}
 	if len(errs) > 0 && code == exitOK {

@@ -18,7 +18,7 @@ func Valid(b []byte, d Dialect) error {
 // skipping leading whitespace. err is nil when a complete value was found, whatever follows;
 // otherwise it is an *Error of kind ErrTruncated, ErrSyntax, ErrInvalidUTF8 or ErrTooDeep.
 // A top-level number ends at the first byte that cannot continue it: for `12x` the value `12`
-// is complete and end is 2.
+// is complete and end is 2. On error, end is the error's Offset.
 func FirstValue(b []byte, d Dialect) (end int, err error) {
 	end, e := scan(b, d)
 	if e != nil {

@@ -2,6 +2,7 @@ package jsonv
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -277,6 +278,8 @@ func TestDepth(t *testing.T) {
 		{"100000 objects", deep(100000, `{"":`, "}"), ErrTooDeep, MaxDepth * 4},
 		{"empty at the limit", []byte(strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)), valid, 0},
 		{"deep mismatch", []byte(strings.Repeat("[", 100) + strings.Repeat("]", 99) + "}"), ErrSyntax, 199},
+		{"deep mixed mismatch", []byte(strings.Repeat(`[{"a":`, 50) + "1" + strings.Repeat("}]", 49) + "]}"), ErrSyntax, 399},
+		{"deep mixed closed", []byte(strings.Repeat(`[{"a":`, 50) + "1" + strings.Repeat("}]", 50) + "]"), ErrTrailing, 401},
 		{"deep truncated", []byte(strings.Repeat(`[{"a":`, 1000)), ErrTruncated, 6000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -284,9 +287,11 @@ func TestDepth(t *testing.T) {
 			if _, err := Parse(c.in, plain); (err == nil) != (c.kind == valid) {
 				t.Errorf("Parse: %v", err)
 			}
-			strict := jsontext.Value(c.in).IsValid(jsontext.AllowDuplicateNames(true))
-			if strict != (c.kind == valid) {
+			if strict := jsontext.Value(c.in).IsValid(strictOpts...); strict != (c.kind == valid) {
 				t.Errorf("jsontext disagrees: IsValid = %v", strict)
+			}
+			if ok := json.Valid(c.in); ok != (c.kind == valid) {
+				t.Errorf("encoding/json disagrees: Valid = %v", ok)
 			}
 		})
 	}

@@ -5,27 +5,11 @@ import (
 	"math/bits"
 )
 
-// Classes of bytes inside a string.
-const (
-	sPlain  = iota // printable ASCII other than '"' and '\\'
-	sQuote         // '"'
-	sEscape        // '\\'
-	sCtrl          // U+0000..U+001F, which must be escaped
-	sHigh          // first byte of a multi-byte sequence (or an invalid byte)
-)
-
-var strClass = func() (t [256]uint8) {
-	for c := 0; c < 256; c++ {
-		switch {
-		case c < 0x20:
-			t[c] = sCtrl
-		case c == '"':
-			t[c] = sQuote
-		case c == '\\':
-			t[c] = sEscape
-		case c >= 0x80:
-			t[c] = sHigh
-		}
+// isPlain marks the bytes that stand for themselves inside a string: printable ASCII other
+// than '"' and '\\'.
+var isPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
 	}
 	return t
 }()
@@ -104,7 +88,7 @@ func scanString(b []byte, i int, d Dialect) (int, *Error) {
 			}
 			i += 8
 		}
-		for i < n && strClass[b[i]] == sPlain {
+		for i < n && isPlain[b[i]] {
 			i++
 		}
 		if i >= n {

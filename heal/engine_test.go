@@ -1,0 +1,209 @@
+package heal
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+const garbage = `{"session_id": "s", "messages": []}{"session_id": "s", "mess`
+
+func praisonEngine(t *testing.T) (*Engine, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(dir, 0o755)
+	e := testEngine(t, "praisonai", dir)
+	return e, filepath.Join(dir, "s.json")
+}
+
+func TestHealWaitsForTheAppLock(t *testing.T) {
+	e, p := praisonEngine(t)
+	os.WriteFile(p, []byte(garbage), 0o600)
+	// PraisonAI holds <file>.lock with flock while it writes.
+	fl := flock.New(p + ".lock")
+	if ok, err := fl.TryLock(); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if r.Verdict != Busy || r.Action == ActionHealed {
+		t.Fatalf("heal under the app's lock: %+v", r)
+	}
+	if b, _ := os.ReadFile(p); string(b) != garbage {
+		t.Fatal("file written while the app held its lock")
+	}
+	if all, _ := e.Quarantine.List(); len(all) != 0 {
+		t.Fatalf("quarantine entries left by a heal that did not happen: %d", len(all))
+	}
+	fl.Unlock()
+	r = e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if r.Action != ActionHealed {
+		t.Fatalf("after release: %+v", r)
+	}
+	if _, err := os.Stat(p + ".lock"); err != nil {
+		t.Fatal("the app's lock file must never be removed")
+	}
+}
+
+func TestHealBacksOffWhenTheFileMoves(t *testing.T) {
+	e, p := praisonEngine(t)
+	os.WriteFile(p, []byte(garbage), 0o600)
+	newer := []byte(`{"session_id": "s", "messages": [{"role": "user", "content": "hi", "timestamp": 1, "metadata": {}}]}`)
+	for _, step := range []string{"locked", "quarantined"} {
+		os.WriteFile(p, []byte(garbage), 0o600)
+		e.Step = func(s, path string) {
+			if s == step {
+				os.WriteFile(p, newer, 0o600) // the app writes meanwhile
+			}
+		}
+		r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+		if r.Verdict != Busy {
+			t.Fatalf("app write at %s: %+v", step, r)
+		}
+		if b, _ := os.ReadFile(p); !bytes.Equal(b, newer) {
+			t.Fatalf("app write at %s was lost", step)
+		}
+	}
+}
+
+func TestNewBytesWrittenIntoTheOldInodeArePutBack(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(dir, 0o755)
+	e := testEngine(t, "copaw", dir) // CoPaw has no lock: the residual window is handled after the rename
+	p := filepath.Join(dir, "c.json")
+	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
+	var held *os.File
+	e.Step = func(s, path string) {
+		if s == "temp-written" {
+			held, _ = os.OpenFile(p, os.O_WRONLY, 0) // the app opened the old inode...
+		}
+		if s == "renamed" {
+			held.WriteAt([]byte(`{"agent": {"n": 1}}      `), 0) // ...and writes after our rename
+			held.Close()
+		}
+	}
+	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if r.Verdict != Busy {
+		t.Fatalf("want busy after the app raced the rename: %+v", r)
+	}
+	if b, _ := os.ReadFile(p); string(b) != `{"agent": {"n": 1}}      ` {
+		t.Fatalf("the app's newest bytes are not at the path: %q", b)
+	}
+}
+
+func TestCrashAtEveryStepLeavesOldOrNew(t *testing.T) {
+	for _, step := range []string{"locked", "quarantined", "journaled", "temp-written", "renamed", "done"} {
+		t.Run(step, func(t *testing.T) {
+			e, p := praisonEngine(t)
+			os.WriteFile(p, []byte(garbage), 0o600)
+			e.Step = func(s, path string) {
+				if s == step {
+					panic("crash at " + s)
+				}
+			}
+			func() {
+				defer func() { recover() }()
+				e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+			}()
+			// The flock died with the "process": take it again as a restart would.
+			e2 := New(e.Policy)
+			if _, err := e2.Recover(); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(p)
+			healed := []byte(`{"session_id": "s", "messages": []}`)
+			if !bytes.Equal(b, []byte(garbage)) && !bytes.Equal(b, healed) {
+				t.Fatalf("after a crash at %s the file is neither old nor new: %q", step, b)
+			}
+			if !bytes.Equal(b, []byte(garbage)) {
+				all, _ := e2.Quarantine.List()
+				if len(all) != 1 {
+					t.Fatalf("file changed but quarantine has %d entries", len(all))
+				}
+				if q, _ := all[0].Bytes(); !bytes.Equal(q, []byte(garbage)) {
+					t.Fatal("quarantine does not hold the original bytes")
+				}
+			}
+			ents, _ := os.ReadDir(filepath.Dir(p))
+			for _, en := range ents {
+				if policy.IsOwnTemp(en.Name()) {
+					t.Fatalf("stray temp %s after recovery", en.Name())
+				}
+			}
+			if js, _ := os.ReadDir(e2.Journal.Root); len(js) != 0 {
+				t.Fatalf("journal not resolved: %d entries", len(js))
+			}
+			// A heal after the restart finishes the job.
+			r := e2.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+			if b, _ := os.ReadFile(p); !bytes.Equal(b, healed) {
+				t.Fatalf("heal after restart: %+v", r)
+			}
+		})
+	}
+}
+
+func TestSymlinksAndSpecialFilesAreSkipped(t *testing.T) {
+	e, p := praisonEngine(t)
+	outside := filepath.Join(t.TempDir(), "outside.json")
+	os.WriteFile(outside, []byte(garbage), 0o600)
+	os.Symlink(outside, p)
+	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if r.Verdict != Skipped {
+		t.Fatalf("symlink: %+v", r)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != garbage {
+		t.Fatal("a symlink target was modified")
+	}
+}
+
+func TestObserveModeNeverWrites(t *testing.T) {
+	e, p := praisonEngine(t)
+	e.Policy.Rules[0].Mode = "observe"
+	os.WriteFile(p, []byte(garbage), 0o600)
+	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if r.Action != ActionRefused || r.Verdict != Damaged {
+		t.Fatalf("observe: %+v", r)
+	}
+	if b, _ := os.ReadFile(p); string(b) != garbage {
+		t.Fatal("observe mode wrote the file")
+	}
+	if _, err := os.Stat(e.StateDir); err == nil {
+		t.Fatal("observe mode wrote state")
+	}
+}
+
+func TestMaxLossRefuses(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.jsonl")
+	os.WriteFile(p, []byte("{\"a\":1}\nnope\nnope\nnope\n"), 0o644)
+	r := fuzzRule("jsonl")
+	r.Limits.MaxLoss = 0.25
+	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")})
+	rep := e.Heal(context.Background(), Target{Path: p, Rule: r}, false)
+	if rep.Action != ActionRefused || rep.LostRecords != 3 {
+		t.Fatalf("want refused over max_loss: %+v", rep)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "{\"a\":1}\nnope\nnope\nnope\n" {
+		t.Fatal("refused heal wrote the file")
+	}
+}
+
+func TestHealedFileKeepsModeAndQuarantinePrunes(t *testing.T) {
+	e, p := praisonEngine(t)
+	os.WriteFile(p, []byte(garbage), 0o640)
+	os.Chmod(p, 0o640)
+	e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	fi, _ := os.Stat(p)
+	if fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode %v, want 0640", fi.Mode().Perm())
+	}
+	n, err := e.Quarantine.Prune(time.Now().Add(48*time.Hour), 24*time.Hour, 0)
+	if err != nil || n != 1 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+}
