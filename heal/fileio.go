@@ -121,7 +121,6 @@ func tempName(target string) string {
 	return filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+".sessionmedic-"+randHex(6)+TempSuffix)
 }
 
-
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
