@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,9 @@ type Engine struct {
 	Journal    Journal
 	LastGood   LastGood
 
+	// OpenWriters finds other processes holding a file open for writing (default: /proc).
+	OpenWriters func(dev, ino uint64) []int
+
 	// Step, when set, is called at each step of the heal protocol ("locked", "quarantined",
 	// "journaled", "temp-written", "renamed", "verified"); crash tests stop the process there.
 	Step func(step, path string)
@@ -29,7 +33,7 @@ type Engine struct {
 
 // New returns an engine whose state lives under cfg.StateDir.
 func New(cfg *policy.Config) *Engine {
-	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: time.Now}
+	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: time.Now, OpenWriters: openWriters}
 	e.Quarantine = Quarantine{Root: filepath.Join(cfg.StateDir, "quarantine")}
 	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal")}
 	e.LastGood = LastGood{Root: filepath.Join(cfg.StateDir, "last-good"), MaxFileBytes: cfg.LastGood.MaxFileBytes}
@@ -280,6 +284,16 @@ func (e *Engine) replace(ed edit, tmp, target string) error {
 	if !ed.missing || ed.oldID.Mode != 0 {
 		mode, uid, gid = os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)
 	}
+	if !ed.missing && e.OpenWriters != nil {
+		if pids := e.OpenWriters(ed.oldID.Dev, ed.oldID.Ino); len(pids) > 0 {
+			// A rename would strand the writer's later writes in the old inode: only a pure
+			// tail cut, in place, is allowed.
+			if !bytes.HasPrefix(ed.old, ed.data) {
+				return busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
+			}
+			return e.truncate(ed, target)
+		}
+	}
 	if _, err := writeTemp(tmp, ed.data, mode, uid, gid); err != nil {
 		return err
 	}
@@ -328,6 +342,27 @@ func (e *Engine) replace(ed edit, tmp, target string) error {
 			}
 		}
 	}
+	return nil
+}
+
+// truncate cuts the file in place to the plan's prefix, after the same identity check.
+func (e *Engine) truncate(ed edit, target string) error {
+	f, err := os.OpenFile(ed.path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return busyErr("%s: %v", ed.path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !identityOf(fi).Same(ed.oldID) {
+		return busyErr("%s changed before the truncate", ed.path)
+	}
+	if err := f.Truncate(int64(len(ed.data))); err != nil {
+		return fmt.Errorf("truncate %s: %w", ed.path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", ed.path, err)
+	}
+	e.step("renamed", target)
 	return nil
 }
 

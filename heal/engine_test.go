@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -205,5 +206,69 @@ func TestHealedFileKeepsModeAndQuarantinePrunes(t *testing.T) {
 	n, err := e.Quarantine.Prune(time.Now().Add(48*time.Hour), 24*time.Hour, 0)
 	if err != nil || n != 1 {
 		t.Fatalf("prune: %d %v", n, err)
+	}
+}
+
+func TestOpenWriterAllowsOnlyATailCut(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "t.jsonl")
+	os.WriteFile(p, []byte("{\"a\":1}\n{\"a\":2}\n{\"a\""), 0o644)
+	// A long-lived writer, as an agent CLI that keeps its transcript open.
+	w, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	fi, _ := w.Stat()
+	ino := identityOf(fi).Ino
+	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")})
+	e.OpenWriters = func(dev, i uint64) []int {
+		if i == ino {
+			return []int{4242}
+		}
+		return nil
+	}
+	r := e.Heal(context.Background(), Target{Path: p, Rule: fuzzRule("jsonl")}, false)
+	if r.Action != ActionHealed {
+		t.Fatalf("tail cut: %+v", r)
+	}
+	st, _ := os.Stat(p)
+	if identityOf(st).Ino != ino {
+		t.Fatal("the file was replaced while a writer held it open; only an in-place cut is allowed")
+	}
+	// The writer's next append lands in the live file.
+	w.Write([]byte("{\"a\":3}\n"))
+	if b, _ := os.ReadFile(p); string(b) != "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n" {
+		t.Fatalf("after the cut and an append: %q", b)
+	}
+
+	// A repair that is not a tail cut is deferred while the writer holds the file.
+	os.WriteFile(p, []byte("{\"a\":1}\nbad\n{\"a\":2}\n"), 0o644)
+	r = e.Heal(context.Background(), Target{Path: p, Rule: fuzzRule("jsonl")}, false)
+	if r.Verdict != Busy || r.Action == ActionHealed {
+		t.Fatalf("non-prefix repair under an open writer: %+v", r)
+	}
+}
+
+func TestOpenWritersSeesARealWriter(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(p, nil, 0o644)
+	fi, _ := os.Stat(p)
+	id := identityOf(fi)
+	cmd := exec.Command("sh", "-c", "exec 3>>\"$1\"; sleep 30", "sh", p)
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sh:", err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		pids := openWriters(id.Dev, id.Ino)
+		if len(pids) == 1 && pids[0] == cmd.Process.Pid {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writer not found: %v", pids)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -1,0 +1,61 @@
+package heal
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// openWriters returns the pids of other processes that hold the file with this device and
+// inode open for writing (Linux: /proc/*/fd and /proc/*/fdinfo). Processes whose fds cannot
+// be read (other users, when not root) are not seen.
+func openWriters(dev, ino uint64) []int {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		fdDir := filepath.Join("/proc", p.Name(), "fd")
+		fds, err := os.ReadDir(fdDir)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			var st syscall.Stat_t
+			if syscall.Stat(filepath.Join(fdDir, fd.Name()), &st) != nil {
+				continue
+			}
+			if uint64(st.Dev) != dev || st.Ino != ino {
+				continue
+			}
+			if fdWritable(filepath.Join("/proc", p.Name(), "fdinfo", fd.Name())) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+// fdWritable reads the access mode from an fdinfo file's "flags:" line (octal).
+func fdWritable(fdinfo string) bool {
+	b, err := os.ReadFile(fdinfo)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			flags, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			return err == nil && flags&syscall.O_ACCMODE != syscall.O_RDONLY
+		}
+	}
+	return false
+}
