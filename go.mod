@@ -9,3 +9,5 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.47.0
 )
+
+require github.com/fsnotify/fsnotify v1.10.1 // indirect
