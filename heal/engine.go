@@ -172,6 +172,9 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	switch {
 	case err == nil:
 		r.Action, r.Quarantine = ActionHealed, q
+		for _, ed := range p.edits {
+			r.QuarantinedBytes += int64(len(ed.old))
+		}
 	case errors.Is(err, errBusy):
 		r.Verdict, r.Action, r.Reason = Busy, ActionNone, err.Error()
 	default:
@@ -404,6 +407,10 @@ func (e *Engine) Prune() error {
 	_, err := e.LastGood.Prune(e.Policy.LastGood.MaxTotalBytes)
 	return err
 }
+
+// Fingerprint is the identity of the regular file at path now (without following a symlink):
+// what a caller remembers after a heal to recognise the event of its own write.
+func Fingerprint(path string) (Identity, error) { return statIdentity(path) }
 
 // Recover resolves heals a crash left unfinished (call it before the first heal).
 func (e *Engine) Recover() ([]Recovered, error) { return e.Journal.Recover() }

@@ -94,4 +94,6 @@ type Report struct {
 	LostRecords int      `json:"lost_records"`
 	Reason      string   `json:"reason,omitempty"` // why a heal was refused
 	Also        []string `json:"also,omitempty"`   // other files a plan changed
+
+	QuarantinedBytes int64 `json:"-"` // bytes this heal put into quarantine
 }

@@ -98,5 +98,5 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		return
 	}
 	_ = syncDir(filepath.Dir(t.Path))
-	r.Action, r.Quarantine = ActionHealed, dir
+	r.Action, r.Quarantine, r.QuarantinedBytes = ActionHealed, dir, int64(len(data))
 }

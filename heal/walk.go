@@ -119,6 +119,17 @@ func (e *Engine) targetFor(p string, ruleFor func(string) *policy.Rule) (Target,
 	return Target{}, false
 }
 
+// MissingIn returns the targets of dir whose absence is itself damage (see missingIn), for a
+// caller that saw a file disappear.
+func (e *Engine) MissingIn(dir string) []Target {
+	return e.missingIn(dir, func(p string) *policy.Rule {
+		if r, _, ok := e.Policy.RuleFor(p); ok {
+			return r
+		}
+		return nil
+	})
+}
+
 // missingIn finds files whose absence is damage: an OpenClaw store renamed away by a dead
 // rotation, a PraisonAI session its own loader quarantined.
 func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Target {

@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/lmittmann/tint"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -27,6 +26,7 @@ const (
 var version = "dev"
 
 const usage = `usage:
+  sessionmedic run        [-config FILE] [-log-format auto|text|json] [-log-level debug|info|warn|error]
   sessionmedic check      [-config FILE] [-preset NAME] [-json] [PATH ...]
   sessionmedic heal       [-config FILE] [-preset NAME] [-dry-run] [-json] [PATH ...]
   sessionmedic quarantine list|show ID|restore ID [-config FILE] [-json]
@@ -56,6 +56,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	}
 	var err error
 	switch args[0] {
+	case "run":
+		code, err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "check":
 		code, err = cmdScan(ctx, args[1:], stdout, stderr, false)
 	case "heal":
@@ -200,10 +202,7 @@ func byExtension(p string) *policy.Rule {
 }
 
 func newLogger(w io.Writer) *slog.Logger {
-	if f, ok := w.(*os.File); ok && isTerminal(f) {
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return slog.New(logHandler(w, "auto", nil))
 }
 
 func isTerminal(f *os.File) bool {

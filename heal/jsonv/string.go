@@ -82,7 +82,7 @@ func scanString(b []byte, i int, d Dialect) (int, *Error) {
 	for {
 		// Skip plain ASCII eight bytes at a time, then byte by byte.
 		for i+8 <= n {
-			if m := specialMask(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			if m := specialMask(binary.LittleEndian.Uint64(b[i : i+8 : i+8])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				goto special
 			}
@@ -99,7 +99,7 @@ func scanString(b []byte, i int, d Dialect) (int, *Error) {
 		if c >= 0x80 {
 			// Fast path for a complete, valid sequence with room to load four bytes.
 			if i+4 <= n {
-				w := binary.LittleEndian.Uint32(b[i:])
+				w := binary.LittleEndian.Uint32(b[i : i+4 : i+4])
 				x := utf8First[c]
 				r := second[x>>4]
 				c1 := byte(w >> 8)

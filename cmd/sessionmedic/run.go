@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/lmittmann/tint"
+	"github.com/sessionmedic/sessionmedic/daemon"
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// shutdownGrace bounds a clean shutdown; a second signal exits at once.
+const shutdownGrace = 10 * time.Second
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	config := fs.String("config", "", "policy `file` (default: the embedded default policy)")
+	format := fs.String("log-format", "", "auto|text|json (default: the policy's log.format)")
+	level := fs.String("log-level", "", "debug|info|warn|error (default: the policy's log.level)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 0, err
+	}
+	if len(pos) > 0 {
+		return 0, usageError{"run takes no arguments"}
+	}
+	for flagName, v := range map[string]string{"-log-format": *format, "-log-level": *level} {
+		ok := v == ""
+		for _, allowed := range []string{"auto", "text", "json", "debug", "info", "warn", "error"} {
+			ok = ok || v == allowed
+		}
+		if !ok {
+			return 0, usageError{fmt.Sprintf("%s: unknown value %q", flagName, v)}
+		}
+	}
+	load := func() (*policy.Config, []string, error) {
+		if *config != "" {
+			cfg, err := loadPolicy(*config, stderr, true)
+			return cfg, nil, err
+		}
+		env := policy.SystemEnv()
+		cfg, skipped := policy.Default(env).Existing(env)
+		return cfg, skipped, nil
+	}
+	cfg, _, err := load()
+	if err != nil {
+		return 0, err
+	}
+	lv := new(slog.LevelVar)
+	f := *format
+	if f == "" {
+		f = cfg.Log.Format
+	}
+	log := slog.New(logHandler(stderr, f, lv))
+	source := *config
+	if source == "" {
+		source = policy.DefaultSource
+	}
+	fixedLevel := *level != ""
+	levelVar := lv
+	if fixedLevel {
+		lv.Set(levelOf(*level))
+		levelVar = nil // the flag wins over the policy, on reload too
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reload := make(chan struct{}, 1)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		stopping := false
+		for s := range sigs {
+			if s == syscall.SIGHUP {
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+				continue
+			}
+			if stopping {
+				fmt.Fprintln(stderr, "sessionmedic: second signal, exiting now")
+				os.Exit(exitInternal)
+			}
+			stopping = true
+			cancel()
+			time.AfterFunc(shutdownGrace, func() {
+				fmt.Fprintln(stderr, "sessionmedic: shutdown took too long, exiting")
+				os.Exit(exitInternal)
+			})
+		}
+	}()
+	err = daemon.Run(ctx, daemon.Options{
+		Load: load, Source: source, Log: log, Level: levelVar, Reload: reload, Version: buildVersion(),
+	})
+	if err != nil {
+		return 0, err
+	}
+	return exitOK, nil
+}
+
+func levelOf(s string) slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(s))
+	return l
+}
+
+// logHandler: tint with colour on a terminal, JSON otherwise (or as the format says).
+func logHandler(w io.Writer, format string, lv *slog.LevelVar) slog.Handler {
+	var level slog.Leveler = slog.LevelInfo
+	if lv != nil {
+		level = lv
+	}
+	if format == "auto" || format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok && isTerminal(f) {
+			format = "text"
+		}
+	}
+	if format == "text" {
+		noColor := true
+		if f, ok := w.(*os.File); ok && isTerminal(f) {
+			noColor = false
+		}
+		return tint.NewHandler(w, &tint.Options{Level: level, NoColor: noColor, TimeFormat: time.DateTime})
+	}
+	return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+}

@@ -1,0 +1,405 @@
+// Package daemon is the long-running loop that joins the watcher, the policy and the heal
+// engine: an initial scan, then settled events, a bounded worker pool, retries with backoff,
+// a circuit breaker, policy reload, systemd notification and the HTTP endpoints.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/policy"
+	"github.com/sessionmedic/sessionmedic/watcher"
+)
+
+// Options configure Run.
+type Options struct {
+	// Load reads the policy: at start (an error is fatal) and on every reload (an error is
+	// logged as policy.invalid and the running policy stays). skipped lists default
+	// locations left out because they do not exist.
+	Load    func() (cfg *policy.Config, skipped []string, err error)
+	Source  string // where the policy comes from, for the logs
+	Log     *slog.Logger
+	Level   *slog.LevelVar // set from the policy's log.level at start and on reload
+	Reload  <-chan struct{}
+	Version string
+
+	Workers    int           // parallel inspections; default 2
+	Rescan     time.Duration // safety-net full rescan; default 10m
+	FlapHeals  int           // circuit breaker: more heals than this in FlapWindow stops healing a file; default 3
+	FlapWindow time.Duration // default 10m
+	Backoff    time.Duration // first retry of a busy file; doubles up to 1m; default 500ms
+
+	// NewSource builds the watcher's event source (tests inject overflows); nil = fsnotify.
+	NewSource func() (watcher.Source, error)
+	// Notify sends a systemd notification; nil = sd_notify over $NOTIFY_SOCKET.
+	Notify func(state string) error
+	// Ready, when set, is closed once the first scan finished.
+	Ready chan<- struct{}
+}
+
+// job is one inspection to run.
+type job struct {
+	t         heal.Target
+	forced    bool      // inspect read-only: writes never stopped
+	checkOnly bool      // the file's circuit breaker is open
+	since     time.Time // when the file settled (for the latency histogram)
+	scan      *scan     // the scan this job belongs to, if any
+}
+
+type result struct {
+	j   job
+	r   heal.Report
+	dur time.Duration
+}
+
+// scan counts one rule's (re)scan until its last file is inspected.
+type scan struct {
+	rule             string
+	pending          int
+	files, damaged   int
+	start            time.Time
+	initial, started bool
+}
+
+// Run runs the daemon until ctx is done. It returns an error only when it cannot start.
+func Run(ctx context.Context, o Options) error {
+	o.defaults()
+	cfg, skipped, err := o.Load()
+	if err != nil {
+		return err
+	}
+	d := &loop{o: o, log: o.Log, m: newMetrics(), alive: time.Now()}
+	d.setPolicy(cfg)
+	if rec, err := d.eng.Recover(); err != nil {
+		return fmt.Errorf("journal recovery: %w", err)
+	} else {
+		for _, r := range rec {
+			d.log.Warn("journal.recovered", "path", r.Path, "id", r.ID, "outcome", r.Outcome)
+		}
+	}
+	var paths []string
+	for _, r := range cfg.Rules {
+		paths = append(paths, r.Paths...)
+	}
+	d.log.Info("sessionmedic.started", "version", o.Version, "policy", o.Source, "rules", len(cfg.Rules), "paths", paths, "state_dir", cfg.StateDir)
+	if len(skipped) > 0 {
+		d.log.Info("sessionmedic.skipped_defaults", "paths", skipped)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if cfg.HTTP.Listen != "" {
+		srv, err := d.serveHTTP(cfg.HTTP.Listen)
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-ctx.Done()
+			sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
+			defer c()
+			srv.Shutdown(sctx)
+		}()
+	}
+	return d.run(ctx, &wg)
+}
+
+func (o *Options) defaults() {
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.Rescan <= 0 {
+		o.Rescan = 10 * time.Minute
+	}
+	if o.FlapHeals <= 0 {
+		o.FlapHeals = 3
+	}
+	if o.FlapWindow <= 0 {
+		o.FlapWindow = 10 * time.Minute
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = 500 * time.Millisecond
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Notify == nil {
+		o.Notify = sdNotify
+	}
+}
+
+// loop holds the daemon's state. Everything below is owned by the goroutine running
+// loop.run, except the fields marked otherwise.
+type loop struct {
+	o   Options
+	log *slog.Logger
+	m   *metrics // safe for concurrent use
+
+	cfg *policy.Config
+	eng *heal.Engine
+
+	queue    []job
+	queued   map[string]bool
+	inflight map[string]bool
+	again    map[string]job // requested while in flight
+	ours     map[string]heal.Identity
+	retries  map[string]int
+	heals    map[string][]time.Time
+	flapping map[string]time.Time
+	scans    []*scan
+
+	ready    atomic.Bool  // read by /readyz
+	alive    time.Time    // last loop iteration
+	aliveNs  atomic.Int64 // read by /healthz
+	counts   struct{ checked, healed, refused int }
+	watchDir func() int
+}
+
+func (d *loop) setPolicy(cfg *policy.Config) {
+	d.cfg = cfg
+	d.eng = heal.New(cfg)
+	if d.o.Level != nil {
+		d.o.Level.Set(levelOf(cfg.Log.Level))
+	}
+}
+
+func levelOf(s string) slog.Level {
+	switch s {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// startWatcher starts a watcher over the policy's roots; stop cancels it and waits.
+func (d *loop) startWatcher(ctx context.Context) (*watcher.Watcher, func(), error) {
+	cfg := d.cfg
+	opts := watcher.Options{
+		Roots: cfg.Roots(),
+		Filter: func(p string, isDir bool) bool {
+			if isDir {
+				return !within(cfg.StateDir, p)
+			}
+			if _, _, ok := cfg.RuleFor(p); ok {
+				return true
+			}
+			_, _, ok := cfg.TempRuleFor(p)
+			return ok
+		},
+		Settle: func(p string) (time.Duration, time.Duration) {
+			if r, _, ok := cfg.RuleFor(p); ok {
+				return r.Settle, r.MaxWait
+			}
+			if r, _, ok := cfg.TempRuleFor(p); ok {
+				return r.Settle, r.MaxWait
+			}
+			return 2 * time.Second, 30 * time.Second
+		},
+	}
+	if d.o.NewSource != nil {
+		src, err := d.o.NewSource()
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.Source = src
+	}
+	w, err := watcher.New(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.Run(wctx); err != nil && wctx.Err() == nil {
+			d.log.Error("watch.error", "err", err)
+		}
+	}()
+	d.watchDir = w.Dirs
+	return w, func() { cancel(); <-done }, nil
+}
+
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (rel == "." || len(rel) < 3 || rel[:3] != "../")
+}
+
+func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
+	d.queued, d.inflight, d.again = map[string]bool{}, map[string]bool{}, map[string]job{}
+	d.ours, d.retries = map[string]heal.Identity{}, map[string]int{}
+	d.heals, d.flapping = map[string][]time.Time{}, map[string]time.Time{}
+
+	w, stopWatcher, err := d.startWatcher(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { stopWatcher() }()
+
+	jobs := make(chan job)
+	results := make(chan result, d.o.Workers)
+	var workers sync.WaitGroup
+	for i := 0; i < d.o.Workers; i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for j := range jobs {
+				results <- d.work(ctx, j)
+			}
+		}()
+	}
+	defer func() {
+		close(jobs)
+		// Drain results so no worker blocks while finishing its file.
+		go func() {
+			for range results {
+			}
+		}()
+		workers.Wait()
+		close(results)
+	}()
+
+	retry := make(chan job, 64)
+	var retryWG sync.WaitGroup
+	defer retryWG.Wait()
+
+	d.scanAll(true)
+	rescan := time.NewTicker(d.o.Rescan)
+	defer rescan.Stop()
+	var watchdog <-chan time.Time
+	if iv := watchdogInterval(); iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		watchdog = t.C
+	}
+	status := time.NewTicker(10 * time.Second)
+	defer status.Stop()
+
+	for {
+		d.aliveNs.Store(time.Now().UnixNano())
+		var out chan job
+		var next job
+		if len(d.queue) > 0 {
+			out, next = jobs, d.queue[0]
+		}
+		select {
+		case <-ctx.Done():
+			d.o.Notify("STOPPING=1")
+			d.log.Info("sessionmedic.stopping")
+			return nil
+		case out <- next:
+			d.queue = d.queue[1:]
+			delete(d.queued, next.t.Path)
+			d.inflight[next.t.Path] = true
+		case res := <-results:
+			d.finish(res, retry, ctx, &retryWG)
+		case j := <-retry:
+			d.enqueue(j)
+		case ev, ok := <-w.Events():
+			if !ok {
+				w = nil
+				continue
+			}
+			d.onEvent(ev)
+		case root := <-w.Rescans():
+			d.onRescan(root)
+		case err := <-w.Errors():
+			d.log.Error("watch.error", "err", err)
+		case <-rescan.C:
+			d.scanAll(false)
+		case <-d.o.Reload:
+			if nw, stop, ok := d.reload(ctx, w, stopWatcher); ok {
+				w, stopWatcher = nw, stop
+			}
+		case <-watchdog:
+			d.o.Notify("WATCHDOG=1")
+		case <-status.C:
+			d.sendStatus()
+		}
+	}
+}
+
+// reload swaps in a new policy; an invalid one is logged and the old one keeps running.
+func (d *loop) reload(ctx context.Context, w *watcher.Watcher, stop func()) (*watcher.Watcher, func(), bool) {
+	cfg, _, err := d.o.Load()
+	if err != nil {
+		d.log.Error("policy.invalid", "path", d.o.Source, "err", err)
+		return nil, nil, false
+	}
+	d.o.Notify("RELOADING=1")
+	stop()
+	old := d.cfg
+	d.setPolicy(cfg)
+	nw, nstop, err := d.startWatcher(ctx)
+	if err != nil {
+		d.log.Error("policy.invalid", "path", d.o.Source, "err", err)
+		d.setPolicy(old)
+		nw, nstop, err = d.startWatcher(ctx)
+		if err != nil {
+			d.log.Error("watch.error", "err", err)
+		}
+		d.o.Notify("READY=1")
+		return nw, nstop, true
+	}
+	d.log.Info("policy.reloaded", "path", d.o.Source, "rules", len(cfg.Rules))
+	d.scanAll(false)
+	d.o.Notify("READY=1")
+	return nw, nstop, true
+}
+
+func (d *loop) sendStatus() {
+	dirs := 0
+	if d.watchDir != nil {
+		dirs = d.watchDir()
+	}
+	d.m.watchedDirs.Set(float64(dirs))
+	d.o.Notify(fmt.Sprintf("STATUS=watching %d directories; %d files checked, %d healed, %d refused",
+		dirs, d.counts.checked, d.counts.healed, d.counts.refused))
+}
+
+// serveHTTP starts /metrics, /healthz and /readyz.
+func (d *loop) serveHTTP(addr string) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", d.m.handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		last := time.Unix(0, d.aliveNs.Load())
+		if d.aliveNs.Load() != 0 && time.Since(last) > time.Minute {
+			http.Error(w, "loop stalled", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !d.ready.Load() {
+			http.Error(w, "first scan not finished", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("http listen %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error("http.error", "err", err)
+		}
+	}()
+	d.log.Info("http.listening", "addr", ln.Addr().String())
+	return srv, nil
+}

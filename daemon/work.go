@@ -1,0 +1,261 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/watcher"
+)
+
+// scanAll queues every file of every rule; with initial, the first scan's end makes the
+// daemon ready.
+func (d *loop) scanAll(initial bool) {
+	targets, errs := d.eng.Targets(nil, nil)
+	for _, err := range errs {
+		d.log.Error("watch.error", "err", err)
+	}
+	d.startScan(targets, initial)
+}
+
+// onRescan rescans the rules under one root after events may have been lost.
+func (d *loop) onRescan(root string) {
+	for _, r := range d.cfg.Rules {
+		for _, p := range r.Paths {
+			if p == root || within(root, p) || within(p, root) {
+				d.log.Warn("watch.overflow", "rule", r.Name)
+				d.m.overflows.WithLabelValues(r.Name).Inc()
+			}
+		}
+	}
+	targets, errs := d.eng.Targets([]string{root}, nil)
+	for _, err := range errs {
+		if !errors.Is(err, os.ErrNotExist) {
+			d.log.Error("watch.error", "err", err)
+		}
+	}
+	d.startScan(targets, false)
+}
+
+func (d *loop) startScan(targets []heal.Target, initial bool) {
+	byRule := map[string]*scan{}
+	now := time.Now()
+	for _, r := range d.cfg.Rules {
+		s := &scan{rule: r.Name, start: now, initial: initial}
+		byRule[r.Name] = s
+		d.scans = append(d.scans, s)
+	}
+	for _, t := range targets {
+		s := byRule[t.Rule.Name]
+		if s == nil {
+			s = &scan{rule: t.Rule.Name, start: now, initial: initial}
+			byRule[t.Rule.Name] = s
+			d.scans = append(d.scans, s)
+		}
+		if d.enqueue(job{t: t, scan: s, since: now}) {
+			s.pending++
+		}
+	}
+	d.endScans()
+}
+
+// endScans logs every finished scan and marks the daemon ready after the first one.
+func (d *loop) endScans() {
+	kept := d.scans[:0]
+	initialLeft := false
+	for _, s := range d.scans {
+		if s.pending > 0 {
+			kept = append(kept, s)
+			initialLeft = initialLeft || s.initial
+			continue
+		}
+		d.log.Info("scan.finished", "rule", s.rule, "files", s.files, "damaged", s.damaged, "duration", time.Since(s.start))
+	}
+	d.scans = kept
+	if !initialLeft && !d.ready.Load() {
+		d.ready.Store(true)
+		d.o.Notify("READY=1")
+		d.sendStatus()
+		if d.o.Ready != nil {
+			close(d.o.Ready)
+		}
+	}
+}
+
+// enqueue adds a job unless the path is already waiting; a path in flight is run again
+// after it finishes. It reports whether the job was taken on.
+func (d *loop) enqueue(j job) bool {
+	p := j.t.Path
+	switch {
+	case d.inflight[p]:
+		if _, dup := d.again[p]; dup {
+			return false
+		}
+		j.scan = nil
+		d.again[p] = j
+		return false
+	case d.queued[p]:
+		return false
+	}
+	if until, ok := d.flapping[p]; ok {
+		if time.Now().Before(until) {
+			j.checkOnly = true
+		} else {
+			delete(d.flapping, p)
+		}
+	}
+	d.queued[p] = true
+	d.queue = append(d.queue, j)
+	return true
+}
+
+// onEvent turns a settled path into a job.
+func (d *loop) onEvent(ev watcher.Event) {
+	p := ev.Path
+	id, err := heal.Fingerprint(p)
+	if err == nil {
+		if mine, ok := d.ours[p]; ok && mine.Same(id) {
+			return // the event of our own heal
+		}
+		delete(d.ours, p)
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		// A file went away: that is damage only where its absence is (a store renamed away).
+		for _, t := range d.eng.MissingIn(filepath.Dir(p)) {
+			d.enqueue(job{t: t, since: time.Now()})
+		}
+		return
+	}
+	if r, _, ok := d.cfg.RuleFor(p); ok {
+		d.enqueue(job{t: heal.Target{Path: p, Rule: r}, forced: ev.Forced, since: time.Now()})
+		return
+	}
+	if r, _, ok := d.cfg.TempRuleFor(p); ok && r.HasStrategy("clean-temp") {
+		d.enqueue(job{t: heal.Target{Path: p, Rule: r, Temp: true}, forced: ev.Forced, since: time.Now()})
+	}
+}
+
+// work runs in a worker goroutine: inspect, and heal unless the file never went quiet or
+// its breaker is open.
+func (d *loop) work(ctx context.Context, j job) result {
+	start := time.Now()
+	var r heal.Report
+	if j.forced || j.checkOnly {
+		r = d.eng.Check(j.t)
+	} else {
+		r = d.eng.Heal(ctx, j.t, false)
+	}
+	return result{j: j, r: r, dur: time.Since(start)}
+}
+
+// finish records a result: metrics, the event log, retries, the circuit breaker.
+func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *sync.WaitGroup) {
+	j, r := res.j, res.r
+	p := j.t.Path
+	delete(d.inflight, p)
+	rule := j.t.Rule.Name
+	d.counts.checked++
+	d.m.checked.WithLabelValues(rule).Inc()
+	d.m.checkDuration.WithLabelValues(rule).Observe(res.dur.Seconds())
+	d.m.settleToVerdict.WithLabelValues(rule).Observe(time.Since(j.since).Seconds())
+	if j.scan != nil {
+		j.scan.pending--
+		j.scan.files++
+		if r.Verdict == heal.Damaged {
+			j.scan.damaged++
+		}
+	}
+	log := d.log.With("rule", rule, "path", p)
+	switch {
+	case r.Verdict == heal.Damaged && r.Action == heal.ActionHealed:
+		d.counts.healed++
+		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
+		d.m.heals.WithLabelValues(rule, r.Strategy, "healed").Inc()
+		d.m.quarantineBytes.Add(float64(r.QuarantinedBytes))
+		log.Warn("file.healed", "kind", r.Kind, "strategy", r.Strategy, "quarantine", r.Quarantine,
+			"lost_bytes", r.LostBytes, "lost_records", r.LostRecords)
+		if id, err := heal.Fingerprint(p); err == nil {
+			d.ours[p] = id
+		}
+		for _, also := range r.Also {
+			if id, err := heal.Fingerprint(also); err == nil {
+				d.ours[also] = id
+			}
+		}
+		delete(d.retries, p)
+		d.breaker(j.t, log)
+	case r.Verdict == heal.Damaged && r.Action == heal.ActionRefused:
+		d.counts.refused++
+		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
+		d.m.refused.WithLabelValues(rule, r.Kind).Inc()
+		d.m.heals.WithLabelValues(rule, r.Strategy, "refused").Inc()
+		log.Error("file.heal_refused", "kind", r.Kind, "reason", r.Reason)
+	case r.Verdict == heal.Damaged:
+		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
+		log.Warn("file.damaged", "kind", r.Kind, "offset", r.Offset, "detail", r.Detail)
+	case r.Verdict == heal.Busy:
+		d.m.heals.WithLabelValues(rule, r.Strategy, "busy").Inc()
+		log.Debug("file.busy", "detail", r.Detail, "reason", r.Reason)
+		d.later(job{t: j.t, since: time.Now()}, retry, ctx, wg)
+	default:
+		delete(d.retries, p)
+	}
+	if again, ok := d.again[p]; ok {
+		delete(d.again, p)
+		d.enqueue(again)
+	}
+	if j.scan != nil {
+		d.endScans()
+	}
+}
+
+// later retries a busy file with exponential backoff.
+func (d *loop) later(j job, retry chan<- job, ctx context.Context, wg *sync.WaitGroup) {
+	n := d.retries[j.t.Path]
+	d.retries[j.t.Path] = n + 1
+	wait := d.o.Backoff << min(n, 7)
+	if wait > time.Minute {
+		wait = time.Minute
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			select {
+			case retry <- j:
+			case <-ctx.Done():
+			}
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// breaker opens for a file healed more than FlapHeals times within FlapWindow: it is then
+// only inspected, never healed, until the window has passed (file.flapping).
+func (d *loop) breaker(t heal.Target, log interface {
+	Error(msg string, args ...any)
+}) {
+	now := time.Now()
+	var recent []time.Time
+	for _, h := range d.heals[t.Path] {
+		if now.Sub(h) < d.o.FlapWindow {
+			recent = append(recent, h)
+		}
+	}
+	recent = append(recent, now)
+	d.heals[t.Path] = recent
+	if len(recent) > d.o.FlapHeals {
+		if _, open := d.flapping[t.Path]; !open {
+			log.Error("file.flapping", "heals", len(recent), "window", d.o.FlapWindow.String())
+			d.m.flapping.WithLabelValues(t.Rule.Name).Inc()
+		}
+		d.flapping[t.Path] = now.Add(d.o.FlapWindow)
+	}
+}
