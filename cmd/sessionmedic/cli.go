@@ -31,6 +31,7 @@ const usage = `usage:
   sessionmedic heal       [-config FILE] [-preset NAME] [-dry-run] [-json] [PATH ...]
   sessionmedic quarantine list|show ID|restore ID [-config FILE] [-json]
   sessionmedic policy     [-config FILE]
+  sessionmedic demo
   sessionmedic version
 `
 
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		code, err = cmdQuarantine(ctx, args[1:], stdout, stderr)
 	case "policy":
 		code, err = cmdPolicy(args[1:], stdout, stderr)
+	case "demo":
+		code, err = cmdDemo(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "sessionmedic %s\n", buildVersion())
 		return exitOK

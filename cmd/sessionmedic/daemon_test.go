@@ -244,3 +244,15 @@ func TestDaemonStartsWithAMissingRoot(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "s.jsonl"), []byte("{\"a\":1}\n{\"a\""), 0o644)
 	eventually(t, 10*time.Second, "heal in a root created after start", func() bool { return len(d.events("file.healed")) == 1 })
 }
+
+func TestDemo(t *testing.T) {
+	out, errOut, code := sm(t, t.TempDir(), "demo")
+	if code != 0 || !strings.Contains(out, "summary: 5 of 5 damaged sessions healed") {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, app := range []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw"} {
+		if !strings.Contains(out, app) {
+			t.Errorf("demo output lacks %s", app)
+		}
+	}
+}

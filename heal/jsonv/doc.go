@@ -11,6 +11,14 @@
 // validation of github.com/go-json-experiment/json/jsontext (with duplicate names allowed),
 // which rejects them.
 //
+// Errors report the first problem found scanning from the start. Input that ends inside a
+// value (an unclosed string, array or object, a partial literal such as `tru`, a number ending
+// in '-', '.', 'e' or an exponent sign, a string cut inside a multi-byte character) is
+// ErrTruncated at the length of the input. A byte that no continuation could make valid is
+// ErrSyntax at that byte, even when it is the last one; this includes a leading byte order mark
+// and NUL bytes outside strings. Bytes that are not valid UTF-8 are ErrInvalidUTF8, inside or
+// outside strings, except that anything after a complete top-level value is ErrTrailing.
+//
 // [Valid] and [FirstValue] do not allocate unless they fail or the input nests deeper than 64
 // levels.
 package jsonv
@@ -106,14 +114,8 @@ func errInvalidUTF8(b []byte, i int) *Error {
 // quoteChar formats the character at b[i] for an error message.
 func quoteChar(b []byte, i int) string {
 	c := b[i]
-	switch {
-	case c == '\'':
-		return `'\''`
-	case c == '"':
-		return `'"'`
-	case c < utf8.RuneSelf:
-		s := fmt.Sprintf("%q", rune(c))
-		return s
+	if c < utf8.RuneSelf {
+		return fmt.Sprintf("%q", rune(c))
 	}
 	r, size := utf8.DecodeRune(b[i:])
 	if r == utf8.RuneError && size <= 1 {

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/daemon"
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// demoApp is one app's healthy session and the way the demo damages it.
+type demoApp struct {
+	preset, file, how string
+	files             map[string]string // relative path -> content
+	damage            func(root string) error
+}
+
+func pyMsg(i int, role, text string) string {
+	return fmt.Sprintf(`{"role": %q, "content": %q, "timestamp": "2026-11-21T07:42:%02d.000000"}`, role, text, i)
+}
+
+func demoApps() []demoApp {
+	nbKey := "telegram:42"
+	nbFile := "sessions/0123456789abcdef0123456789abcdef/" + base64.RawURLEncoding.EncodeToString([]byte(nbKey)) + ".jsonl"
+	nb := `{"_type": "metadata", "key": "telegram:42", "created_at": "2026-11-21T07:42:00.000000", "updated_at": "2026-11-21T07:42:04.000000", "metadata": {}, "last_consolidated": 0}` + "\n" +
+		pyMsg(1, "user", "What's the capital of Japan?") + "\n" + pyMsg(2, "assistant", "Tokyo.") + "\n" +
+		pyMsg(3, "user", "And its population?") + "\n" + pyMsg(4, "assistant", "About 14 million in the city proper.") + "\n"
+
+	copawMsg := func(id, role, text string) string {
+		return fmt.Sprintf(`[{"id": %q, "name": %q, "role": %q, "content": %q, "metadata": {}, "timestamp": "2026-11-21 07:42:09.662"}, []]`, id, role, role, text)
+	}
+	copawDoc := func(msgs ...string) string {
+		return `{"agent": {"memory": {"_compressed_summary": "", "content": [` + strings.Join(msgs, ", ") + `]}, "toolkit": {"active_groups": []}, "name": "QwenPaw", "_sys_prompt": "You are QwenPaw."}}`
+	}
+	c1, c2, c3 := copawMsg("m1", "user", "ping"), copawMsg("m2", "assistant", "pong"), copawMsg("m3", "user", "ping again, with a longer message")
+	copawShort, copawLong := copawDoc(c1, c2), copawDoc(c1, c2, c3)
+
+	praison := "{\n  \"session_id\": \"trip\",\n  \"messages\": [\n" +
+		"    {\n      \"role\": \"user\",\n      \"content\": \"Plan a trip to Kyoto\",\n      \"timestamp\": 1795246942.69,\n      \"metadata\": {}\n    },\n" +
+		"    {\n      \"role\": \"assistant\",\n      \"content\": \"Day 1: Fushimi Inari at dawn.\",\n      \"timestamp\": 1795246943.1,\n      \"metadata\": {}\n    }\n  ],\n" +
+		"  \"created_at\": \"2026-11-21T07:42:22.697626+00:00\",\n  \"updated_at\": \"2026-11-21T07:42:22.708288+00:00\",\n  \"agent_name\": \"Planner\",\n  \"user_id\": null,\n  \"metadata\": {}\n}"
+
+	ovMsg := func(id, role, text string) string {
+		return fmt.Sprintf(`{"id": "msg_%s", "role": %q, "parts": [{"type": "text", "text": %q}], "created_at": "2026-11-21T07:42:27.239430+00:00"}`, id, role, text)
+	}
+	ovSid := "workspace/viking/default/user/default/sessions/demo/"
+	archived := ovMsg("a1", "user", "Remind me of the deadline") + "\n" + ovMsg("a2", "assistant", "September 30.") + "\n"
+	live := ovMsg("l1", "user", "Thanks!") + "\n" + ovMsg("l2", "assistant", "Anytime.") + "\n"
+
+	ocEntry := func(key, id string) string {
+		return fmt.Sprintf("  %q: {\n    \"sessionId\": %q,\n    \"updatedAt\": 1795247856694,\n    \"chatType\": \"direct\"\n  }", key, id)
+	}
+	ocStore := "{\n" + ocEntry("agent:main:main", "5901a198-0e48-4246-9962-5d3c5148bce5") + ",\n" + ocEntry("agent:main:telegram:direct:42", "22b12a33-f522-4b4e-8a49-9caac0c99f8c") + "\n}"
+	ocTranscript := func(id string) string {
+		return fmt.Sprintf(`{"type":"session","version":3,"id":%q,"timestamp":"2026-11-21T07:58:37.462Z","cwd":"/srv"}`+"\n"+
+			`{"type":"message","id":"2981c66d","parentId":null,"timestamp":"2026-11-21T07:58:37.462Z","message":{"role":"user","content":[{"type":"text","text":"hello"}]}}`+"\n", id)
+	}
+	ocDir := "state/agents/main/sessions/"
+
+	return []demoApp{
+		{preset: "copaw", file: "sessions/console/default_console--default.json", how: "two writers race: a shorter save lands over a longer one",
+			files: map[string]string{"sessions/console/default_console--default.json": copawShort},
+			damage: func(root string) error {
+				return os.WriteFile(filepath.Join(root, "sessions/console/default_console--default.json"), []byte(copawShort+copawLong[len(copawShort):]), 0o644)
+			}},
+		{preset: "nanobot", file: nbFile, how: "a crash mid-write tears the last line",
+			files: map[string]string{nbFile: nb, "sessions/0123456789abcdef0123456789abcdef/.workspace": "/srv/workspace\n"},
+			damage: func(root string) error {
+				return os.WriteFile(filepath.Join(root, nbFile), []byte(nb[:len(nb)-20]), 0o644)
+			}},
+		{preset: "praisonai", file: "sessions/trip.json", how: "a crash mid-write truncates the file",
+			files: map[string]string{"sessions/trip.json": praison, "sessions/trip.json.lock": ""},
+			damage: func(root string) error {
+				return os.WriteFile(filepath.Join(root, "sessions/trip.json"), []byte(praison[:len(praison)/2]), 0o600)
+			}},
+		{preset: "openviking", file: ovSid + "messages.jsonl", how: "a commit's clear is lost: archived messages are live again",
+			files: map[string]string{
+				ovSid + "messages.jsonl":                     live,
+				ovSid + ".meta.json":                         `{"session_id": "demo", "message_count": 2, "commit_count": 1}`,
+				ovSid + "history/archive_001/messages.jsonl": archived,
+				ovSid + "history/archive_001/.meta.json":     `{"phase1": {"status": "ready", "retained_message_ids": ["msg_l1", "msg_l2"]}}`,
+				ovSid + "history/archive_001/.done":          `{"starting_message_id": "msg_a1", "ending_message_id": "msg_a2"}`,
+			},
+			damage: func(root string) error {
+				return os.WriteFile(filepath.Join(root, ovSid+"messages.jsonl"), []byte(archived+live), 0o644)
+			}},
+		{preset: "openclaw", file: ocDir + "sessions.json", how: "a rotation renames the store away and dies",
+			files: map[string]string{ocDir + "sessions.json": ocStore,
+				ocDir + "5901a198-0e48-4246-9962-5d3c5148bce5.jsonl": ocTranscript("5901a198-0e48-4246-9962-5d3c5148bce5"),
+				ocDir + "22b12a33-f522-4b4e-8a49-9caac0c99f8c.jsonl": ocTranscript("22b12a33-f522-4b4e-8a49-9caac0c99f8c")},
+			damage: func(root string) error {
+				return os.Rename(filepath.Join(root, ocDir+"sessions.json"), filepath.Join(root, fmt.Sprintf("%ssessions.json.bak.%d", ocDir, time.Now().UnixMilli())))
+			}},
+	}
+}
+
+// eventTap passes the daemon's log records to the demo as they happen.
+type eventTap struct {
+	ch    chan slog.Record
+	attrs []slog.Attr
+}
+
+func (h *eventTap) Enabled(context.Context, slog.Level) bool { return true }
+func (h *eventTap) Handle(_ context.Context, r slog.Record) error {
+	r = r.Clone()
+	r.AddAttrs(h.attrs...)
+	select {
+	case h.ch <- r:
+	default:
+	}
+	return nil
+}
+func (h *eventTap) WithAttrs(as []slog.Attr) slog.Handler {
+	return &eventTap{ch: h.ch, attrs: append(append([]slog.Attr{}, h.attrs...), as...)}
+}
+func (h *eventTap) WithGroup(string) slog.Handler { return h }
+
+func attr(r slog.Record, key string) string {
+	var v string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v = a.Value.String()
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+// cmdDemo lays out healthy sessions of all five apps in a temp dir, runs the daemon on them,
+// damages one file of each app the way that app damages it, and shows each heal.
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	if len(args) > 0 {
+		return 0, usageError{"demo takes no arguments"}
+	}
+	dir, err := os.MkdirTemp("", "sessionmedic-demo-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	apps := demoApps()
+	var rules []policy.Rule
+	for _, a := range apps {
+		root := filepath.Join(dir, a.preset)
+		for rel, content := range a.files {
+			p := filepath.Join(root, rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return 0, err
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+				return 0, err
+			}
+		}
+		r, _ := policy.PresetRule(a.preset, policy.SystemEnv())
+		r.Name, r.Paths, r.Settle, r.MaxWait = a.preset, []string{root}, 300*time.Millisecond, 3*time.Second
+		rules = append(rules, r)
+	}
+	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(dir, "state"), Rules: rules, Source: "demo"}
+	fmt.Fprintf(stdout, "sessionmedic demo in %s: healthy sessions of %d apps, settle 300ms\n", dir, len(apps))
+
+	tap := &eventTap{ch: make(chan slog.Record, 256)}
+	ready := make(chan struct{})
+	dctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- daemon.Run(dctx, daemon.Options{Load: func() (*policy.Config, []string, error) { return cfg, nil, nil },
+			Source: "demo", Log: slog.New(tap), Ready: ready, Version: buildVersion(), Notify: func(string) error { return nil }})
+	}()
+	stop := func() error { cancel(); return <-done }
+	select {
+	case <-ready:
+	case err := <-done:
+		return 0, err
+	case <-time.After(30 * time.Second):
+		stop()
+		return 0, fmt.Errorf("demo: the daemon did not finish its first scan")
+	}
+	fmt.Fprintln(stdout, "first scan finished: every file healthy, last-good copies kept")
+	healed, lost := 0, 0
+	for _, a := range apps {
+		path := filepath.Join(dir, a.preset, a.file)
+		want, _ := os.ReadFile(path)
+		fmt.Fprintf(stdout, "\n%-10s %s\n", a.preset, a.how)
+		start := time.Now()
+		if err := a.damage(filepath.Join(dir, a.preset)); err != nil {
+			stop()
+			return 0, err
+		}
+		deadline := time.After(15 * time.Second)
+	wait:
+		for {
+			select {
+			case r := <-tap.ch:
+				if r.Message == "file.heal_refused" || (r.Message == "file.healed" && attr(r, "path") == path) {
+					if r.Message == "file.heal_refused" {
+						fmt.Fprintf(stdout, "           refused: %s\n", attr(r, "reason"))
+						break wait
+					}
+					got, _ := os.ReadFile(path)
+					same := "identical to the healthy original"
+					if string(got) != string(want) {
+						same = "differs from the healthy original"
+					}
+					kept := "the damaged bytes are in quarantine"
+					if attr(r, "quarantine") == "" {
+						kept = "nothing to quarantine: the file was gone"
+					}
+					fmt.Fprintf(stdout, "           damaged: %s -> healed with %s in %v; %s; %s\n",
+						attr(r, "kind"), attr(r, "strategy"), time.Since(start).Round(time.Millisecond), same, kept)
+					if same == "identical to the healthy original" {
+						healed++
+					}
+					var n int
+					fmt.Sscan(attr(r, "lost_records"), &n)
+					lost += n
+					break wait
+				}
+			case <-deadline:
+				fmt.Fprintln(stdout, "           not healed within 15s")
+				break wait
+			case err := <-done:
+				return 0, fmt.Errorf("demo: the daemon stopped: %v", err)
+			}
+		}
+	}
+	if err := stop(); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(stdout, "\nsummary: %d of %d damaged sessions healed back to their healthy bytes, %d records lost\n", healed, len(apps), lost)
+	if healed != len(apps) {
+		return exitDamage, nil
+	}
+	return exitOK, nil
+}
