@@ -249,10 +249,15 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan) (
 	}
 	e.step("journaled", t.Path)
 	for i, ed := range p.edits {
-		if err := e.replace(ed, entry.Edits[i].Temp, t.Path); err != nil {
-			// Earlier edits of this plan are applied and valid on their own; the journal
-			// entry is resolved now rather than at the next start.
-			_, _ = e.Journal.Recover()
+		renamed, err := e.replace(ed, entry.Edits[i].Temp, t.Path)
+		if err != nil {
+			// Earlier edits of this plan are applied and valid on their own; this entry is
+			// resolved now rather than at the next start. Nothing replaced, nothing to keep.
+			e.Journal.abort(entry)
+			if i == 0 && !renamed {
+				e.dropQuarantine(entry)
+				first = ""
+			}
 			return first, err
 		}
 	}
@@ -280,7 +285,7 @@ func (e *Engine) dropQuarantine(entry *journalEntry) {
 }
 
 // replace durably puts ed.data at ed.path through the temp file tmp.
-func (e *Engine) replace(ed edit, tmp, target string) error {
+func (e *Engine) replace(ed edit, tmp, target string) (renamed bool, err error) {
 	// A file restored where none is gets 0600 (what these apps use for sessions) unless the
 	// edit carries the mode it had.
 	mode, uid, gid := os.FileMode(0o600), -1, -1
@@ -292,13 +297,14 @@ func (e *Engine) replace(ed edit, tmp, target string) error {
 			// A rename would strand the writer's later writes in the old inode: only a pure
 			// tail cut, in place, is allowed.
 			if !bytes.HasPrefix(ed.old, ed.data) {
-				return busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
+				return false, busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
 			}
-			return e.truncate(ed, target)
+			err := e.truncate(ed, target)
+			return err == nil, err
 		}
 	}
 	if _, err := writeTemp(tmp, ed.data, mode, uid, gid); err != nil {
-		return err
+		return false, err
 	}
 	e.step("temp-written", target)
 	// Keep the old inode open: an app without a lock that writes between our last check and
@@ -308,44 +314,43 @@ func (e *Engine) replace(ed edit, tmp, target string) error {
 		f, err := os.OpenFile(ed.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			os.Remove(tmp)
-			return busyErr("%s: %v", ed.path, err)
+			return false, busyErr("%s: %v", ed.path, err)
 		}
 		old = f
 		defer old.Close()
 		fi, err := old.Stat()
 		if err != nil || !identityOf(fi).Same(ed.oldID) {
 			os.Remove(tmp)
-			return busyErr("%s changed before the rename", ed.path)
+			return false, busyErr("%s changed before the rename", ed.path)
 		}
 	}
-	var err error
 	if ed.missing {
 		// link(2) never clobbers: if the app created the file meanwhile, we lose the race cleanly.
-		err = os.Link(tmp, ed.path)
+		err = orFault("link", ed.path, func() error { return os.Link(tmp, ed.path) })
 		os.Remove(tmp)
 		if errors.Is(err, os.ErrExist) {
-			return busyErr("%s appeared before the restore", ed.path)
+			return false, busyErr("%s appeared before the restore", ed.path)
 		}
 	} else {
-		err = os.Rename(tmp, ed.path)
+		err = orFault("rename", ed.path, func() error { return os.Rename(tmp, ed.path) })
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("replace %s: %w", ed.path, err)
+		return false, fmt.Errorf("replace %s: %w", ed.path, err)
 	}
 	if err := syncDir(filepath.Dir(ed.path)); err != nil {
-		return err
+		return true, err
 	}
 	e.step("renamed", target)
 	if old != nil {
 		if fi, err := old.Stat(); err == nil {
 			now := identityOf(fi)
 			if now.Size != ed.oldID.Size || !now.Mtime.Equal(ed.oldID.Mtime) {
-				return e.putBack(old, ed)
+				return true, e.putBack(old, ed)
 			}
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // truncate cuts the file in place to the plan's prefix, after the same identity check.
@@ -359,10 +364,10 @@ func (e *Engine) truncate(ed edit, target string) error {
 	if err != nil || !identityOf(fi).Same(ed.oldID) {
 		return busyErr("%s changed before the truncate", ed.path)
 	}
-	if err := f.Truncate(int64(len(ed.data))); err != nil {
+	if err := orFault("truncate", ed.path, func() error { return f.Truncate(int64(len(ed.data))) }); err != nil {
 		return fmt.Errorf("truncate %s: %w", ed.path, err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := orFault("fsync", ed.path, f.Sync); err != nil {
 		return fmt.Errorf("fsync %s: %w", ed.path, err)
 	}
 	e.step("renamed", target)
@@ -388,7 +393,7 @@ func (e *Engine) putBack(old *os.File, ed edit) error {
 	if _, err := writeTemp(tmp, buf, os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, ed.path); err != nil {
+	if err := orFault("rename", ed.path, func() error { return os.Rename(tmp, ed.path) }); err != nil {
 		os.Remove(tmp)
 		return err
 	}

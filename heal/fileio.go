@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -48,6 +49,30 @@ func identityOf(fi os.FileInfo) Identity {
 func (a Identity) Same(b Identity) bool {
 	return a.Dev == b.Dev && a.Ino == b.Ino && a.Size == b.Size &&
 		a.Mtime.Equal(b.Mtime) && a.Ctime.Equal(b.Ctime)
+}
+
+// faultHook, when set, is asked before each file operation a heal performs; an error it
+// returns becomes that operation's error. It is the seam of the I/O-fault tests.
+var faultHook atomic.Pointer[func(op, path string) error]
+
+// SetFaultHook installs (or, with nil, removes) the fault hook: f is called with the
+// operation ("create", "chown", "chmod", "write", "fsync", "close", "rename", "link",
+// "truncate", "fsync-dir", "mkdir") and the path, before the operation.
+func SetFaultHook(f func(op, path string) error) {
+	if f == nil {
+		faultHook.Store(nil)
+		return
+	}
+	faultHook.Store(&f)
+}
+
+func fault(op, path string) error {
+	if f := faultHook.Load(); f != nil {
+		if err := (*f)(op, path); err != nil {
+			return &os.PathError{Op: op, Path: path, Err: err}
+		}
+	}
+	return nil
 }
 
 var (
@@ -122,6 +147,9 @@ func tempName(target string) string {
 }
 
 func syncDir(dir string) error {
+	if err := fault("fsync-dir", dir); err != nil {
+		return err
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -136,6 +164,9 @@ func syncDir(dir string) error {
 // writeTemp creates the temp file tmp with the given mode and owner, writes data and
 // fsyncs it. It returns the temp's path; the caller renames or removes it.
 func writeTemp(tmp string, data []byte, mode os.FileMode, uid, gid int) (string, error) {
+	if err := fault("create", tmp); err != nil {
+		return "", fmt.Errorf("create temp: %w", err)
+	}
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("create temp: %w", err)
@@ -146,20 +177,20 @@ func writeTemp(tmp string, data []byte, mode os.FileMode, uid, gid int) (string,
 		return "", err
 	}
 	if uid >= 0 && (uid != os.Geteuid() || gid != os.Getegid()) {
-		if err := f.Chown(uid, gid); err != nil && !errors.Is(err, syscall.EPERM) {
+		if err := orFault("chown", tmp, func() error { return f.Chown(uid, gid) }); err != nil && !errors.Is(err, syscall.EPERM) {
 			return fail(fmt.Errorf("chown temp: %w", err))
 		}
 	}
-	if err := f.Chmod(mode); err != nil {
+	if err := orFault("chmod", tmp, func() error { return f.Chmod(mode) }); err != nil {
 		return fail(fmt.Errorf("chmod temp: %w", err))
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := orFault("write", tmp, func() error { _, err := f.Write(data); return err }); err != nil {
 		return fail(fmt.Errorf("write temp: %w", err))
 	}
-	if err := f.Sync(); err != nil {
+	if err := orFault("fsync", tmp, f.Sync); err != nil {
 		return fail(fmt.Errorf("fsync temp: %w", err))
 	}
-	if err := f.Close(); err != nil {
+	if err := orFault("close", tmp, f.Close); err != nil {
 		os.Remove(tmp)
 		return "", fmt.Errorf("close temp: %w", err)
 	}
@@ -169,22 +200,36 @@ func writeTemp(tmp string, data []byte, mode os.FileMode, uid, gid int) (string,
 // writeDurable writes data to a new file at path (which must not exist) and fsyncs it and its
 // directory. Used for sessionmedic's own state.
 func writeDurable(path string, data []byte, mode os.FileMode) error {
+	if err := fault("create", path); err != nil {
+		return err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := orFault("write", path, func() error { _, err := f.Write(data); return err }); err != nil {
 		f.Close()
+		os.Remove(path)
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := orFault("fsync", path, f.Sync); err != nil {
 		f.Close()
+		os.Remove(path)
 		return err
 	}
 	if err := f.Close(); err != nil {
+		os.Remove(path)
 		return err
 	}
 	return syncDir(filepath.Dir(path))
+}
+
+// orFault runs op unless the fault hook fails it first.
+func orFault(name, path string, op func() error) error {
+	if err := fault(name, path); err != nil {
+		return err
+	}
+	return op()
 }
 
 // replaceDurable atomically replaces (or creates) path with data: temp in the same
@@ -194,7 +239,7 @@ func replaceDurable(path string, data []byte, mode os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := orFault("rename", path, func() error { return os.Rename(tmp, path) }); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -209,7 +254,7 @@ func mkdirAllSync(dir string) error {
 	if err := mkdirAllSync(filepath.Dir(dir)); err != nil {
 		return err
 	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := orFault("mkdir", dir, func() error { return os.Mkdir(dir, 0o700) }); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
 	return syncDir(filepath.Dir(dir))

@@ -87,28 +87,41 @@ func (j Journal) Recover() ([]Recovered, error) {
 			os.Remove(full) // torn before it was fsynced: nothing was applied after it
 			continue
 		}
-		for _, ed := range e.Edits {
-			if ed.Temp != "" && policy.IsOwnTemp(filepath.Base(ed.Temp)) {
-				if err := os.Remove(ed.Temp); err == nil {
-					_ = syncDir(filepath.Dir(ed.Temp))
-				}
-			}
-			outcome := "superseded"
-			cur, _, err := readStable(ed.Path, 0)
-			switch {
-			case err == nil && sha(cur) == ed.NewSHA256:
-				outcome = "applied"
-			case err == nil && sha(cur) == ed.OldSHA256:
-				outcome = "rolled-back"
-			case errors.Is(err, os.ErrNotExist) && ed.Missing:
-				outcome = "rolled-back"
-			}
-			out = append(out, Recovered{ID: e.ID, Path: ed.Path, Outcome: outcome})
-		}
+		out = append(out, resolve(&e)...)
 		if err := os.Remove(full); err != nil {
 			return out, err
 		}
 		_ = syncDir(j.Root)
 	}
 	return out, nil
+}
+
+// resolve removes the stray temps of one entry and says what each target holds.
+func resolve(e *journalEntry) []Recovered {
+	var out []Recovered
+	for _, ed := range e.Edits {
+		if ed.Temp != "" && policy.IsOwnTemp(filepath.Base(ed.Temp)) {
+			if err := os.Remove(ed.Temp); err == nil {
+				_ = syncDir(filepath.Dir(ed.Temp))
+			}
+		}
+		outcome := "superseded"
+		cur, _, err := readStable(ed.Path, 0)
+		switch {
+		case err == nil && sha(cur) == ed.NewSHA256:
+			outcome = "applied"
+		case err == nil && sha(cur) == ed.OldSHA256:
+			outcome = "rolled-back"
+		case errors.Is(err, os.ErrNotExist) && ed.Missing:
+			outcome = "rolled-back"
+		}
+		out = append(out, Recovered{ID: e.ID, Path: ed.Path, Outcome: outcome})
+	}
+	return out
+}
+
+// abort resolves one entry of this process right away (a heal that failed midway).
+func (j Journal) abort(e *journalEntry) {
+	resolve(e)
+	_ = j.end(e)
 }

@@ -1,0 +1,48 @@
+# syntax=docker/dockerfile:1
+#
+# sessionmedic in a minimal non-root image: a static binary on distroless, nothing else.
+#
+#   docker build -t sessionmedic --build-arg VERSION=$(git describe --tags --always) .
+#   docker run --rm --user 1000:1000 \
+#     -v /home/app/.openclaw:/home/app/.openclaw \
+#     -v "$PWD/policy.yaml:/etc/sessionmedic/policy.yaml:ro" \
+#     -v sessionmedic-state:/var/lib/sessionmedic \
+#     sessionmedic -config /etc/sessionmedic/policy.yaml
+#
+# Run it with the uid and gid of the app that owns the session files (--user, or the pod's
+# securityContext), so that healed files keep their owner and the app's lock protocols work.
+# Kubernetes: deploy/kubernetes/.
+
+# ---- build: native toolchain, cross-compiled for the target platform
+FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+ARG TARGETOS
+ARG TARGETARCH
+ARG VERSION=dev
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+# CGO_ENABLED=0: a static binary that needs no libc in the final image.
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
+    go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" \
+      -o /out/sessionmedic ./cmd/sessionmedic
+# The state dir, owner-only, for the image's default user (distroless nonroot, 65532); a pod's
+# fsGroup or a mounted volume takes over when the container runs with another uid.
+RUN install -d -m 0700 -o 65532 -g 65532 /out/rootfs/var/lib/sessionmedic
+
+# ---- final: no shell, no package manager, non-root
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/sessionmedic /sessionmedic
+COPY --from=build --chown=65532:65532 /out/rootfs/var/lib/ /var/lib/
+# quarantine/, last-good/ and journal/ go here; mount a volume to keep them.
+ENV STATE_DIRECTORY=/var/lib/sessionmedic
+USER 65532:65532
+# /metrics, /healthz, /readyz when the policy sets http.listen: "0.0.0.0:9477" (127.0.0.1
+# would only be reachable from inside the container).
+EXPOSE 9477
+# No HEALTHCHECK: distroless has no shell, curl or wget to run one, and the binary has no
+# probe subcommand. Kubernetes liveness/readiness probes on /healthz and /readyz cover it.
+# Without arguments: the embedded default policy (each app's default location under $HOME,
+# /home/nonroot here); pass -config FILE to use a mounted policy.
+ENTRYPOINT ["/sessionmedic", "run"]
