@@ -42,6 +42,8 @@ type Options struct {
 	NewSource func() (watcher.Source, error)
 	// Notify sends a systemd notification; nil = sd_notify over $NOTIFY_SOCKET.
 	Notify func(state string) error
+	// Step, when set, is called at each step of the heal protocol (crash-point tests).
+	Step func(step, path string)
 	// Ready, when set, is closed once the first scan finished.
 	Ready chan<- struct{}
 }
@@ -169,6 +171,7 @@ type loop struct {
 func (d *loop) setPolicy(cfg *policy.Config) {
 	d.cfg = cfg
 	d.eng = heal.New(cfg)
+	d.eng.Step = d.o.Step
 	if d.o.Level != nil {
 		d.o.Level.Set(levelOf(cfg.Log.Level))
 	}

@@ -25,6 +25,9 @@ const (
 
 var version = "dev"
 
+// stepHook, when set (crashpoints build tag), is called at each step of the heal protocol.
+var stepHook func(step, path string)
+
 const usage = `usage:
   sessionmedic run        [-config FILE] [-log-format auto|text|json] [-log-level debug|info|warn|error]
   sessionmedic check      [-config FILE] [-preset NAME] [-json] [PATH ...]

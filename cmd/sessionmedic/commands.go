@@ -43,6 +43,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		return 0, err
 	}
 	eng := heal.New(cfg)
+	eng.Step = stepHook
 	log := newLogger(stderr)
 	if doHeal && !dry {
 		rec, err := eng.Recover()

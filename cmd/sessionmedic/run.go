@@ -101,6 +101,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}()
 	err = daemon.Run(ctx, daemon.Options{
 		Load: load, Source: source, Log: log, Level: levelVar, Reload: reload, Version: buildVersion(),
+		Step: stepHook,
 	})
 	if err != nil {
 		return 0, err
