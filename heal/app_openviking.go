@@ -52,7 +52,7 @@ func ovArchives(sid string) []ovArchive {
 			}
 		}
 		if data, _, err := readStable(filepath.Join(dir, "messages.jsonl"), 1<<30); err == nil {
-			for _, l := range splitJSONL(data, ftOVMessages.dialect()) {
+			for _, l := range splitJSONL(data, ftOVMessages) {
 				if id := l.val.Get("id"); l.val != nil && isStr(id) {
 					a.ids[id.Str] = true
 				}
@@ -159,7 +159,7 @@ func ovLive(sid string) (live int, overlap bool, ok bool) {
 		return 0, false, false
 	}
 	archived := ovArchivedIDs(sid)
-	for _, l := range splitJSONL(data, ftOVMessages.dialect()) {
+	for _, l := range splitJSONL(data, ftOVMessages) {
 		if l.blank {
 			continue
 		}

@@ -23,6 +23,8 @@ type Engine struct {
 	Journal    Journal
 	LastGood   LastGood
 
+	inc incCache // append-only files last seen healthy
+
 	// OpenWriters finds other processes holding a file open for writing (default: /proc).
 	OpenWriters func(dev, ino uint64) []int
 
@@ -71,12 +73,24 @@ func fill(r *Report, v Verdict) {
 // inspect reads and judges a target.
 func (e *Engine) inspect(t Target) *inspection {
 	in := &inspection{ctx: fileCtx{path: t.Path, typ: classify(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
+	if id, ok := e.inc.tryIncremental(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok {
+		in.id, in.incremental, in.verdict = id, true, healthy()
+		return in
+	}
 	in.ctx.lastGood = e.LastGood.Get(t.Path)
 	data, id, err := readStable(t.Path, t.Rule.Limits.MaxFileSize)
 	switch {
 	case err == nil:
 		in.data, in.id = data, id
 		in.verdict = inspectBytes(&in.ctx, data)
+		if appendOnly(in.ctx.typ) {
+			e.inc.full.Add(1)
+			if in.verdict.Status == Healthy {
+				e.inc.remember(t.Path, in.ctx.typ, id, data)
+			} else {
+				e.inc.drop(t.Path)
+			}
+		}
 	case errors.Is(err, os.ErrNotExist) && t.Missing:
 		in.missing = true
 		if reason := missingSkip(&in.ctx); reason != "" {
@@ -137,7 +151,9 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	r.Action = ActionNone
 	switch in.verdict.Status {
 	case Healthy:
-		if !dryRun && t.Rule.KeepLastGood && t.Rule.Mode != "observe" {
+		// An incremental pass read only the appended bytes: the last-good copy stays the
+		// older prefix (the union of last-good and salvage covers what came after it).
+		if !dryRun && !in.incremental && t.Rule.KeepLastGood && t.Rule.Mode != "observe" {
 			_ = e.LastGood.Put(t.Path, in.data)
 		}
 		return r
@@ -411,6 +427,12 @@ func (e *Engine) Prune() error {
 	}
 	_, err := e.LastGood.Prune(e.Policy.LastGood.MaxTotalBytes)
 	return err
+}
+
+// IncrementalStats reports how many inspections of append-only files read only the
+// appended bytes, and how many read the whole file.
+func (e *Engine) IncrementalStats() (incremental, full int64) {
+	return e.inc.incremental.Load(), e.inc.full.Load()
 }
 
 // Fingerprint is the identity of the regular file at path now (without following a symlink):

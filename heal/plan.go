@@ -45,6 +45,8 @@ type inspection struct {
 	id      Identity
 	missing bool
 	verdict Verdict
+
+	incremental bool // validated from the old end only; data is nil
 }
 
 // candidateOK reports whether bytes would be a healthy file at c's path.
@@ -135,14 +137,14 @@ func measureLoss(p *plan, c *fileCtx, old, data []byte) {
 		return
 	}
 	kept := map[string]bool{}
-	for _, l := range splitJSONL(data, c.typ.dialect()) {
+	for _, l := range splitJSONL(data, c.typ) {
 		kept[string(bytes.TrimRight(l.raw, "\r"))] = true
 	}
 	var archived map[string]bool
 	if c.typ == ftOVMessages {
 		archived = ovArchivedIDs(filepath.Dir(c.path))
 	}
-	for _, l := range splitJSONL(old, c.typ.dialect()) {
+	for _, l := range splitJSONL(old, c.typ) {
 		if l.blank {
 			continue
 		}
@@ -200,7 +202,7 @@ func salvage(c *fileCtx, data []byte, missing bool) []byte {
 		archived = ovArchivedIDs(filepath.Dir(c.path))
 	}
 	var out []byte
-	for _, l := range splitJSONL(data, c.typ.dialect()) {
+	for _, l := range splitJSONL(data, c.typ) {
 		if l.val == nil || archived[strOf(l.val.Get("id"))] {
 			continue
 		}
@@ -240,10 +242,9 @@ func union(c *fileCtx, lastGood, salvaged []byte) []byte {
 	if !c.typ.jsonl() || salvaged == nil {
 		return nil
 	}
-	d := c.typ.dialect()
 	newer := map[string][]byte{}
 	var order []string
-	for _, l := range splitJSONL(salvaged, d) {
+	for _, l := range splitJSONL(salvaged, c.typ) {
 		if l.val == nil {
 			continue
 		}
@@ -255,7 +256,7 @@ func union(c *fileCtx, lastGood, salvaged []byte) []byte {
 	}
 	var out []byte
 	used := map[string]bool{}
-	for _, l := range splitJSONL(lastGood, d) {
+	for _, l := range splitJSONL(lastGood, c.typ) {
 		if l.val == nil {
 			continue
 		}
@@ -337,7 +338,7 @@ func ovCountEdit(p *plan, messages string, data []byte) {
 		return
 	}
 	live := 0
-	for _, l := range splitJSONL(data, ftOVMessages.dialect()) {
+	for _, l := range splitJSONL(data, ftOVMessages) {
 		if l.val != nil {
 			live++
 		}

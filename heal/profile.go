@@ -2,7 +2,7 @@ package heal
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"path/filepath"
 	"strings"
 
@@ -198,7 +198,15 @@ type jsonlLine struct {
 	err        error
 }
 
-func splitJSONL(data []byte, d jsonv.Dialect) []jsonlLine {
+// anyObject stands for a valid object record whose contents no checklist reads.
+var anyObject = &jsonv.Value{Type: jsonv.Object}
+
+var errNotObject = errors.New("record is not a JSON object")
+
+// splitJSONL validates every line; the records' trees are parsed only for types whose
+// checklists read them.
+func splitJSONL(data []byte, t fileType) []jsonlLine {
+	d := t.dialect()
 	var out []jsonlLine
 	jsonv.Lines(data, func(start int, line []byte, terminated bool) bool {
 		l := jsonlLine{start: start, end: start + len(line), raw: line, terminated: terminated}
@@ -206,16 +214,22 @@ func splitJSONL(data []byte, d jsonv.Dialect) []jsonlLine {
 			l.end++
 		}
 		body := bytes.TrimSuffix(line, []byte("\r"))
-		if len(bytes.TrimSpace(body)) == 0 {
+		trimmed := bytes.TrimSpace(body)
+		switch {
+		case len(trimmed) == 0:
 			l.blank = true
-		} else if err := jsonv.Valid(body, d); err != nil {
-			l.err = err
-		} else if v, err := jsonv.Parse(body, d); err != nil {
-			l.err = err
-		} else if v.Type != jsonv.Object {
-			l.err = fmt.Errorf("record is not a JSON object")
-		} else {
-			l.val = v
+		case jsonv.Valid(body, d) != nil:
+			l.err = jsonv.Valid(body, d)
+		case trimmed[0] != '{':
+			l.err = errNotObject
+		case t == ftJSONL:
+			l.val = anyObject
+		default:
+			if v, err := jsonv.Parse(body, d); err != nil {
+				l.err = err
+			} else {
+				l.val = v
+			}
 		}
 		out = append(out, l)
 		return true
@@ -224,7 +238,7 @@ func splitJSONL(data []byte, d jsonv.Dialect) []jsonlLine {
 }
 
 func inspectJSONL(c *fileCtx, data []byte) Verdict {
-	lines := splitJSONL(data, c.typ.dialect())
+	lines := splitJSONL(data, c.typ)
 	for i, l := range lines {
 		if l.blank {
 			continue
@@ -262,7 +276,7 @@ func isLinePrefix(data, full []byte) bool {
 func records(t fileType, data []byte) int {
 	if t.jsonl() {
 		n := 0
-		for _, l := range splitJSONL(data, t.dialect()) {
+		for _, l := range splitJSONL(data, t) {
 			if l.val != nil {
 				n++
 			}

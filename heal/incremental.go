@@ -1,0 +1,167 @@
+package heal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// Incremental validation of append-only JSONL (DESIGN §10): a file that only grew since it
+// was last seen healthy — same device and inode, larger or equal size, and the same bytes at
+// its head and just before the old end — is validated from the old end only. Anything else
+// (truncation, a rewrite, a replacement by rename, an edit seen in the checked windows) falls
+// back to a full read. An edit deep inside the prefix that leaves both windows alone is not
+// seen by an incremental pass: every fullEvery-th pass of a file is a full one.
+const (
+	incHead   = 4 << 10  // bytes hashed at the start of the file
+	incWindow = 16 << 10 // bytes hashed just before the old end
+	fullEvery = 64       // incremental passes between two full validations
+)
+
+type incEntry struct {
+	dev, ino uint64
+	size     int64
+	head     [32]byte
+	window   [32]byte
+	passes   int
+}
+
+// incCache remembers the append-only files last seen healthy.
+type incCache struct {
+	mu sync.Mutex
+	m  map[string]incEntry
+
+	incremental atomic.Int64 // passes that read only the appended bytes
+	full        atomic.Int64 // full reads of eligible files
+}
+
+// appendOnly: the types whose apps only ever append (a generic JSONL log, an OpenClaw
+// transcript). nanobot and OpenViking rewrite whole files, so they always get a full pass.
+func appendOnly(t fileType) bool { return t == ftJSONL || t == ftOpenClawTranscript }
+
+func (c *incCache) get(path string) (incEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[path]
+	return e, ok
+}
+
+func (c *incCache) put(path string, e incEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]incEntry{}
+	}
+	c.m[path] = e
+}
+
+func (c *incCache) drop(path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, path)
+}
+
+func windowHashes(r io.ReaderAt, size int64) (head, window [32]byte, err error) {
+	h := make([]byte, min(size, incHead))
+	if _, err := r.ReadAt(h, 0); err != nil && err != io.EOF {
+		return head, window, err
+	}
+	start := max(0, size-incWindow)
+	w := make([]byte, size-start)
+	if _, err := r.ReadAt(w, start); err != nil && err != io.EOF {
+		return head, window, err
+	}
+	return sha256.Sum256(h), sha256.Sum256(w), nil
+}
+
+// remember records a file just validated in full as healthy.
+func (c *incCache) remember(path string, t fileType, id Identity, data []byte) {
+	if !appendOnly(t) || len(data) == 0 || data[len(data)-1] != '\n' {
+		c.drop(path)
+		return
+	}
+	head, window, _ := windowHashes(bytes.NewReader(data), int64(len(data)))
+	c.put(path, incEntry{dev: id.Dev, ino: id.Ino, size: int64(len(data)), head: head, window: window})
+}
+
+// tryIncremental validates only what was appended to a file last seen healthy. ok is false
+// when the file is not a pure append of that version (or is damaged): then the caller reads
+// it in full.
+func (c *incCache) tryIncremental(path string, t fileType, maxSize int64) (id Identity, ok bool) {
+	if !appendOnly(t) {
+		return id, false
+	}
+	prev, found := c.get(path)
+	if !found || prev.passes >= fullEvery {
+		return id, false
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return id, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return id, false
+	}
+	id = identityOf(fi)
+	if id.Dev != prev.dev || id.Ino != prev.ino || id.Size < prev.size || (maxSize > 0 && id.Size > maxSize) {
+		return id, false
+	}
+	head, window, err := windowHashes(f, prev.size)
+	if err != nil || head != prev.head || window != prev.window {
+		return id, false
+	}
+	tail := make([]byte, id.Size-prev.size)
+	if n, err := f.ReadAt(tail, prev.size); (err != nil && err != io.EOF) || int64(n) != int64(len(tail)) {
+		return id, false
+	}
+	if fi2, err := f.Stat(); err != nil || !identityOf(fi2).Same(id) {
+		return id, false
+	}
+	if len(tail) > 0 && !appendedValid(t, tail) {
+		return id, false
+	}
+	next := prev
+	next.size, next.passes = id.Size, prev.passes+1
+	if len(tail) > 0 {
+		next.head, next.window, _ = windowHashes(f, id.Size)
+	}
+	c.put(path, next)
+	c.incremental.Add(1)
+	return id, true
+}
+
+// appendedValid: every appended line is a complete record the file's checklist accepts
+// after its first line.
+func appendedValid(t fileType, tail []byte) bool {
+	if tail[len(tail)-1] != '\n' {
+		return false
+	}
+	ok := true
+	jsonv.Lines(tail, func(_ int, line []byte, _ bool) bool {
+		body := bytes.TrimSuffix(line, []byte("\r"))
+		if len(bytes.TrimSpace(body)) == 0 {
+			return true
+		}
+		if jsonv.Valid(body, t.dialect()) != nil || bytes.TrimSpace(body)[0] != '{' {
+			ok = false
+			return false
+		}
+		if t == ftOpenClawTranscript {
+			v, err := jsonv.Parse(body, t.dialect())
+			if err != nil || !isStr(v.Get("type")) || strOf(v.Get("type")) == "session" {
+				ok = false
+				return false
+			}
+		}
+		return true
+	})
+	return ok
+}
