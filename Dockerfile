@@ -3,15 +3,22 @@
 # sessionmedic in a minimal non-root image: a static binary on distroless, nothing else.
 #
 #   docker build -t sessionmedic --build-arg VERSION=$(git describe --tags --always) .
-#   docker run --rm --user 1000:1000 \
+#
+# Beside an app container "openclaw" that runs as 1000:1000 with its state in
+# /home/app/.openclaw (a state dir for sessionmedic made first, owned by that user:
+# install -d -o 1000 -g 1000 -m 0700 /srv/sessionmedic-state):
+#
+#   docker run -d --name sessionmedic --user 1000:1000 --pid container:openclaw \
+#     --read-only --cap-drop ALL --security-opt no-new-privileges \
 #     -v /home/app/.openclaw:/home/app/.openclaw \
 #     -v "$PWD/policy.yaml:/etc/sessionmedic/policy.yaml:ro" \
-#     -v sessionmedic-state:/var/lib/sessionmedic \
+#     -v /srv/sessionmedic-state:/var/lib/sessionmedic \
 #     sessionmedic -config /etc/sessionmedic/policy.yaml
 #
-# Run it with the uid and gid of the app that owns the session files (--user, or the pod's
-# securityContext), so that healed files keep their owner and the app's lock protocols work.
-# Kubernetes: deploy/kubernetes/.
+# Run it with the uid and gid of the app that owns the session files, so that healed files
+# keep their owner, and in the app's PID namespace (--pid container:APP; shareProcessNamespace
+# in Kubernetes): OpenClaw judges a lock holder alive with kill(pid, 0). Mount the session dir
+# at the same path as in the app. Kubernetes: deploy/kubernetes/.
 
 # ---- build: native toolchain, cross-compiled for the target platform
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
@@ -29,12 +36,12 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
       -o /out/sessionmedic ./cmd/sessionmedic
 # The state dir, owner-only, for the image's default user (distroless nonroot, 65532); a pod's
 # fsGroup or a mounted volume takes over when the container runs with another uid.
-RUN install -d -m 0700 -o 65532 -g 65532 /out/rootfs/var/lib/sessionmedic
+RUN install -d -m 0700 -o 65532 -g 65532 /out/state
 
 # ---- final: no shell, no package manager, non-root
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sessionmedic /sessionmedic
-COPY --from=build --chown=65532:65532 /out/rootfs/var/lib/ /var/lib/
+COPY --from=build --chown=65532:65532 /out/state /var/lib/sessionmedic
 # quarantine/, last-good/ and journal/ go here; mount a volume to keep them.
 ENV STATE_DIRECTORY=/var/lib/sessionmedic
 USER 65532:65532
