@@ -77,6 +77,27 @@ func (e *Engine) inspect(t Target) *inspection {
 		in.id, in.incremental, in.verdict = id, true, healthy()
 		return in
 	}
+	if appendOnly(in.ctx.typ) {
+		if fi, err := os.Lstat(t.Path); err == nil && fi.Mode().IsRegular() && fi.Size() > streamThreshold &&
+			(t.Rule.Limits.MaxFileSize <= 0 || fi.Size() <= t.Rule.Limits.MaxFileSize) {
+			v, id, err := streamInspect(t.Path, in.ctx.typ)
+			switch {
+			case errors.Is(err, errChanged):
+				in.verdict = busy("file changed while it was read")
+				return in
+			case err == nil && v.Status == Healthy:
+				in.id, in.verdict = id, v
+				e.inc.full.Add(1)
+				e.inc.rememberFile(t.Path, in.ctx.typ, id)
+				in.incremental = true // no bytes held: no last-good copy of a file this large
+				return in
+			case err == nil && id.Size > planLimit:
+				in.id, in.verdict, in.tooLarge = id, v, true
+				e.inc.drop(t.Path)
+				return in
+			}
+		}
+	}
 	in.ctx.lastGood = e.LastGood.Get(t.Path)
 	data, id, err := readStable(t.Path, t.Rule.Limits.MaxFileSize)
 	switch {
@@ -159,6 +180,10 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		return r
 	case Damaged:
 	default:
+		return r
+	}
+	if in.tooLarge {
+		r.Action, r.Reason = ActionRefused, tooLargeToPlan(in.id.Size)
 		return r
 	}
 	plans := makePlans(t.Rule, in)

@@ -90,6 +90,22 @@ func (c *incCache) remember(path string, t fileType, id Identity, data []byte) {
 	c.put(path, incEntry{dev: id.Dev, ino: id.Ino, size: int64(len(data)), head: head, window: window})
 }
 
+// rememberFile records a large file validated streaming, hashing its windows from disk.
+func (c *incCache) rememberFile(path string, t fileType, id Identity) {
+	f, err := os.Open(path)
+	if err != nil {
+		c.drop(path)
+		return
+	}
+	defer f.Close()
+	head, window, err := windowHashes(f, id.Size)
+	if err != nil {
+		c.drop(path)
+		return
+	}
+	c.put(path, incEntry{dev: id.Dev, ino: id.Ino, size: id.Size, head: head, window: window})
+}
+
 // tryIncremental validates only what was appended to a file last seen healthy. ok is false
 // when the file is not a pure append of that version (or is damaged): then the caller reads
 // it in full.

@@ -46,7 +46,8 @@ type inspection struct {
 	missing bool
 	verdict Verdict
 
-	incremental bool // validated from the old end only; data is nil
+	incremental bool // validated without holding the bytes (incremental or streaming); data is nil
+	tooLarge    bool // damaged, and too large to plan a repair in memory
 }
 
 // candidateOK reports whether bytes would be a healthy file at c's path.
