@@ -229,3 +229,19 @@ func appendFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// realRun starts a Watcher on the real inotify source.
+func realRun(t *testing.T, o Options) *harness {
+	t.Helper()
+	if o.Settle == nil {
+		o.Settle = fixed(50*ms, 5*time.Second)
+	}
+	return start(t, o)
+}
+
+func mkdirAll(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}

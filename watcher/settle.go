@@ -97,7 +97,7 @@ func (l *loop) fire(now time.Time) {
 		}
 		if p.maxWait > 0 && !now.Before(p.first.Add(p.maxWait)) {
 			l.out.addEvent(Event{Path: p.path, Forced: true})
-			_ = now
+			p.first = now
 		}
 		p.reschedule()
 		heap.Fix(&l.queue, 0)

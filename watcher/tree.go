@@ -100,7 +100,10 @@ func (l *loop) resolve(root string, feed bool) {
 			at = filepath.Dir(at)
 		}
 		if !l.addWatch(at) {
-			return
+			if isDir(at) {
+				return // reported: the root cannot be waited for
+			}
+			continue // removed meanwhile: look further up
 		}
 		l.waits[root] = at
 		l.dirs[at].waiters++

@@ -13,24 +13,9 @@ import (
 // These tests use the real inotify source: short settle times and generous deadlines, no upper
 // bound on time tighter than the harness's ten seconds.
 
-func realRun(t *testing.T, o Options) *harness {
-	t.Helper()
-	if o.Settle == nil {
-		o.Settle = fixed(50*ms, 5*time.Second)
-	}
-	return start(t, o)
-}
-
 func wantDirs(t *testing.T, h *harness, n int) {
 	t.Helper()
 	eventually(t, "Dirs() == "+strconv.Itoa(n), func() bool { return h.w.Dirs() == n })
-}
-
-func mkdirAll(t *testing.T, path string) {
-	t.Helper()
-	if err := os.MkdirAll(path, 0o755); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestRealRecursiveWatches(t *testing.T) {
