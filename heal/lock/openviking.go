@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -240,7 +239,7 @@ func (l *ovLocker) try() (Held, error) {
 		}
 		return nil, err
 	}
-	return &OVLock{path: lockPath, owner: l.owner, snap: snap, now: l.o.now}, nil
+	return &OVLock{tokenHeld: tokenHeld{path: lockPath, snap: snap}, owner: l.owner, now: l.o.now}, nil
 }
 
 // existing handles EEXIST on sid/.path.ovlock: busy if live, else break it by
@@ -361,12 +360,9 @@ var _ Held = (*OVLock)(nil)
 
 // OVLock is a held OpenViking tree lock (sid/.path.ovlock).
 type OVLock struct {
-	mu    sync.Mutex
-	path  string
-	owner string
-	snap  snapshot
-	now   func() time.Time
-	done  bool
+	tokenHeld // Release: compare-and-remove (step 5)
+	owner     string
+	now       func() time.Time
 }
 
 // Path is the token file, sid/.path.ovlock.
@@ -427,24 +423,5 @@ func (h *OVLock) Refresh() error {
 		return err
 	}
 	h.snap = snapshot{data: body, id: h.snap.id, size: int64(len(body))}
-	return nil
-}
-
-// Release removes the token only if it still holds our bytes (step 5). If it
-// does not, the file is left alone and ErrLost is returned.
-func (h *OVLock) Release() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done {
-		return nil
-	}
-	h.done = true
-	removed, err := removeIfSame(h.path, h.snap)
-	if err != nil {
-		return err
-	}
-	if !removed {
-		return fmt.Errorf("%w: %s", ErrLost, h.path)
-	}
 	return nil
 }
