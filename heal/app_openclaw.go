@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"path/filepath"
@@ -201,4 +202,28 @@ func checkOpenClawTranscript(c *fileCtx, lines []jsonlLine) Verdict {
 		return damaged(KindEmpty, 0, "transcript has no header")
 	}
 	return healthy()
+}
+
+// openclawDropInvalid removes the entries that fail the per-entry checklist, keeping every
+// other member's bytes as they are (the opt-in drop-invalid-entries extension).
+func openclawDropInvalid(data []byte) []byte {
+	root, err := jsonv.Parse(data, jsonv.Dialect{})
+	if err != nil || !isObj(root) {
+		return nil
+	}
+	var kept [][]byte
+	for _, m := range root.Keys {
+		if openclawEntryProblem(m.Val) == "" {
+			kept = append(kept, data[m.KeyStart:m.Val.End])
+		}
+	}
+	if len(kept) == len(root.Keys) {
+		return nil
+	}
+	out := []byte("{}")
+	if len(kept) > 0 {
+		out = append([]byte("{\n  "), bytes.Join(kept, []byte(",\n  "))...)
+		out = append(out, "\n}"...)
+	}
+	return append(out, data[root.End:]...) // the original's trailing newline, if any
 }

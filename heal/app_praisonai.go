@@ -197,3 +197,38 @@ func pyString(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// praisonHierarchyFields are what a plain DefaultSessionStore write drops from a
+// hierarchical session (children_ids is rebuilt by reconcile from the children themselves).
+var praisonHierarchyFields = []string{"parent_id", "forked_from_message_id", "snapshots", "is_shared", "title"}
+
+// praisonRestoreFields puts back, from the last-good copy, the hierarchy keys the file lacks
+// (the opt-in restore-fields extension), after reconciling children_ids. Every other byte of
+// the file stays as it is.
+func praisonRestoreFields(path string, data, lastGood []byte) []byte {
+	if out, ok := praisonReconcile(path, data); ok {
+		data = out
+	}
+	cur, err := jsonv.Parse(data, ftPraison.dialect())
+	if err != nil || !isObj(cur) || len(cur.Keys) == 0 {
+		return nil
+	}
+	lg, err := jsonv.Parse(lastGood, ftPraison.dialect())
+	if err != nil || !isObj(lg) || strOf(lg.Get("session_id")) != strOf(cur.Get("session_id")) {
+		return nil
+	}
+	var add []byte
+	for _, k := range praisonHierarchyFields {
+		if cur.Get(k) == nil && lg.Get(k) != nil {
+			add = append(add, ",\n  "+pyString(k)+": "...)
+			add = append(add, lg.Get(k).Raw(lastGood)...)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	last := cur.Keys[len(cur.Keys)-1].Val.End
+	out := append([]byte{}, data[:last]...)
+	out = append(out, add...)
+	return append(out, data[last:]...)
+}

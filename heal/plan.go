@@ -61,7 +61,13 @@ func candidateOK(c *fileCtx, data []byte) bool {
 func makePlans(rule *policy.Rule, in *inspection) []*plan {
 	var out []*plan
 	var salvaged []byte
+	// A file whose own content is sound and newest, and only disagrees with its neighbours,
+	// is repaired in place, never replaced by an older copy.
+	crossFile := in.verdict.Kind == KindDanglingReference || in.verdict.Kind == KindStaleLiveRecords || in.verdict.Kind == KindMetadataLag
 	for _, s := range rule.Strategies {
+		if crossFile && (s == "backup" || s == "last-good") {
+			continue
+		}
 		var data []byte
 		switch s {
 		case "salvage":
@@ -82,6 +88,14 @@ func makePlans(rule *policy.Rule, in *inspection) []*plan {
 			}
 		case "reconcile":
 			data = reconcile(&in.ctx, in.data, in.missing, in.verdict.Kind)
+		case "drop-invalid-entries":
+			if in.ctx.typ == ftOpenClawStore && !in.missing {
+				data = openclawDropInvalid(in.data)
+			}
+		case "restore-fields":
+			if in.ctx.typ == ftPraison && !in.missing && in.ctx.lastGood != nil {
+				data = praisonRestoreFields(in.ctx.path, in.data, in.ctx.lastGood)
+			}
 		case "normalize":
 			if bytes.HasPrefix(in.data, bom) && candidateOK(&in.ctx, in.data[3:]) {
 				data = in.data[3:]

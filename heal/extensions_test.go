@@ -1,0 +1,73 @@
+package heal
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+func TestDropInvalidEntries(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "state")
+	copyTree(t, filepath.Join(samples, "openclaw/10-bad-entries/state"), root)
+	e := testEngine(t, "openclaw", root)
+	r := &e.Policy.Rules[0]
+	r.Strategies = []string{"salvage", "backup", "last-good", "drop-invalid-entries"}
+	r.Limits.MaxLoss = 1
+	p := filepath.Join(root, "agents/main/sessions/sessions.json")
+	rep := e.Heal(context.Background(), Target{Path: p, Rule: r}, false)
+	if rep.Action != ActionHealed || rep.Strategy != "drop-invalid-entries" || rep.LostRecords != 3 {
+		t.Fatalf("%+v", rep)
+	}
+	want := "{\n  \"agent:main:main\": { \"sessionId\": \"0f9c1c7e-1111-4222-8333-444455556666\", \"updatedAt\": 1795247932466 }\n}\n"
+	if got := read(t, p); string(got) != want {
+		t.Fatalf("got %q", got)
+	}
+	// Without the opt-in (the preset's default), the same store is reported, not changed.
+	copyTree(t, filepath.Join(samples, "openclaw/10-bad-entries/state"), root)
+	e2 := testEngine(t, "openclaw", root)
+	if rep := e2.Heal(context.Background(), Target{Path: p, Rule: &e2.Policy.Rules[0]}, false); rep.Action != ActionRefused {
+		t.Fatalf("default policy: %+v", rep)
+	}
+}
+
+func TestRestoreFieldsFromLastGood(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "case")
+	copyTree(t, filepath.Join(samples, "praisonai/healthy"), root)
+	e := testEngine(t, "praisonai", root)
+	r := &e.Policy.Rules[0]
+	r.Strategies = []string{"salvage", "last-good", "restore-fields", "reconcile"} // restore-fields first: it includes reconcile
+	p := filepath.Join(root, "sessions/parent-chat.json")
+	e.Heal(context.Background(), Target{Path: p, Rule: r}, false) // healthy: last-good kept
+	wiped := read(t, filepath.Join(samples, "praisonai/extended_fields_wiped/sessions/parent-chat.json"))
+	os.WriteFile(p, wiped, 0o600)
+	rep := e.Heal(context.Background(), Target{Path: p, Rule: r}, false)
+	if rep.Action != ActionHealed || rep.Strategy != "restore-fields" {
+		t.Fatalf("%+v", rep)
+	}
+	got := read(t, p)
+	v, err := jsonv.Parse(got, ftPraison.dialect())
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthy, _ := jsonv.Parse(read(t, filepath.Join(samples, "praisonai/healthy/sessions/parent-chat.json")), ftPraison.dialect())
+	for _, k := range append(praisonHierarchyFields, "children_ids") {
+		if v.Get(k) == nil {
+			t.Errorf("%s not restored", k)
+		}
+	}
+	if strOf(v.Get("title")) != strOf(healthy.Get("title")) || len(v.Get("snapshots").Items) != len(healthy.Get("snapshots").Items) {
+		t.Error("restored fields differ from last-good")
+	}
+	if strOf(v.Get("metadata").Get("note")) != "touched" || strOf(v.Get("updated_at")) == strOf(healthy.Get("updated_at")) {
+		t.Error("the newer metadata.note and updated_at must be kept")
+	}
+	// The wiped file's own bytes are all still there, in order: only keys were added.
+	w, _ := jsonv.Parse(wiped, ftPraison.dialect())
+	if !bytes.HasPrefix(got, wiped[:w.Keys[len(w.Keys)-1].Val.End]) {
+		t.Error("restore-fields changed bytes of the file it was given")
+	}
+}
