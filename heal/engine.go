@@ -54,7 +54,8 @@ type Target struct {
 	Path    string
 	Rule    *policy.Rule
 	Missing bool
-	Temp    bool // an app temp file, a clean-temp candidate
+	Temp    bool   // an app temp file, a clean-temp candidate
+	Skip    string // named on the command line but not a session file: the reason
 }
 
 var errNoRule = errors.New("no rule covers this file and its format cannot be detected")
@@ -150,6 +151,10 @@ func missingEvidence(c *fileCtx) string {
 // Check inspects a target without writing anything anywhere.
 func (e *Engine) Check(t Target) Report {
 	r := e.newReport(t)
+	if t.Skip != "" {
+		fill(&r, skipped("%s", t.Skip))
+		return r
+	}
 	if t.Temp {
 		v, _, _ := e.inspectTemp(t)
 		fill(&r, v)
@@ -163,6 +168,11 @@ func (e *Engine) Check(t Target) Report {
 // Healthy files are never written; their copy is kept as last-good (if the rule says so).
 func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	r := e.newReport(t)
+	if t.Skip != "" {
+		fill(&r, skipped("%s", t.Skip))
+		r.Action = ActionNone
+		return r
+	}
 	if t.Temp {
 		e.cleanTemp(ctx, t, &r, dryRun)
 		return r

@@ -71,3 +71,23 @@ func TestRestoreFieldsFromLastGood(t *testing.T) {
 		t.Error("restore-fields changed bytes of the file it was given")
 	}
 }
+
+func TestSkippedWithAReason(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "ws")
+	copyTree(t, filepath.Join(samples, "openviking/healthy/workspace"), root)
+	e := testEngine(t, "openviking", root)
+	msgs := filepath.Join(root, "viking/default/user/default/sessions/demo-live/messages.jsonl")
+	os.WriteFile(msgs, []byte("OVE1\x00\x01binary envelope"), 0o644)
+	if r := e.Check(Target{Path: msgs, Rule: &e.Policy.Rules[0]}); r.Verdict != Skipped || r.Detail != "encrypted (OVE1 envelope)" {
+		t.Fatalf("OVE1: %+v", r)
+	}
+	lockf := filepath.Join(root, "viking/default/user/default/sessions/demo-live/.path.ovlock")
+	os.WriteFile(lockf, []byte("x:1:T"), 0o644)
+	targets, errs := e.Targets([]string{lockf}, nil)
+	if len(errs) != 0 || len(targets) != 1 {
+		t.Fatalf("%v %v", targets, errs)
+	}
+	if r := e.Check(targets[0]); r.Verdict != Skipped || r.Detail != "a lock file, not session state" {
+		t.Fatalf("lock file: %+v", r)
+	}
+}

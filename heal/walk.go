@@ -82,6 +82,8 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 		default:
 			if t, ok := e.targetFor(abs, ruleFor); ok {
 				add(t)
+			} else if reason := notSession(abs); reason != "" {
+				add(Target{Path: abs, Rule: &policy.Rule{Name: "-"}, Skip: reason})
 			} else {
 				errs = append(errs, &fs.PathError{Op: "check", Path: abs, Err: errNoRule})
 			}
@@ -157,4 +159,21 @@ func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Targ
 		}
 	}
 	return out
+}
+
+var lockNameRe = regexp.MustCompile(`(\.lock|\.ovlock|^\.exact\.ovlock\..*)$`)
+
+// notSession names why a file given on the command line is not judged: a lock file or a
+// temp file (the apps' or sessionmedic's own).
+func notSession(p string) string {
+	base := filepath.Base(p)
+	switch {
+	case lockNameRe.MatchString(base):
+		return "a lock file, not session state"
+	case policy.IsOwnTemp(base):
+		return "sessionmedic's own temp file"
+	case filepath.Ext(base) == ".tmp":
+		return "a temp file, not session state"
+	}
+	return ""
 }
