@@ -38,7 +38,7 @@ func New(cfg *policy.Config) *Engine {
 	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: time.Now, OpenWriters: openWriters}
 	e.Quarantine = Quarantine{Root: filepath.Join(cfg.StateDir, "quarantine")}
 	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal")}
-	e.LastGood = LastGood{Root: filepath.Join(cfg.StateDir, "last-good"), MaxFileBytes: cfg.LastGood.MaxFileBytes}
+	e.LastGood = LastGood{Root: filepath.Join(cfg.StateDir, "last-good"), MaxFileBytes: cfg.LastGood.MaxFileBytes, idx: &lgIndex{}}
 	return e
 }
 
@@ -99,7 +99,11 @@ func (e *Engine) inspect(t Target) *inspection {
 			}
 		}
 	}
-	in.ctx.lastGood = e.LastGood.Get(t.Path)
+	if in.ctx.typ.jsonl() {
+		// Only a JSONL checklist reads last-good (a cut at a line boundary); for the others it
+		// is loaded when a repair is planned.
+		in.ctx.lastGood = e.LastGood.Get(t.Path)
+	}
 	data, id, err := readStable(t.Path, t.Rule.Limits.MaxFileSize)
 	switch {
 	case err == nil:
@@ -195,6 +199,9 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	if in.tooLarge {
 		r.Action, r.Reason = ActionRefused, tooLargeToPlan(in.id.Size)
 		return r
+	}
+	if in.ctx.lastGood == nil {
+		in.ctx.lastGood = e.LastGood.Load(t.Path)
 	}
 	plans := makePlans(t.Rule, in)
 	p := best(plans)

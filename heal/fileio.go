@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -32,13 +31,17 @@ func identityOf(fi os.FileInfo) Identity {
 	if !ok {
 		return Identity{Size: fi.Size(), Mtime: fi.ModTime(), Mode: uint32(fi.Mode().Perm())}
 	}
+	return identityOfStat(st)
+}
+
+func identityOfStat(st *syscall.Stat_t) Identity {
 	return Identity{
 		Dev:   uint64(st.Dev),
 		Ino:   st.Ino,
 		Size:  st.Size,
 		Mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
 		Ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
-		Mode:  uint32(fi.Mode().Perm()),
+		Mode:  st.Mode & 0o777,
 		UID:   st.Uid,
 		GID:   st.Gid,
 		Nlink: uint64(st.Nlink),
@@ -82,43 +85,58 @@ var (
 )
 
 // readStable reads a regular file without following a final symlink, checking that its
-// identity did not move while it was read.
+// identity did not move while it was read. It works on the raw descriptor: open, fstat,
+// read, fstat, close, and nothing else (this runs once per file of every scan).
 func readStable(path string, maxSize int64) ([]byte, Identity, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	}
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
+		if err == syscall.ELOOP {
 			return nil, Identity{}, errNotRegular
 		}
-		return nil, Identity{}, err
+		return nil, Identity{}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, Identity{}, err
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, Identity{}, &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	if !fi.Mode().IsRegular() {
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, Identity{}, errNotRegular
 	}
-	id := identityOf(fi)
+	id := identityOfStat(&st)
 	if maxSize > 0 && id.Size > maxSize {
 		return nil, id, errTooLarge
 	}
-	limit := id.Size + 1
-	if maxSize > 0 && maxSize+1 < limit {
-		limit = maxSize + 1
+	// One byte more than the size: a read that fills it means the file grew meanwhile.
+	data := make([]byte, id.Size+1)
+	n := 0
+	for n <= int(id.Size) {
+		m, err := syscall.Read(fd, data[n:])
+		if err == syscall.EINTR || err == syscall.EAGAIN {
+			continue
+		}
+		if err != nil {
+			return nil, id, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+		if n == int(id.Size) {
+			break // all of it; growth after this read shows in the second fstat
+		}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit))
-	if err != nil {
-		return nil, id, err
+	var st2 syscall.Stat_t
+	if err := syscall.Fstat(fd, &st2); err != nil {
+		return nil, id, &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	fi2, err := f.Stat()
-	if err != nil {
-		return nil, id, err
-	}
-	if !identityOf(fi2).Same(id) || int64(len(data)) != id.Size {
+	if !identityOfStat(&st2).Same(id) || int64(n) != id.Size {
 		return nil, id, errChanged
 	}
-	return data, id, nil
+	return data[:n:n], id, nil
 }
 
 // statIdentity is the identity now at path (without following a symlink).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 )
 
 // LastGood is state_dir/last-good: sessionmedic's own copy of the last version of each file
@@ -14,6 +15,27 @@ import (
 type LastGood struct {
 	Root         string
 	MaxFileBytes int64 // 0 = no limit
+
+	idx *lgIndex // which copies exist, so that a scan does not probe for every file
+}
+
+type lgIndex struct {
+	once  sync.Once
+	known sync.Map // file name -> struct{}
+}
+
+func (l LastGood) has(name string) bool {
+	if l.idx == nil {
+		return true
+	}
+	l.idx.once.Do(func() {
+		ents, _ := os.ReadDir(l.Root)
+		for _, e := range ents {
+			l.idx.known.Store(e.Name(), struct{}{})
+		}
+	})
+	_, ok := l.idx.known.Load(name)
+	return ok
 }
 
 func (l LastGood) file(path string) string {
@@ -23,6 +45,19 @@ func (l LastGood) file(path string) string {
 
 // Get returns the last-good copy of path, or nil.
 func (l LastGood) Get(path string) []byte {
+	if l.Root == "" || !l.has(filepath.Base(l.file(path))) {
+		return nil
+	}
+	b, err := os.ReadFile(l.file(path))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Load reads path's last-good copy straight from disk, even one another process wrote after
+// the index was loaded (for planning a repair, where it matters).
+func (l LastGood) Load(path string) []byte {
 	if l.Root == "" {
 		return nil
 	}
@@ -44,7 +79,14 @@ func (l LastGood) Put(path string, data []byte) error {
 	if err := mkdirAllSync(l.Root); err != nil {
 		return err
 	}
-	return replaceDurable(l.file(path), data, 0o600)
+	if err := replaceDurable(l.file(path), data, 0o600); err != nil {
+		return err
+	}
+	if l.idx != nil {
+		l.has("") // load the index before adding to it
+		l.idx.known.Store(filepath.Base(l.file(path)), struct{}{})
+	}
+	return nil
 }
 
 // Prune removes the oldest copies while their total is over maxBytes (0 = no limit).
@@ -79,6 +121,9 @@ func (l LastGood) Prune(maxBytes int64) (removed int, err error) {
 		}
 		if err := os.Remove(c.path); err != nil {
 			return removed, err
+		}
+		if l.idx != nil {
+			l.idx.known.Delete(filepath.Base(c.path))
 		}
 		total -= c.size
 		removed++

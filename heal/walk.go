@@ -135,6 +135,13 @@ func (e *Engine) MissingIn(dir string) []Target {
 // missingIn finds files whose absence is damage: an OpenClaw store renamed away by a dead
 // rotation, a PraisonAI session its own loader quarantined.
 func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Target {
+	// Only OpenClaw sessions directories and PraisonAI session directories can hold such a
+	// file: do not list any other directory a second time.
+	store := filepath.Join(dir, "sessions.json")
+	rs, rp := ruleFor(store), ruleFor(filepath.Join(dir, "x.json"))
+	if !(rs != nil && classify(rs.Format, store) == ftOpenClawStore) && !(rp != nil && classify(rp.Format, dir+"/x.json") == ftPraison) {
+		return nil
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -144,7 +151,6 @@ func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Targ
 		names[i] = en.Name()
 	}
 	var out []Target
-	store := filepath.Join(dir, "sessions.json")
 	if r := ruleFor(store); r != nil && classify(r.Format, store) == ftOpenClawStore && openclawStoreMissing(dir, names) {
 		out = append(out, Target{Path: store, Rule: r, Missing: true})
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"text/tabwriter"
 
 	"github.com/sessionmedic/sessionmedic/heal"
@@ -66,16 +67,8 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	var counts = map[string]int{}
 	code := exitOK
-	for _, t := range targets {
-		if ctx.Err() != nil {
-			return exitInternal, ctx.Err()
-		}
-		var r heal.Report
-		if doHeal {
-			r = eng.Heal(ctx, t, dry)
-		} else {
-			r = eng.Check(t)
-		}
+	reports := inspectAll(ctx, eng, targets, doHeal, dry)
+	for r := range reports {
 		counts[string(r.Verdict)]++
 		if r.Action == heal.ActionHealed {
 			counts["healed"]++
@@ -91,6 +84,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 			continue
 		}
 		printReport(tw, r)
+	}
+	if ctx.Err() != nil {
+		return exitInternal, ctx.Err()
 	}
 	if doHeal && !dry {
 		if err := eng.Prune(); err != nil {
@@ -256,4 +252,54 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitInternal, err
 	}
 	return exitOK, nil
+}
+
+// inspectAll checks (or heals) the targets on as many workers as there are CPUs and yields
+// the reports in target order. The files of one directory go to one worker, in order: a
+// heal of a session's messages may change its metadata file next to it.
+func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, doHeal, dry bool) <-chan heal.Report {
+	var groups [][]int
+	for i, t := range targets {
+		if i == 0 || filepath.Dir(t.Path) != filepath.Dir(targets[i-1].Path) {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], i)
+	}
+	results := make([]chan heal.Report, len(targets))
+	for i := range results {
+		results[i] = make(chan heal.Report, 1)
+	}
+	work := make(chan []int)
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(groups)))
+	for w := 0; w < workers; w++ {
+		go func() {
+			for g := range work {
+				for _, i := range g {
+					if ctx.Err() != nil {
+						results[i] <- heal.Report{Path: targets[i].Path, Verdict: heal.Skipped, Detail: "interrupted", Offset: -1}
+						continue
+					}
+					if doHeal {
+						results[i] <- eng.Heal(ctx, targets[i], dry)
+					} else {
+						results[i] <- eng.Check(targets[i])
+					}
+				}
+			}
+		}()
+	}
+	go func() {
+		for _, g := range groups {
+			work <- g
+		}
+		close(work)
+	}()
+	out := make(chan heal.Report)
+	go func() {
+		defer close(out)
+		for _, ch := range results {
+			out <- <-ch
+		}
+	}()
+	return out
 }
