@@ -1,0 +1,463 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// selfCPU is this process's user+system CPU time so far (all threads).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// childCPU is a finished child's user+system CPU time, including the children it waited for.
+func childCPU(ps *os.ProcessState) time.Duration {
+	if ps == nil {
+		return 0
+	}
+	return ps.UserTime() + ps.SystemTime()
+}
+
+// childMaxRSS is a finished child's peak resident set in bytes, as wait4 reports it. Linux
+// folds the high-water mark of the memory the child started with into it: a child that Go
+// spawns with vfork semantics starts on its parent's memory, so this is at least the
+// parent's peak (see resetPeakRSS).
+func childMaxRSS(ps *os.ProcessState) int64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss * 1024 // KiB on Linux
+	}
+	return 0
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times; 100 on every Linux platform Go
+// supports.
+const clockTicks = 100
+
+// procCPU is a live process's user+system CPU time from /proc/<pid>/stat.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/<pid>/stat line; the
+// command name in parentheses may contain spaces.
+func parseStatCPU(s string) (time.Duration, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("malformed stat")
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, errors.New("short stat")
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("malformed stat times")
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// procMem returns VmRSS and VmHWM of a live process, in bytes.
+func procMem(pid int) (rss, hwm int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	return statusKiB(string(b), "VmRSS:") * 1024, statusKiB(string(b), "VmHWM:") * 1024, nil
+}
+
+func statusKiB(s, key string) int64 {
+	for _, line := range strings.Split(s, "\n") {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// procSched sums, over a live process's threads, the nanoseconds on CPU (schedstat) and the
+// context switches (voluntary + involuntary): how often it woke up.
+func procSched(pid int) (cpu time.Duration, switches int64, threads int) {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, t := range tasks {
+		if b, err := os.ReadFile(filepath.Join(t, "schedstat")); err == nil {
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				cpu += time.Duration(ns)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(t, "status")); err == nil {
+			switches += statusKiB(string(b), "voluntary_ctxt_switches:") + statusKiB(string(b), "nonvoluntary_ctxt_switches:")
+		}
+		threads++
+	}
+	return cpu, switches, threads
+}
+
+// childEnv is the environment of a sessionmedic child: this process's, without anything that
+// would point it at real app data, systemd or a real state directory.
+func childEnv(home, stateDir string) []string {
+	drop := map[string]bool{
+		"HOME": true, "XDG_STATE_HOME": true, "XDG_DATA_HOME": true, "STATE_DIRECTORY": true,
+		"NOTIFY_SOCKET": true, "WATCHDOG_USEC": true, "WATCHDOG_PID": true,
+		"QWENPAW_WORKING_DIR": true, "COPAW_WORKING_DIR": true, "OPENCLAW_STATE_DIR": true,
+		"PRAISONAI_HOME": true, "OPENVIKING_CONFIG_FILE": true, "SESSIONMEDIC_DEBUG": true,
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "HOME="+home, "STATE_DIRECTORY="+stateDir, "XDG_STATE_HOME="+stateDir)
+}
+
+// countWriter counts bytes and lines written to it and keeps the first 4 KiB.
+type countWriter struct {
+	mu           sync.Mutex
+	bytes, lines int64
+	head         []byte
+}
+
+func (w *countWriter) text() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.head)
+}
+
+func (w *countWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.bytes += int64(len(p))
+	if room := 4<<10 - len(w.head); room > 0 {
+		w.head = append(w.head, p[:min(room, len(p))]...)
+	}
+	for _, c := range p {
+		if c == '\n' {
+			w.lines++
+		}
+	}
+	return len(p), nil
+}
+
+// tailBuffer keeps the last lines written to it, for error messages.
+type tailBuffer struct {
+	mu    sync.Mutex
+	lines []string
+	part  string
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.part + string(p)
+	parts := strings.Split(s, "\n")
+	t.part = parts[len(parts)-1]
+	for _, l := range parts[:len(parts)-1] {
+		t.addLocked(l)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) add(l string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.addLocked(l)
+}
+
+func (t *tailBuffer) addLocked(l string) {
+	t.lines = append(t.lines, l)
+	if len(t.lines) > 8 {
+		t.lines = t.lines[len(t.lines)-8:]
+	}
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	all := append([]string(nil), t.lines...)
+	if t.part != "" {
+		all = append(all, t.part)
+	}
+	return strings.Join(all, " | ")
+}
+
+// timed is one run of an external command.
+type timed struct {
+	Wall     time.Duration
+	CPU      time.Duration
+	MaxRSS   int64
+	Code     int
+	Stdout   *countWriter
+	Stderr   *tailBuffer
+	TimedOut bool
+}
+
+// runTimed runs a command to completion (or until ctx ends) and measures it.
+func runTimed(ctx context.Context, dir string, env []string, name string, args ...string) (timed, error) {
+	t, _, err := runSampled(ctx, dir, env, nil, name, args...)
+	return t, err
+}
+
+// memPeaks are the largest resident set sizes seen by sampling /proc/<pid>/status.
+type memPeaks struct {
+	HWM, Anon, File int64 // VmHWM (the peak since exec) at the last sample; RssAnon, RssFile peaks
+	Samples         int
+}
+
+// runSampled is runTimed that also samples the child's memory every interval (when
+// interval is not nil).
+func runSampled(ctx context.Context, dir string, env []string, interval *time.Duration, name string, args ...string) (timed, memPeaks, error) {
+	var peaks memPeaks
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	out, errb := &countWriter{}, &tailBuffer{}
+	cmd.Stdout, cmd.Stderr = out, errb
+	cmd.WaitDelay = 5 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The whole process group: find's jq children too.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return timed{Stdout: out, Stderr: errb}, peaks, err
+	}
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		if interval == nil {
+			return
+		}
+		tick := time.NewTicker(*interval)
+		defer tick.Stop()
+		path := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		for {
+			if b, err := os.ReadFile(path); err == nil {
+				st := string(b)
+				peaks.HWM = max(peaks.HWM, statusKiB(st, "VmHWM:")*1024)
+				peaks.Anon = max(peaks.Anon, statusKiB(st, "RssAnon:")*1024)
+				peaks.File = max(peaks.File, statusKiB(st, "RssFile:")*1024)
+				peaks.Samples++
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(stopSampling)
+	<-sampled
+	t := timed{Wall: time.Since(start), Stdout: out, Stderr: errb, CPU: childCPU(cmd.ProcessState), MaxRSS: childMaxRSS(cmd.ProcessState)}
+	if cmd.ProcessState != nil {
+		t.Code = cmd.ProcessState.ExitCode()
+	}
+	if ctx.Err() != nil {
+		t.TimedOut = true
+		return t, peaks, fmt.Errorf("%s: %w", name, ctx.Err())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return t, peaks, err
+	}
+	return t, peaks, nil
+}
+
+// logEvent is one JSON log line of the daemon, stamped when it arrived.
+type logEvent struct {
+	At     time.Time
+	Msg    string
+	Level  string
+	Fields map[string]any
+}
+
+func (e logEvent) str(k string) string {
+	s, _ := e.Fields[k].(string)
+	return s
+}
+
+// daemonProc is a running `sessionmedic run`.
+type daemonProc struct {
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when the log reader finished (the process closed stderr)
+	tail   *tailBuffer
+	mu     sync.Mutex
+	counts map[string]int
+	exited chan struct{}
+	waitEr error
+}
+
+// startDaemon starts the daemon on a policy; onEvent is called from the log reader for every
+// event, in order, as soon as its line arrives.
+func startDaemon(bin, policyPath string, env []string, onEvent func(logEvent)) (*daemonProc, error) {
+	cmd := exec.Command(bin, "run", "-config", policyPath, "-log-format", "json", "-log-level", "info")
+	cmd.Env = env
+	cmd.Dir = filepath.Dir(policyPath)
+	cmd.Stdout = io.Discard
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	d := &daemonProc{cmd: cmd, done: make(chan struct{}), tail: &tailBuffer{}, counts: map[string]int{}, exited: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		defer close(d.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for sc.Scan() {
+			at := time.Now()
+			line := sc.Bytes()
+			var m map[string]any
+			if json.Unmarshal(line, &m) != nil {
+				d.tail.add(string(line))
+				continue
+			}
+			ev := logEvent{At: at, Fields: m}
+			ev.Msg, _ = m["msg"].(string)
+			ev.Level, _ = m["level"].(string)
+			d.mu.Lock()
+			d.counts[ev.Msg]++
+			d.mu.Unlock()
+			if ev.Level == "ERROR" || ev.Msg == "sessionmedic.stopping" {
+				d.tail.add(string(line))
+			}
+			if onEvent != nil {
+				onEvent(ev)
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	go func() {
+		<-d.done
+		d.waitEr = cmd.Wait()
+		close(d.exited)
+	}()
+	return d, nil
+}
+
+func (d *daemonProc) pid() int { return d.cmd.Process.Pid }
+
+func (d *daemonProc) count(msg string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.counts[msg]
+}
+
+func (d *daemonProc) totalEvents() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, c := range d.counts {
+		n += c
+	}
+	return n
+}
+
+// alive reports whether the process is still running.
+func (d *daemonProc) alive() bool {
+	select {
+	case <-d.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// stop sends SIGTERM and waits (bounded), then SIGKILL.
+func (d *daemonProc) stop() error {
+	if !d.alive() {
+		return d.waitEr
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		return nil
+	case <-time.After(15 * time.Second):
+	}
+	d.cmd.Process.Kill()
+	select {
+	case <-d.exited:
+	case <-time.After(5 * time.Second):
+	}
+	return errors.New("daemon did not stop within 15 s of SIGTERM; killed")
+}
+
+// waitFor polls cond until it is true, the daemon exits, or ctx ends.
+func (d *daemonProc) waitFor(ctx context.Context, what string, cond func() bool) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (daemon log: %s)", what, ctx.Err(), d.tail)
+		case <-d.exited:
+			return fmt.Errorf("daemon exited while waiting for %s: %v (log: %s)", what, d.waitEr, d.tail)
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// writePolicy writes a policy for the daemon workloads: one json and one jsonl rule over root.
+func writePolicy(path, root, stateDir, settle string) error {
+	q := strconv.Quote
+	extra := ""
+	if settle != "" {
+		extra = "    settle: " + settle + "\n"
+	}
+	s := "version: 1\n" +
+		"state_dir: " + q(stateDir) + "\n" +
+		"log: {format: json, level: info}\n" +
+		"rules:\n" +
+		"  - name: bench-json\n    paths: [" + q(root) + "]\n    format: json\n" + extra +
+		"  - name: bench-jsonl\n    paths: [" + q(root) + "]\n    format: jsonl\n" + extra
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+// resetPeakRSS shrinks this process's memory and resets its high-water mark to what it holds
+// now (/proc/self/clear_refs, Linux 4.0+), so that a child spawned next is charged as little of
+// it as possible. It returns this process's resident set after the reset.
+func resetPeakRSS() int64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	rss, _, _ := procMem(os.Getpid())
+	return rss
+}
