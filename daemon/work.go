@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -75,7 +76,13 @@ func (d *loop) endScans() {
 		}
 		d.log.Info("scan.finished", "rule", s.rule, "files", s.files, "damaged", s.damaged, "duration", time.Since(s.start))
 	}
+	finished := len(kept) < len(d.scans)
 	d.scans = kept
+	if finished && len(kept) == 0 && len(d.queue) == 0 {
+		// A scan's burst (targets, reports, read buffers) is garbage now: give it back, so
+		// that the resident size while idle is the watcher's, not the scan's peak.
+		debug.FreeOSMemory()
+	}
 	if !initialLeft && !d.ready.Load() {
 		d.ready.Store(true)
 		d.o.Notify("READY=1")

@@ -250,18 +250,33 @@ func orFault(name, path string, op func() error) error {
 	return op()
 }
 
-// replaceDurable atomically replaces (or creates) path with data: temp in the same
-// directory, fsync, rename, fsync the directory. Used for sessionmedic's own state files.
-func replaceDurable(path string, data []byte, mode os.FileMode) error {
-	tmp, err := writeTemp(tempName(path), data, mode, -1, -1)
+// replaceAtomic atomically replaces (or creates) path with data through a temp file and a
+// rename, without fsync. It is for last-good copies only: a copy is validated before it is
+// ever restored, so one torn by a power loss is never used, and losing one loses only a
+// safety net, while an fsync per healthy save would cost the host a disk flush each time.
+func replaceAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := tempName(path)
+	if err := fault("create", tmp); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
 	if err != nil {
+		return err
+	}
+	if err := orFault("write", tmp, func() error { _, err := f.Write(data); return err }); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	if err := orFault("rename", path, func() error { return os.Rename(tmp, path) }); err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return nil
 }
 
 // mkdirAllSync creates dir and fsyncs each parent it created.

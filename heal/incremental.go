@@ -3,6 +3,7 @@ package heal
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"io"
 	"os"
 	"sync"
@@ -25,11 +26,10 @@ const (
 )
 
 type incEntry struct {
-	dev, ino uint64
-	size     int64
-	head     [32]byte
-	window   [32]byte
-	passes   int
+	dev, ino     uint64
+	size         int64
+	head, window uint64 // sha256 prefixes of the checked windows
+	passes       int32
 }
 
 // incCache remembers the append-only files last seen healthy.
@@ -67,7 +67,7 @@ func (c *incCache) drop(path string) {
 	delete(c.m, path)
 }
 
-func windowHashes(r io.ReaderAt, size int64) (head, window [32]byte, err error) {
+func windowHashes(r io.ReaderAt, size int64) (head, window uint64, err error) {
 	h := make([]byte, min(size, incHead))
 	if _, err := r.ReadAt(h, 0); err != nil && err != io.EOF {
 		return head, window, err
@@ -77,7 +77,8 @@ func windowHashes(r io.ReaderAt, size int64) (head, window [32]byte, err error) 
 	if _, err := r.ReadAt(w, start); err != nil && err != io.EOF {
 		return head, window, err
 	}
-	return sha256.Sum256(h), sha256.Sum256(w), nil
+	hs, ws := sha256.Sum256(h), sha256.Sum256(w)
+	return binary.LittleEndian.Uint64(hs[:8]), binary.LittleEndian.Uint64(ws[:8]), nil
 }
 
 // remember records a file just validated in full as healthy.

@@ -3,6 +3,7 @@ package heal
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -19,33 +20,68 @@ type LastGood struct {
 	idx *lgIndex // which copies exist, so that a scan does not probe for every file
 }
 
+// lgIndex knows which copies exist, and for those this engine wrote, a hash of their bytes.
+// It is compact (a 16-byte key and 8 bytes per copy): a daemon watching 100,000 sessions
+// keeps one entry for each.
 type lgIndex struct {
-	once  sync.Once
-	known sync.Map // file name -> struct{}
+	once sync.Once
+	mu   sync.Mutex
+	m    map[[16]byte]uint64 // key: the copy's name; value: sha256 prefix of its bytes, 0 = unknown
 }
 
-func (l LastGood) has(name string) bool {
+func (x *lgIndex) load(root string) {
+	x.once.Do(func() {
+		x.m = map[[16]byte]uint64{}
+		ents, _ := os.ReadDir(root)
+		for _, e := range ents {
+			if k, err := hex.DecodeString(e.Name()); err == nil && len(k) == 16 {
+				x.m[[16]byte(k)] = 0
+			}
+		}
+	})
+}
+
+func (x *lgIndex) get(k [16]byte) (sum uint64, ok bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	sum, ok = x.m[k]
+	return
+}
+
+func (x *lgIndex) set(k [16]byte, sum uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.m[k] = sum
+}
+
+func (x *lgIndex) del(k [16]byte) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.m, k)
+}
+
+func pathKey(path string) [16]byte {
+	s := sha256.Sum256([]byte(path))
+	return [16]byte(s[:16])
+}
+
+func (l LastGood) has(path string) bool {
 	if l.idx == nil {
 		return true
 	}
-	l.idx.once.Do(func() {
-		ents, _ := os.ReadDir(l.Root)
-		for _, e := range ents {
-			l.idx.known.Store(e.Name(), struct{}{})
-		}
-	})
-	_, ok := l.idx.known.Load(name)
+	l.idx.load(l.Root)
+	_, ok := l.idx.get(pathKey(path))
 	return ok
 }
 
 func (l LastGood) file(path string) string {
-	s := sha256.Sum256([]byte(path))
-	return filepath.Join(l.Root, hex.EncodeToString(s[:16]))
+	k := pathKey(path)
+	return filepath.Join(l.Root, hex.EncodeToString(k[:]))
 }
 
 // Get returns the last-good copy of path, or nil.
 func (l LastGood) Get(path string) []byte {
-	if l.Root == "" || !l.has(filepath.Base(l.file(path))) {
+	if l.Root == "" || !l.has(path) {
 		return nil
 	}
 	b, err := os.ReadFile(l.file(path))
@@ -68,23 +104,36 @@ func (l LastGood) Load(path string) []byte {
 	return b
 }
 
-// Put records data as path's last-good copy (durably; skipped when unchanged or too large).
+// Put records data as path's last-good copy (atomically, without fsync: see replaceAtomic;
+// skipped when unchanged or too large).
 func (l LastGood) Put(path string, data []byte) error {
 	if l.Root == "" || (l.MaxFileBytes > 0 && int64(len(data)) > l.MaxFileBytes) {
 		return nil
 	}
-	if old := l.Get(path); old != nil && bytes.Equal(old, data) {
+	full := sha256.Sum256(data)
+	sum := binary.LittleEndian.Uint64(full[:8]) | 1 // never 0, which means unknown
+	k := pathKey(path)
+	if l.idx != nil {
+		l.idx.load(l.Root)
+		if old, ok := l.idx.get(k); ok && old == sum {
+			return nil // the copy already holds these bytes
+		} else if ok && old == 0 {
+			if cur := l.Load(path); cur != nil && bytes.Equal(cur, data) {
+				l.idx.set(k, sum)
+				return nil
+			}
+		}
+	} else if cur := l.Load(path); cur != nil && bytes.Equal(cur, data) {
 		return nil
 	}
 	if err := mkdirAllSync(l.Root); err != nil {
 		return err
 	}
-	if err := replaceDurable(l.file(path), data, 0o600); err != nil {
+	if err := replaceAtomic(l.file(path), data, 0o600); err != nil {
 		return err
 	}
 	if l.idx != nil {
-		l.has("") // load the index before adding to it
-		l.idx.known.Store(filepath.Base(l.file(path)), struct{}{})
+		l.idx.set(k, sum)
 	}
 	return nil
 }
@@ -123,7 +172,10 @@ func (l LastGood) Prune(maxBytes int64) (removed int, err error) {
 			return removed, err
 		}
 		if l.idx != nil {
-			l.idx.known.Delete(filepath.Base(c.path))
+			if k, err := hex.DecodeString(filepath.Base(c.path)); err == nil && len(k) == 16 {
+				l.idx.load(l.Root)
+				l.idx.del([16]byte(k))
+			}
 		}
 		total -= c.size
 		removed++
