@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +34,7 @@ type Options struct {
 	Reload  <-chan struct{}
 	Version string
 
-	Workers    int           // parallel inspections; default 2
+	Workers    int           // parallel inspections; default 4 per CPU (the work waits on the disk more than on the CPU)
 	Rescan     time.Duration // safety-net full rescan; default 10m
 	FlapHeals  int           // circuit breaker: more heals than this in FlapWindow stops healing a file; default 3
 	FlapWindow time.Duration // default 10m
@@ -119,7 +121,7 @@ func Run(ctx context.Context, o Options) error {
 
 func (o *Options) defaults() {
 	if o.Workers <= 0 {
-		o.Workers = 2
+		o.Workers = min(4*runtime.NumCPU(), 32)
 	}
 	if o.Rescan <= 0 {
 		o.Rescan = 10 * time.Minute
@@ -378,6 +380,8 @@ func (d *loop) sendStatus() {
 func (d *loop) serveHTTP(addr string) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", d.m.handler())
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		last := time.Unix(0, d.aliveNs.Load())
 		if d.aliveNs.Load() != 0 && time.Since(last) > time.Minute {
