@@ -57,6 +57,7 @@ type job struct {
 	checkOnly bool      // the file's circuit breaker is open
 	since     time.Time // when the file settled (for the latency histogram)
 	scan      *scan     // the scan this job belongs to, if any
+	eng       *heal.Engine
 }
 
 type result struct {
@@ -294,12 +295,14 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 	status := time.NewTicker(10 * time.Second)
 	defer status.Stop()
 
+	evC, rsC, erC := watchChans(w)
 	for {
 		d.aliveNs.Store(time.Now().UnixNano())
 		var out chan job
 		var next job
 		if len(d.queue) > 0 {
 			out, next = jobs, d.queue[0]
+			next.eng = d.eng // workers never read the loop's fields: a reload swaps d.eng
 		}
 		select {
 		case <-ctx.Done():
@@ -314,21 +317,29 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 			d.finish(res, retry, ctx, &retryWG)
 		case j := <-retry:
 			d.enqueue(j)
-		case ev, ok := <-w.Events():
+		case ev, ok := <-evC:
 			if !ok {
-				w = nil
+				// The watcher stopped (it could not start, or lost its source): the periodic
+				// rescan still finds damage, only later.
+				d.log.Error("watch.error", "err", "the watcher stopped; damage is found by the periodic rescan only")
+				evC, rsC, erC = nil, nil, nil
 				continue
 			}
 			d.onEvent(ev)
-		case root := <-w.Rescans():
-			d.onRescan(root)
-		case err := <-w.Errors():
-			d.log.Error("watch.error", "err", err)
+		case root, ok := <-rsC:
+			if ok {
+				d.onRescan(root)
+			}
+		case err, ok := <-erC:
+			if ok {
+				d.log.Error("watch.error", "err", err)
+			}
 		case <-rescan.C:
 			d.scanAll(false)
 		case <-d.o.Reload:
 			if nw, stop, ok := d.reload(ctx, w, stopWatcher); ok {
 				w, stopWatcher = nw, stop
+				evC, rsC, erC = watchChans(w)
 			}
 		case <-watchdog:
 			d.o.Notify("WATCHDOG=1")
@@ -336,6 +347,13 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 			d.sendStatus()
 		}
 	}
+}
+
+func watchChans(w *watcher.Watcher) (<-chan watcher.Event, <-chan string, <-chan error) {
+	if w == nil {
+		return nil, nil, nil
+	}
+	return w.Events(), w.Rescans(), w.Errors()
 }
 
 // reload swaps in a new policy; an invalid one is logged and the old one keeps running.
@@ -358,6 +376,9 @@ func (d *loop) reload(ctx context.Context, w *watcher.Watcher, stop func()) (*wa
 			d.log.Error("watch.error", "err", err)
 		}
 		d.o.Notify("READY=1")
+		if nstop == nil {
+			nstop = func() {}
+		}
 		return nw, nstop, true
 	}
 	d.log.Info("policy.reloaded", "path", d.o.Source, "rules", len(cfg.Rules))

@@ -152,9 +152,9 @@ func (d *loop) work(ctx context.Context, j job) result {
 	start := time.Now()
 	var r heal.Report
 	if j.forced || j.checkOnly {
-		r = d.eng.Check(j.t)
+		r = j.eng.Check(j.t)
 	} else {
-		r = d.eng.Heal(ctx, j.t, false)
+		r = j.eng.Heal(ctx, j.t, false)
 	}
 	return result{j: j, r: r, dur: time.Since(start)}
 }
