@@ -215,9 +215,9 @@ func writeTemp(tmp string, data []byte, mode os.FileMode, uid, gid int) (string,
 	return tmp, nil
 }
 
-// writeDurable writes data to a new file at path (which must not exist) and fsyncs it and its
-// directory. Used for sessionmedic's own state.
-func writeDurable(path string, data []byte, mode os.FileMode) error {
+// writeNew writes data to a new file at path (which must not exist), fsyncing it when sync
+// is set. On failure the file is removed.
+func writeNew(path string, data []byte, mode os.FileMode, sync bool) error {
 	if err := fault("create", path); err != nil {
 		return err
 	}
@@ -225,18 +225,23 @@ func writeDurable(path string, data []byte, mode os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if err := orFault("write", path, func() error { _, err := f.Write(data); return err }); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
+	err = orFault("write", path, func() error { _, err := f.Write(data); return err })
+	if err == nil && sync {
+		err = orFault("fsync", path, f.Sync)
 	}
-	if err := orFault("fsync", path, f.Sync); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
 		os.Remove(path)
+	}
+	return err
+}
+
+// writeDurable writes data to a new file at path (which must not exist) and fsyncs it and its
+// directory. Used for sessionmedic's own state.
+func writeDurable(path string, data []byte, mode os.FileMode) error {
+	if err := writeNew(path, data, mode, true); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(path))
@@ -256,20 +261,7 @@ func orFault(name, path string, op func() error) error {
 // safety net, while an fsync per healthy save would cost the host a disk flush each time.
 func replaceAtomic(path string, data []byte, mode os.FileMode) error {
 	tmp := tempName(path)
-	if err := fault("create", tmp); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
-	if err != nil {
-		return err
-	}
-	if err := orFault("write", tmp, func() error { _, err := f.Write(data); return err }); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
+	if err := writeNew(tmp, data, mode, false); err != nil {
 		return err
 	}
 	if err := orFault("rename", path, func() error { return os.Rename(tmp, path) }); err != nil {
