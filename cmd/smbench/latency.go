@@ -96,12 +96,139 @@ func validSession(data []byte, isJSONL bool) bool {
 	return jsonvLines(data) == nil
 }
 
-func (b *bench) latency(ctx context.Context) ([]Row, error) {
-	nFiles, nDirs, dur := 2000, 100, 20*time.Second
-	if b.o.quick {
-		nFiles, nDirs, dur = 500, 25, 5*time.Second
+// latParams is one run of the latency machinery: a writer at rate saves to nFiles session
+// files in nDirs directories for dur, every damageEvery-th write damaging a file, while the
+// daemon watches with settle.
+type latParams struct {
+	tag           string // log prefix and directory under the temp dir
+	rate          int    // writes per second, damages included
+	damageEvery   int
+	dur           time.Duration
+	nFiles, nDirs int
+	settle        time.Duration
+}
+
+// latSample is one damaged file: when the damage was written, and how long until the
+// daemon said it was healed.
+type latSample struct {
+	at  time.Time
+	lat time.Duration
+}
+
+// latRun is what one run of the latency machinery measured.
+type latRun struct {
+	p                           latParams
+	samples                     []latSample // healed damages, by damage time
+	damaged, lost               int
+	invalid, identical          int
+	spurious, refused, reported int
+	writes                      int
+	start                       time.Time
+	writeDur, drained           time.Duration
+	maxLate                     time.Duration
+	daemonCPU                   time.Duration
+	rss, hwm                    int64
+	unhealed                    bool // some damage was still not healed when the drain wait ended
+}
+
+// lats are the damage-to-healed latencies.
+func (r *latRun) lats() []time.Duration {
+	out := make([]time.Duration, len(r.samples))
+	for i, s := range r.samples {
+		out[i] = s.lat
 	}
-	dir, err := b.dir("latency")
+	return out
+}
+
+// third are the latencies of the damages written in the k-th third (0, 1, 2) of the run.
+func (r *latRun) third(k int) []time.Duration {
+	var out []time.Duration
+	for _, s := range r.samples {
+		if seg := int(s.at.Sub(r.start) * 3 / r.writeDur); min(seg, 2) == k {
+			out = append(out, s.lat)
+		}
+	}
+	return out
+}
+
+// achieved is the write rate the writer reached.
+func (r *latRun) achieved() float64 { return float64(r.writes) / r.writeDur.Seconds() }
+
+// cpuShare is the daemon's CPU over the writes and the drain, as a fraction of one core.
+func (r *latRun) cpuShare() float64 {
+	return r.daemonCPU.Seconds() / (r.writeDur + r.drained).Seconds()
+}
+
+func (b *bench) latency(ctx context.Context) ([]Row, error) {
+	p := latParams{tag: "latency", rate: latRate, damageEvery: damageEvery, nFiles: 2000, nDirs: 100, dur: 20 * time.Second, settle: latSettle}
+	if b.o.quick {
+		p.nFiles, p.nDirs, p.dur = 500, 25, 5*time.Second
+	}
+	run, err := b.runLatency(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	all := run.lats()
+	first, last := percentile(run.third(0), 50), percentile(run.third(2), 50)
+	p50, p99, pmax := percentile(all, 50), percentile(all, 99), percentile(all, 100)
+	bound := latSettle + 50*time.Millisecond
+	rate := run.achieved()
+	latRow := Row{
+		Workload:     "latency",
+		Goal:         fmt.Sprintf("damage-to-healed latency, %d writes/s over %d files, settle %s", latRate, p.nFiles, latSettle),
+		Sessionmedic: fmt.Sprintf("p99 %s", fmtDur(p99.Round(100*time.Microsecond))),
+		Peers:        "—",
+		Ratio:        "—",
+		Target:       fmt.Sprintf("p99 ≤ %s", fmtDur(bound)),
+		Met:          metIf(len(all) > 0 && p99 <= bound),
+	}
+	latRow.addNote("p50 %s, max %s over %d heals", fmtDur(p50.Round(100*time.Microsecond)), fmtDur(pmax.Round(100*time.Microsecond)), len(all))
+	latRow.addNote("heal time = arrival of the file.healed log line")
+	latRow.addNote("daemon CPU %s over %s of writes (%.0f%% of a core), RSS %s, peak %s", fmtDur(run.daemonCPU), fmtDur(run.writeDur+run.drained), 100*run.cpuShare(), fmtBytes(run.rss), fmtBytes(run.hwm))
+	latRow.metric("p50_s", p50.Seconds())
+	latRow.metric("p99_s", p99.Seconds())
+	latRow.metric("max_s", pmax.Seconds())
+	latRow.metric("heals", float64(len(all)))
+	latRow.metric("daemon_cpu_s", run.daemonCPU.Seconds())
+
+	backlogOK := len(run.third(2)) > 0 && last <= first+50*time.Millisecond
+	okRow := Row{
+		Workload:     "latency",
+		Goal:         "no event lost, no backlog growth",
+		Sessionmedic: fmt.Sprintf("%d of %d damaged files healed", len(all), run.damaged),
+		Peers:        "—",
+		Ratio:        "—",
+		Target:       "0 lost; last-third p50 ≤ first-third p50 + 50 ms",
+		Met:          metIf(run.lost == 0 && run.invalid == 0 && backlogOK && rate >= 0.95*latRate),
+	}
+	okRow.addNote("p50 first third %s, last third %s", fmtDur(first.Round(100*time.Microsecond)), fmtDur(last.Round(100*time.Microsecond)))
+	okRow.addNote("%d lost, %d invalid at the end, %d identical to the app's last save", run.lost, run.invalid, run.identical)
+	okRow.addNote("writer achieved %.0f writes/s (max lateness %s)", rate, fmtDur(run.maxLate.Round(100*time.Microsecond)))
+	if run.spurious+run.refused+run.reported > 0 {
+		okRow.addNote("%d heals of undamaged files, %d refused, %d damaged-not-healed events", run.spurious, run.refused, run.reported)
+	}
+	if run.unhealed {
+		okRow.addNote("still unhealed %s after the writer stopped", fmtDur(run.drained.Round(time.Millisecond)))
+	}
+	okRow.metric("damaged", float64(run.damaged))
+	okRow.metric("lost", float64(run.lost))
+	okRow.metric("invalid", float64(run.invalid))
+	okRow.metric("identical", float64(run.identical))
+	okRow.metric("p50_first_third_s", first.Seconds())
+	okRow.metric("p50_last_third_s", last.Seconds())
+	okRow.metric("write_rate", rate)
+	okRow.metric("spurious_heals", float64(run.spurious))
+	return []Row{latRow, okRow}, nil
+}
+
+// runLatency writes session files at p.rate under a daemon, damaging every p.damageEvery-th
+// write, and measures when each damage is healed. Its files live under p.tag in the temp dir.
+func (b *bench) runLatency(ctx context.Context, p latParams) (*latRun, error) {
+	if p.rate <= 0 || p.damageEvery <= 0 || p.nFiles < latWriters || p.nDirs <= 0 {
+		return nil, fmt.Errorf("latency: bad parameters %+v", p)
+	}
+	nFiles, nDirs, dur := p.nFiles, p.nDirs, p.dur
+	dir, err := b.dir(p.tag)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +264,7 @@ func (b *bench) latency(ctx context.Context) ([]Row, error) {
 		files[i], byPath[f.path] = f, f
 	}
 	pol := filepath.Join(dir, "policy.yaml")
-	if err := writePolicy(pol, root, filepath.Join(dir, "state"), "100ms"); err != nil {
+	if err := writePolicy(pol, root, filepath.Join(dir, "state"), p.settle.String()); err != nil {
 		return nil, err
 	}
 
@@ -153,13 +280,13 @@ func (b *bench) latency(ctx context.Context) ([]Row, error) {
 		case "scan.finished":
 			scans[ev.str("rule")] = true
 		case "file.healed":
-			p := ev.str("path")
-			if _, dmg := damagedAt[p]; !dmg {
+			path := ev.str("path")
+			if _, dmg := damagedAt[path]; !dmg {
 				spurious++
 				return
 			}
-			if _, seen := healedAt[p]; !seen {
-				healedAt[p] = ev.At
+			if _, seen := healedAt[path]; !seen {
+				healedAt[path] = ev.At
 			}
 		case "file.heal_refused":
 			refused++
@@ -178,15 +305,15 @@ func (b *bench) latency(ctx context.Context) ([]Row, error) {
 	}); err != nil {
 		return nil, err
 	}
-	b.logf("[latency] daemon ready over %d files; writing %d/s for %s, every %dth write a damage", nFiles, latRate, dur, damageEvery)
+	b.logf("[%s] daemon ready over %d files; writing %d/s for %s, every %dth write a damage", p.tag, nFiles, p.rate, dur, p.damageEvery)
 	cpu0, _ := procCPU(d.pid())
 
-	// The writers: a steady 1,000 writes per second against absolute due times (a late
+	// The writers: a steady p.rate writes per second against absolute due times (a late
 	// write is caught up at once). Write i belongs to writer i%latWriters, which owns the
 	// files k with k%latWriters == i%latWriters, so no file has two writers; every
-	// damageEvery-th write damages a file not damaged before, which is then left alone.
-	total := int(dur.Seconds() * latRate)
-	interval := time.Second / latRate
+	// p.damageEvery-th write damages a file not damaged before, which is then left alone.
+	total := int(dur.Seconds() * float64(p.rate))
+	interval := time.Second / time.Duration(p.rate)
 	var damages []string
 	var lateMu sync.Mutex
 	var maxLate time.Duration
@@ -229,7 +356,7 @@ func (b *bench) latency(ctx context.Context) ([]Row, error) {
 					cursor += 7 // co-prime with the share sizes used here: spreads writes over dirs
 				}
 				line := pool[(i*31)%len(pool)]
-				if i%damageEvery == damageEvery-1 {
+				if i%p.damageEvery == p.damageEvery-1 {
 					if err := f.damage(line); err != nil {
 						errs <- err
 						return
@@ -256,7 +383,7 @@ func (b *bench) latency(ctx context.Context) ([]Row, error) {
 		return nil, err
 	}
 	writeDur := time.Since(start)
-	b.logf("[latency] %d writes in %s (%d damages); waiting for the last heals", total, fmtDur(writeDur), len(damages))
+	b.logf("[%s] %d writes in %s (%d damages); waiting for the last heals", p.tag, total, fmtDur(writeDur), len(damages))
 	drain := time.Now()
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	healedAll := func() bool {
@@ -270,7 +397,7 @@ func (b *bench) latency(ctx context.Context) ([]Row, error) {
 	cpu1, _ := procCPU(d.pid())
 	rss, hwm, _ := procMem(d.pid())
 	if err := d.stop(); err != nil {
-		b.logf("[latency] %v", err)
+		b.logf("[%s] %v", p.tag, err)
 	}
 	if werr != nil && ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -278,41 +405,24 @@ func (b *bench) latency(ctx context.Context) ([]Row, error) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	type sample struct {
-		at  time.Time
-		lat time.Duration
-	}
-	var samples []sample
-	lost := 0
-	for _, p := range damages {
-		h, ok := healedAt[p]
+	run := &latRun{p: p, damaged: len(damages), spurious: spurious, refused: refused, reported: reported,
+		writes: total, start: start, writeDur: writeDur, drained: drained, maxLate: maxLate,
+		daemonCPU: cpu1 - cpu0, rss: rss, hwm: hwm, unhealed: werr != nil}
+	for _, path := range damages {
+		h, ok := healedAt[path]
 		if !ok {
-			lost++
+			run.lost++
 			continue
 		}
-		samples = append(samples, sample{damagedAt[p], h.Sub(damagedAt[p])})
+		run.samples = append(run.samples, latSample{damagedAt[path], h.Sub(damagedAt[path])})
 	}
-	sort.Slice(samples, func(i, j int) bool { return samples[i].at.Before(samples[j].at) })
-	all := make([]time.Duration, len(samples))
-	for i, s := range samples {
-		all[i] = s.lat
-	}
-	third := func(k int) []time.Duration {
-		var out []time.Duration
-		for _, s := range samples {
-			if seg := int(s.at.Sub(start) * 3 / writeDur); min(seg, 2) == k {
-				out = append(out, s.lat)
-			}
-		}
-		return out
-	}
-	first, last := percentile(third(0), 50), percentile(third(2), 50)
-	invalid, identical, differ := 0, 0, 0
-	for _, p := range damages {
-		f := byPath[p]
-		data, err := os.ReadFile(p)
+	sort.Slice(run.samples, func(i, j int) bool { return run.samples[i].at.Before(run.samples[j].at) })
+	differ := 0
+	for _, path := range damages {
+		f := byPath[path]
+		data, err := os.ReadFile(path)
 		if err != nil || !validSession(data, f.jsonl) {
-			invalid++
+			run.invalid++
 			continue
 		}
 		want := f.content
@@ -321,61 +431,12 @@ func (b *bench) latency(ctx context.Context) ([]Row, error) {
 			data, want = bytes.TrimRight(data, "\n"), bytes.TrimRight(want, "\n")
 		}
 		if bytes.Equal(data, want) {
-			identical++
+			run.identical++
 			continue
 		}
 		if differ++; differ <= 3 {
-			b.logf("[latency] %s healed to %d bytes, the last save had %d", p, len(data), len(want))
+			b.logf("[%s] %s healed to %d bytes, the last save had %d", p.tag, path, len(data), len(want))
 		}
 	}
-	p50, p99, pmax := percentile(all, 50), percentile(all, 99), percentile(all, 100)
-	bound := latSettle + 50*time.Millisecond
-	rate := float64(total) / writeDur.Seconds()
-	daemonCPU := cpu1 - cpu0
-	latRow := Row{
-		Workload:     "latency",
-		Goal:         fmt.Sprintf("damage-to-healed latency, %d writes/s over %d files, settle %s", latRate, nFiles, latSettle),
-		Sessionmedic: fmt.Sprintf("p99 %s", fmtDur(p99.Round(100*time.Microsecond))),
-		Peers:        "—",
-		Ratio:        "—",
-		Target:       fmt.Sprintf("p99 ≤ %s", fmtDur(bound)),
-		Met:          metIf(len(all) > 0 && p99 <= bound),
-	}
-	latRow.addNote("p50 %s, max %s over %d heals", fmtDur(p50.Round(100*time.Microsecond)), fmtDur(pmax.Round(100*time.Microsecond)), len(all))
-	latRow.addNote("heal time = arrival of the file.healed log line")
-	latRow.addNote("daemon CPU %s over %s of writes (%.0f%% of a core), RSS %s, peak %s", fmtDur(daemonCPU), fmtDur(writeDur+drained), 100*daemonCPU.Seconds()/(writeDur+drained).Seconds(), fmtBytes(rss), fmtBytes(hwm))
-	latRow.metric("p50_s", p50.Seconds())
-	latRow.metric("p99_s", p99.Seconds())
-	latRow.metric("max_s", pmax.Seconds())
-	latRow.metric("heals", float64(len(all)))
-	latRow.metric("daemon_cpu_s", daemonCPU.Seconds())
-
-	backlogOK := len(third(2)) > 0 && last <= first+50*time.Millisecond
-	okRow := Row{
-		Workload:     "latency",
-		Goal:         "no event lost, no backlog growth",
-		Sessionmedic: fmt.Sprintf("%d of %d damaged files healed", len(all), len(damages)),
-		Peers:        "—",
-		Ratio:        "—",
-		Target:       "0 lost; last-third p50 ≤ first-third p50 + 50 ms",
-		Met:          metIf(lost == 0 && invalid == 0 && backlogOK && rate >= 0.95*latRate),
-	}
-	okRow.addNote("p50 first third %s, last third %s", fmtDur(first.Round(100*time.Microsecond)), fmtDur(last.Round(100*time.Microsecond)))
-	okRow.addNote("%d lost, %d invalid at the end, %d identical to the app's last save", lost, invalid, identical)
-	okRow.addNote("writer achieved %.0f writes/s (max lateness %s)", rate, fmtDur(maxLate.Round(100*time.Microsecond)))
-	if spurious+refused+reported > 0 {
-		okRow.addNote("%d heals of undamaged files, %d refused, %d damaged-not-healed events", spurious, refused, reported)
-	}
-	if werr != nil {
-		okRow.addNote("still unhealed %s after the writer stopped", fmtDur(drained.Round(time.Millisecond)))
-	}
-	okRow.metric("damaged", float64(len(damages)))
-	okRow.metric("lost", float64(lost))
-	okRow.metric("invalid", float64(invalid))
-	okRow.metric("identical", float64(identical))
-	okRow.metric("p50_first_third_s", first.Seconds())
-	okRow.metric("p50_last_third_s", last.Seconds())
-	okRow.metric("write_rate", rate)
-	okRow.metric("spurious_heals", float64(spurious))
-	return []Row{latRow, okRow}, nil
+	return run, nil
 }

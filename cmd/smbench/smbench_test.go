@@ -321,8 +321,11 @@ func TestParseStatCPU(t *testing.T) {
 
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
-	if err != nil || len(o.only) != len(workloads) {
+	if err != nil || len(o.only) != len(workloads) || !o.selected("growth") {
 		t.Fatalf("%+v %v", o, err)
+	}
+	if o, err := parseFlags([]string{"-only", "growth"}, io.Discard); err != nil || !o.selected("growth") || len(o.only) != 1 {
+		t.Fatalf("-only growth: %+v %v", o, err)
 	}
 	o, err = parseFlags([]string{"-quick", "-only", "scan, validate", "-json"}, io.Discard)
 	if err != nil || !o.quick || !o.json || !o.selected("scan") || !o.selected("validate") || o.selected("idle") {
