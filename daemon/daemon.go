@@ -283,6 +283,13 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 	var retryWG sync.WaitGroup
 	defer retryWG.Wait()
 
+	// Scan only once every watch is in place: a write between a scan and the watch that
+	// would have seen it would otherwise wait for the periodic rescan.
+	select {
+	case <-w.Ready():
+	case <-ctx.Done():
+		return nil
+	}
 	d.scanAll(true)
 	rescan := time.NewTicker(d.o.Rescan)
 	defer rescan.Stop()
@@ -382,6 +389,10 @@ func (d *loop) reload(ctx context.Context, w *watcher.Watcher, stop func()) (*wa
 		return nw, nstop, true
 	}
 	d.log.Info("policy.reloaded", "path", d.o.Source, "rules", len(cfg.Rules))
+	select {
+	case <-nw.Ready():
+	case <-ctx.Done():
+	}
 	d.scanAll(false)
 	d.o.Notify("READY=1")
 	return nw, nstop, true

@@ -306,13 +306,18 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan) (
 		return "", err
 	}
 	e.step("journaled", t.Path)
-	for i, ed := range p.edits {
-		renamed, err := e.replace(ed, entry.Edits[i].Temp, t.Path)
+	// The inspected file goes last: a plan's other edits (OpenViking's message_count) are
+	// then never left behind by a failure or a crash, which a later inspection of the
+	// inspected file could no longer see.
+	changed := false
+	for i := len(p.edits) - 1; i >= 0; i-- {
+		renamed, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path)
+		changed = changed || renamed
 		if err != nil {
-			// Earlier edits of this plan are applied and valid on their own; this entry is
-			// resolved now rather than at the next start. Nothing replaced, nothing to keep.
+			// Edits already applied are valid on their own; this entry is resolved now
+			// rather than at the next start. Nothing replaced, nothing to keep.
 			e.Journal.abort(entry)
-			if i == 0 && !renamed {
+			if !changed {
 				e.dropQuarantine(entry)
 				first = ""
 			}
@@ -357,8 +362,7 @@ func (e *Engine) replace(ed edit, tmp, target string) (renamed bool, err error) 
 			if !bytes.HasPrefix(ed.old, ed.data) {
 				return false, busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
 			}
-			err := e.truncate(ed, target)
-			return err == nil, err
+			return e.truncate(ed, target)
 		}
 	}
 	if _, err := writeTemp(tmp, ed.data, mode, uid, gid); err != nil {
@@ -412,24 +416,25 @@ func (e *Engine) replace(ed edit, tmp, target string) (renamed bool, err error) 
 }
 
 // truncate cuts the file in place to the plan's prefix, after the same identity check.
-func (e *Engine) truncate(ed edit, target string) error {
+// It reports whether the file was changed (the cut happened), even when a later step failed.
+func (e *Engine) truncate(ed edit, target string) (bool, error) {
 	f, err := os.OpenFile(ed.path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
-		return busyErr("%s: %v", ed.path, err)
+		return false, busyErr("%s: %v", ed.path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || !identityOf(fi).Same(ed.oldID) {
-		return busyErr("%s changed before the truncate", ed.path)
+		return false, busyErr("%s changed before the truncate", ed.path)
 	}
 	if err := orFault("truncate", ed.path, func() error { return f.Truncate(int64(len(ed.data))) }); err != nil {
-		return fmt.Errorf("truncate %s: %w", ed.path, err)
+		return false, fmt.Errorf("truncate %s: %w", ed.path, err)
 	}
 	if err := orFault("fsync", ed.path, f.Sync); err != nil {
-		return fmt.Errorf("fsync %s: %w", ed.path, err)
+		return true, fmt.Errorf("fsync %s: %w", ed.path, err)
 	}
 	e.step("renamed", target)
-	return nil
+	return true, nil
 }
 
 // putBack: the app wrote into the old inode while we renamed over it. Its bytes are the

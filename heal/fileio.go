@@ -244,7 +244,11 @@ func writeDurable(path string, data []byte, mode os.FileMode) error {
 	if err := writeNew(path, data, mode, true); err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		os.Remove(path) // not durable: the caller treats it as never written
+		return err
+	}
+	return nil
 }
 
 // orFault runs op unless the fault hook fails it first.

@@ -59,10 +59,12 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
 	if err := writeDurable(filepath.Join(dir, m.File), data, 0o600); err != nil {
+		os.RemoveAll(dir)
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
 	mj, _ := json.MarshalIndent(m, "", "  ")
 	if err := writeDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
+		os.RemoveAll(dir) // an entry without its manifest is of no use: nothing was touched yet
 		return "", fmt.Errorf("quarantine manifest: %w", err)
 	}
 	m.Dir = dir
