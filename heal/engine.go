@@ -3,12 +3,14 @@ package heal
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -61,7 +63,11 @@ type Target struct {
 var errNoRule = errors.New("no rule covers this file and its format cannot be detected")
 
 func (e *Engine) newReport(t Target) Report {
-	return Report{Path: t.Path, Rule: t.Rule.Name, Format: classify(t.Rule.Format, t.Path).String(), Offset: -1}
+	r := Report{Path: t.Path, Rule: t.Rule.Name, Format: classify(t.Rule.Format, t.Path).String(), Offset: -1}
+	if !utf8.ValidString(t.Path) {
+		r.PathB64 = base64.StdEncoding.EncodeToString([]byte(t.Path))
+	}
+	return r
 }
 
 func fill(r *Report, v Verdict) {
@@ -95,6 +101,16 @@ func (e *Engine) inspect(t Target) *inspection {
 			case err == nil && id.Size > planLimit:
 				in.id, in.verdict, in.tooLarge = id, v, true
 				e.inc.drop(t.Path)
+				return in
+			}
+		}
+	}
+	if !appendOnly(in.ctx.typ) {
+		if fi, err := os.Lstat(t.Path); err == nil && fi.Mode().IsRegular() && fi.Size() > planLimit &&
+			(t.Rule.Limits.MaxFileSize <= 0 || fi.Size() <= t.Rule.Limits.MaxFileSize) {
+			v, id, err := largeVerdict(t.Path)
+			if err == nil {
+				in.id, in.verdict, in.tooLarge = id, v, true
 				return in
 			}
 		}
@@ -301,6 +317,8 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan) (
 			return "", busyErr("%s changed during quarantine", ed.path)
 		}
 	}
+	inflight.Store(entry.ID, struct{}{})
+	defer inflight.Delete(entry.ID)
 	if err := e.Journal.begin(entry); err != nil {
 		e.dropQuarantine(entry)
 		return "", err

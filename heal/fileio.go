@@ -161,7 +161,13 @@ func randHex(n int) string {
 const TempSuffix = ".tmp"
 
 func tempName(target string) string {
-	return filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+".sessionmedic-"+randHex(6)+TempSuffix)
+	base := filepath.Base(target)
+	// A name may be 255 bytes long; the temp's own affixes must fit beside it.
+	const affixes = len(".") + len(".sessionmedic-") + 12 + len(TempSuffix)
+	if len(base) > 255-affixes {
+		base = base[:255-affixes]
+	}
+	return filepath.Join(filepath.Dir(target), "."+base+".sessionmedic-"+randHex(6)+TempSuffix)
 }
 
 func syncDir(dir string) error {

@@ -80,6 +80,7 @@ const (
 // Report is what check and heal say about one file (the CLI's -json object).
 type Report struct {
 	Path        string   `json:"path"`
+	PathB64     string   `json:"path_b64,omitempty"` // the exact bytes of a path that is not UTF-8 (JSON cannot carry them)
 	Rule        string   `json:"rule"`
 	Format      string   `json:"format"`
 	Verdict     Status   `json:"verdict"`

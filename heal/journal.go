@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/lock"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -16,6 +18,8 @@ import (
 // old and new bytes, so that a restart can tell what a crash left and clean it up.
 type journalEntry struct {
 	ID      string        `json:"id"`
+	PID     int           `json:"pid"`   // the process applying it
+	Start   uint64        `json:"start"` // and its start time: a live owner's entry is not ours to resolve
 	Created time.Time     `json:"created"`
 	Edits   []journalEdit `json:"edits"`
 	file    string
@@ -30,10 +34,15 @@ type journalEdit struct {
 	Quarantine string `json:"quarantine,omitempty"`
 }
 
+// inflight holds the ids of the entries this process is applying now.
+var inflight sync.Map
+
 // Journal is state_dir/journal.
 type Journal struct{ Root string }
 
 func (j Journal) begin(e *journalEntry) error {
+	e.PID = os.Getpid()
+	e.Start, _ = lock.ProcessStart(e.PID)
 	if err := mkdirAllSync(j.Root); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -82,13 +91,26 @@ func (j Journal) Recover() ([]Recovered, error) {
 			continue
 		}
 		b, err := os.ReadFile(full)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // its heal just finished
+		}
 		if err != nil {
 			return out, err
 		}
 		var e journalEntry
 		if err := json.Unmarshal(b, &e); err != nil {
-			os.Remove(full) // torn before it was fsynced: nothing was applied after it
+			// Torn before it was fsynced (nothing was applied after it), or still being
+			// written by a live process: only a stale one is removed.
+			if fi, err := os.Stat(full); err == nil && time.Since(fi.ModTime()) > time.Minute {
+				os.Remove(full)
+			}
 			continue
+		}
+		if _, mine := inflight.Load(e.ID); mine {
+			continue // being applied by this process right now
+		}
+		if e.PID != 0 && e.PID != os.Getpid() && lock.ProcessAlive(e.PID, e.Start) {
+			continue // a heal in flight in another live process (a daemon beside this CLI run)
 		}
 		out = append(out, resolve(&e)...)
 		if err := os.Remove(full); err != nil {

@@ -19,6 +19,7 @@ const (
 	streamThreshold = 32 << 20
 	planLimit       = 256 << 20
 	streamBuf       = 1 << 20
+	maxLine         = 64 << 20 // a longer record is reported, not held
 )
 
 var errTooLargeToPlan = errors.New("too large to repair in memory")
@@ -58,6 +59,9 @@ func streamLines(r *bufio.Reader, t fileType) Verdict {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
+			if len(long)+len(chunk) > maxLine {
+				return damaged(KindMalformedRecord, off, "line %d is longer than %d bytes", n+1, maxLine)
+			}
 			long = append(long, chunk...)
 			continue
 		}
@@ -130,4 +134,34 @@ func transcriptLineProblem(body []byte, first bool) string {
 
 func tooLargeToPlan(size int64) string {
 	return fmt.Sprintf("%d bytes: damage in files over %d bytes is reported, not repaired in memory", size, planLimit)
+}
+
+// largeVerdict judges a file too large to read whole (over planLimit) that cannot be streamed
+// record by record: all NUL bytes is damage (reported, not repaired); anything else is
+// skipped with the reason. Memory stays bounded either way.
+func largeVerdict(path string) (Verdict, Identity, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return Verdict{}, Identity{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return Verdict{}, Identity{}, errNotRegular
+	}
+	id := identityOf(fi)
+	buf := make([]byte, streamBuf)
+	for {
+		n, err := f.Read(buf)
+		if !allNUL(buf[:n]) && n > 0 {
+			return skipped("%d bytes: a whole JSON document over %d bytes is not validated in memory", id.Size, planLimit), id, nil
+		}
+		if err == io.EOF || n == 0 {
+			break
+		}
+		if err != nil {
+			return Verdict{}, id, err
+		}
+	}
+	return damaged(KindNULFilled, 0, "file is %d NUL bytes", id.Size), id, nil
 }

@@ -70,3 +70,16 @@ func pidAlive(pid int64) bool {
 	}
 	return !procZombie(int(pid))
 }
+
+// ProcessStart returns a process's start time (field 22 of /proc/<pid>/stat): with the pid it
+// names one process across pid reuse.
+func ProcessStart(pid int) (uint64, bool) { return procStartTime(pid) }
+
+// ProcessAlive reports whether the process pid, started at start, is still running.
+func ProcessAlive(pid int, start uint64) bool {
+	if !pidAlive(int64(pid)) {
+		return false
+	}
+	now, ok := procStartTime(pid)
+	return ok && now == start
+}
