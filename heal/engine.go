@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -329,7 +329,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan) (
 	// inspected file could no longer see.
 	changed := false
 	for i := len(p.edits) - 1; i >= 0; i-- {
-		renamed, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path)
+		renamed, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path, ruleRoot(t.Rule, t.Path))
 		changed = changed || renamed
 		if err != nil {
 			// Edits already applied are valid on their own; this entry is resolved now
@@ -365,60 +365,77 @@ func (e *Engine) dropQuarantine(entry *journalEntry) {
 	}
 }
 
-// replace durably puts ed.data at ed.path through the temp file tmp.
-func (e *Engine) replace(ed edit, tmp, target string) (renamed bool, err error) {
+// replace durably puts ed.data at ed.path through the temp file tmp. root is the rule's root:
+// the file's directory is reached from it without following symlinks, and every operation
+// goes through that directory's descriptor.
+func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, err error) {
+	d, err := openParent(root, ed.path)
+	if err != nil {
+		return false, busyErr("%v", err)
+	}
+	defer d.close()
+	name, tmpName := filepath.Base(ed.path), filepath.Base(tmp)
 	// A file restored where none is gets 0600 (what these apps use for sessions) unless the
 	// edit carries the mode it had.
 	mode, uid, gid := os.FileMode(0o600), -1, -1
 	if !ed.missing || ed.oldID.Mode != 0 {
 		mode, uid, gid = os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)
 	}
-	if !ed.missing && e.OpenWriters != nil {
-		if pids := e.OpenWriters(ed.oldID.Dev, ed.oldID.Ino); len(pids) > 0 {
-			// A rename would strand the writer's later writes in the old inode: only a pure
-			// tail cut, in place, is allowed.
-			if !bytes.HasPrefix(ed.old, ed.data) {
-				return false, busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
-			}
-			return e.truncate(ed, target)
-		}
-	}
-	if _, err := writeTemp(tmp, ed.data, mode, uid, gid); err != nil {
-		return false, err
-	}
-	e.step("temp-written", target)
-	// Keep the old inode open: an app without a lock that writes between our last check and
-	// the rename writes into it, and we must notice.
 	var old *os.File
 	if !ed.missing {
-		f, err := os.OpenFile(ed.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		// Keep the old inode open: an app without a lock that writes between our last check
+		// and the rename writes into it, and we must notice. It is also the identity check
+		// through the directory we hold.
+		f, err := d.openFile(name, os.O_RDONLY, 0)
 		if err != nil {
-			os.Remove(tmp)
 			return false, busyErr("%s: %v", ed.path, err)
 		}
 		old = f
 		defer old.Close()
 		fi, err := old.Stat()
 		if err != nil || !identityOf(fi).Same(ed.oldID) {
-			os.Remove(tmp)
+			return false, busyErr("%s changed before the replace", ed.path)
+		}
+		if e.OpenWriters != nil {
+			if pids := e.OpenWriters(ed.oldID.Dev, ed.oldID.Ino); len(pids) > 0 {
+				// A rename would strand the writer's later writes in the old inode: only a
+				// pure tail cut, in place, is allowed.
+				if !bytes.HasPrefix(ed.old, ed.data) {
+					return false, busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
+				}
+				return e.truncate(d, ed, target)
+			}
+		}
+	}
+	if err := writeTemp(d, tmp, ed.data, mode, uid, gid); err != nil {
+		return false, err
+	}
+	e.step("temp-written", target)
+	if old != nil {
+		if fi, err := old.Stat(); err != nil || !identityOf(fi).Same(ed.oldID) {
+			d.remove(tmpName)
 			return false, busyErr("%s changed before the rename", ed.path)
 		}
 	}
+	if !d.stillThere(root) {
+		d.remove(tmpName)
+		return false, busyErr("%s: %v", ed.path, errMoved)
+	}
 	if ed.missing {
 		// link(2) never clobbers: if the app created the file meanwhile, we lose the race cleanly.
-		err = orFault("link", ed.path, func() error { return os.Link(tmp, ed.path) })
-		os.Remove(tmp)
+		err = orFault("link", ed.path, func() error { return d.link(tmpName, name) })
+		d.remove(tmpName)
 		if errors.Is(err, os.ErrExist) {
 			return false, busyErr("%s appeared before the restore", ed.path)
 		}
 	} else {
-		err = orFault("rename", ed.path, func() error { return os.Rename(tmp, ed.path) })
+		err = orFault("rename", ed.path, func() error { return d.rename(tmpName, name) })
 	}
 	if err != nil {
-		os.Remove(tmp)
+		d.remove(tmpName)
 		return false, fmt.Errorf("replace %s: %w", ed.path, err)
 	}
-	if err := syncDir(filepath.Dir(ed.path)); err != nil {
+	if err := d.sync(); err != nil {
 		return true, err
 	}
 	e.step("renamed", target)
@@ -426,7 +443,7 @@ func (e *Engine) replace(ed edit, tmp, target string) (renamed bool, err error) 
 		if fi, err := old.Stat(); err == nil {
 			now := identityOf(fi)
 			if now.Size != ed.oldID.Size || !now.Mtime.Equal(ed.oldID.Mtime) {
-				return true, e.putBack(old, ed)
+				return true, e.putBack(d, old, ed)
 			}
 		}
 	}
@@ -435,8 +452,8 @@ func (e *Engine) replace(ed edit, tmp, target string) (renamed bool, err error) 
 
 // truncate cuts the file in place to the plan's prefix, after the same identity check.
 // It reports whether the file was changed (the cut happened), even when a later step failed.
-func (e *Engine) truncate(ed edit, target string) (bool, error) {
-	f, err := os.OpenFile(ed.path, os.O_WRONLY|syscall.O_NOFOLLOW, 0)
+func (e *Engine) truncate(d *parentDir, ed edit, target string) (bool, error) {
+	f, err := d.openFile(filepath.Base(ed.path), os.O_WRONLY, 0)
 	if err != nil {
 		return false, busyErr("%s: %v", ed.path, err)
 	}
@@ -458,10 +475,7 @@ func (e *Engine) truncate(ed edit, target string) (bool, error) {
 // putBack: the app wrote into the old inode while we renamed over it. Its bytes are the
 // newest it has: they go back in place (the same durable replace) and the file is looked at
 // again later.
-func (e *Engine) putBack(old *os.File, ed edit) error {
-	if _, err := old.Seek(0, 0); err != nil {
-		return err
-	}
+func (e *Engine) putBack(d *parentDir, old *os.File, ed edit) error {
 	fi, err := old.Stat()
 	if err != nil {
 		return err
@@ -471,14 +485,14 @@ func (e *Engine) putBack(old *os.File, ed edit) error {
 		return err
 	}
 	tmp := tempName(ed.path)
-	if _, err := writeTemp(tmp, buf, os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
+	if err := writeTemp(d, tmp, buf, os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
 		return err
 	}
-	if err := orFault("rename", ed.path, func() error { return os.Rename(tmp, ed.path) }); err != nil {
-		os.Remove(tmp)
+	if err := orFault("rename", ed.path, func() error { return d.rename(filepath.Base(tmp), filepath.Base(ed.path)) }); err != nil {
+		d.remove(filepath.Base(tmp))
 		return err
 	}
-	if err := syncDir(filepath.Dir(ed.path)); err != nil {
+	if err := d.sync(); err != nil {
 		return err
 	}
 	return busyErr("%s: the app wrote during the heal; its bytes were put back", ed.path)
@@ -506,3 +520,18 @@ func Fingerprint(path string) (Identity, error) { return statIdentity(path) }
 
 // Recover resolves heals a crash left unfinished (call it before the first heal).
 func (e *Engine) Recover() ([]Recovered, error) { return e.Journal.Recover() }
+
+// ruleRoot is the rule path that contains path (the longest, when paths nest), or the file's
+// own directory when none does (a file named on the command line).
+func ruleRoot(r *policy.Rule, path string) string {
+	best := ""
+	for _, p := range r.Paths {
+		if rel, err := filepath.Rel(p, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && len(p) > len(best) {
+			best = p
+		}
+	}
+	if best == "" {
+		return filepath.Dir(path)
+	}
+	return best
+}

@@ -185,20 +185,21 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// writeTemp creates the temp file tmp with the given mode and owner, writes data and
-// fsyncs it. It returns the temp's path; the caller renames or removes it.
-func writeTemp(tmp string, data []byte, mode os.FileMode, uid, gid int) (string, error) {
+// writeTemp creates the temp file tmp (a full path) in the directory d with the given mode
+// and owner, writes data and fsyncs it. The caller renames or removes it.
+func writeTemp(d *parentDir, tmp string, data []byte, mode os.FileMode, uid, gid int) error {
+	name := filepath.Base(tmp)
 	if err := fault("create", tmp); err != nil {
-		return "", fmt.Errorf("create temp: %w", err)
+		return fmt.Errorf("create temp: %w", err)
 	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	f, err := d.openFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("create temp: %w", err)
+		return fmt.Errorf("create temp: %w", err)
 	}
-	fail := func(err error) (string, error) {
+	fail := func(err error) error {
 		f.Close()
-		os.Remove(tmp)
-		return "", err
+		d.remove(name)
+		return err
 	}
 	if uid >= 0 && (uid != os.Geteuid() || gid != os.Getegid()) {
 		if err := orFault("chown", tmp, func() error { return f.Chown(uid, gid) }); err != nil && !errors.Is(err, syscall.EPERM) {
@@ -215,10 +216,10 @@ func writeTemp(tmp string, data []byte, mode os.FileMode, uid, gid int) (string,
 		return fail(fmt.Errorf("fsync temp: %w", err))
 	}
 	if err := orFault("close", tmp, f.Close); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("close temp: %w", err)
+		d.remove(name)
+		return fmt.Errorf("close temp: %w", err)
 	}
-	return tmp, nil
+	return nil
 }
 
 // writeNew writes data to a new file at path (which must not exist), fsyncing it when sync
