@@ -27,6 +27,11 @@ type Engine struct {
 
 	inc incCache // append-only files last seen healthy
 
+	// QuietCheck, for files of apps with no lock, is how long the file must stay unchanged
+	// once more right before it is quarantined and replaced: a save that began after the
+	// file settled (a CoPaw open(w) caught between its truncate and its write) is seen.
+	QuietCheck time.Duration
+
 	// OpenWriters finds other processes holding a file open for writing (default: /proc).
 	OpenWriters func(dev, ino uint64) []int
 
@@ -280,6 +285,9 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan) (
 		return "", err
 	}
 	defer held.Release()
+	if _, unlocked := held.(noLock); unlocked && e.QuietCheck > 0 {
+		time.Sleep(e.QuietCheck)
+	}
 	e.step("locked", t.Path)
 	for _, ed := range p.edits {
 		if !sameNow(ed) {
