@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +49,18 @@ func (j Journal) begin(e *journalEntry) error {
 	}
 	b, _ := json.MarshalIndent(e, "", "  ")
 	e.file = filepath.Join(j.Root, e.ID+".json")
-	if err := writeDurable(e.file, b, 0o600); err != nil {
+	// Written under a temp name and renamed: an entry is either whole or absent, so a
+	// restart never has to guess whether a torn one belongs to a live process.
+	tmp := filepath.Join(j.Root, "."+e.ID+"."+strconv.Itoa(e.PID)+".json.tmp")
+	if err := writeNew(tmp, b, 0o600, true); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := orFault("rename", e.file, func() error { return os.Rename(tmp, e.file) }); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := syncDir(j.Root); err != nil {
+		os.Remove(e.file)
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
@@ -83,8 +95,15 @@ func (j Journal) Recover() ([]Recovered, error) {
 	for _, de := range ents {
 		name := de.Name()
 		full := filepath.Join(j.Root, name)
-		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
-			os.Remove(full) // a journal write that never completed
+		if strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json.tmp") {
+			// A journal write that never completed (nothing was applied after it), unless its
+			// writer (named in it: .<id>.<pid>.json.tmp) is alive and about to rename it.
+			parts := strings.Split(strings.TrimSuffix(name[1:], ".json.tmp"), ".")
+			pid, _ := strconv.Atoi(parts[len(parts)-1])
+			_, mine := inflight.Load(parts[0])
+			if pid <= 0 || (pid == os.Getpid() && !mine) || (pid != os.Getpid() && !lock.ProcessRunning(pid)) {
+				os.Remove(full)
+			}
 			continue
 		}
 		if !strings.HasSuffix(name, ".json") {
@@ -99,11 +118,7 @@ func (j Journal) Recover() ([]Recovered, error) {
 		}
 		var e journalEntry
 		if err := json.Unmarshal(b, &e); err != nil {
-			// Torn before it was fsynced (nothing was applied after it), or still being
-			// written by a live process: only a stale one is removed.
-			if fi, err := os.Stat(full); err == nil && time.Since(fi.ModTime()) > time.Minute {
-				os.Remove(full)
-			}
+			os.Remove(full) // entries are renamed into place whole: this one is not ours to read
 			continue
 		}
 		if _, mine := inflight.Load(e.ID); mine {

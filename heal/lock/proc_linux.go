@@ -83,3 +83,6 @@ func ProcessAlive(pid int, start uint64) bool {
 	now, ok := procStartTime(pid)
 	return ok && now == start
 }
+
+// ProcessRunning reports whether a process with this pid exists (not a zombie).
+func ProcessRunning(pid int) bool { return pidAlive(int64(pid)) }
