@@ -175,7 +175,7 @@ func (d *loop) setPolicy(cfg *policy.Config) {
 	d.cfg = cfg
 	d.eng = heal.New(cfg)
 	d.eng.Step = d.o.Step
-	d.eng.QuietCheck = 100 * time.Millisecond
+	d.eng.QuietCheck = 20 * time.Millisecond
 	if d.o.Level != nil {
 		d.o.Level.Set(levelOf(cfg.Log.Level))
 	}
