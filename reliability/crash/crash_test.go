@@ -441,19 +441,28 @@ func indent(s string) string {
 
 func newRunDir() (string, error) { return os.MkdirTemp(workDir, "run-") }
 
+// setup lays the input out in a fresh run directory; a failure is logged against the run.
+func (r run) setup() (env, bool) {
+	dir, err := newRunDir()
+	if err != nil {
+		r.log.add("", "run dir: %v", err)
+		return env{}, false
+	}
+	e, err := r.s.layout(dir, "50ms")
+	if err != nil {
+		r.log.add("", "layout: %v", err)
+		return env{}, false
+	}
+	return e, true
+}
+
 // crashAtPoint: heal with SESSIONMEDIC_CRASH_AT, then the restart.
 func (r run) crashAtPoint(p point) {
 	sem <- struct{}{}
 	defer func() { <-sem }()
 	start := time.Now()
-	dir, err := newRunDir()
-	if err != nil {
-		r.log.add("", "run dir: %v", err)
-		return
-	}
-	e, err := r.s.layout(dir, "50ms")
-	if err != nil {
-		r.log.add("", "layout: %v", err)
+	e, ok := r.setup()
+	if !ok {
 		return
 	}
 	crashed := runHeal(e, p.String(), 2*time.Minute)
@@ -466,14 +475,8 @@ func (r run) killAfter(delay time.Duration) {
 	sem <- struct{}{}
 	defer func() { <-sem }()
 	start := time.Now()
-	dir, err := newRunDir()
-	if err != nil {
-		r.log.add("", "run dir: %v", err)
-		return
-	}
-	e, err := r.s.layout(dir, "50ms")
-	if err != nil {
-		r.log.add("", "layout: %v", err)
+	e, ok := r.setup()
+	if !ok {
 		return
 	}
 	cmd, so, se := healCmd(e, "")
@@ -494,14 +497,8 @@ func (r run) daemonAtPoint(p point) {
 	sem <- struct{}{}
 	defer func() { <-sem }()
 	start := time.Now()
-	dir, err := newRunDir()
-	if err != nil {
-		r.log.add("", "run dir: %v", err)
-		return
-	}
-	e, err := r.s.layout(dir, "50ms")
-	if err != nil {
-		r.log.add("", "layout: %v", err)
+	e, ok := r.setup()
+	if !ok {
 		return
 	}
 	var bad []string
