@@ -154,11 +154,11 @@ func TestReloadKeepsOldPolicyOnError(t *testing.T) {
 	bad = false
 	reload <- struct{}{}
 	waitFor(t, "policy.reloaded", func() bool { return len(logs.events("policy.reloaded")) == 1 })
-	mu.Lock()
-	defer mu.Unlock()
-	joined := strings.Join(notes, "|")
-	if !strings.Contains(joined, "READY=1") || !strings.Contains(joined, "RELOADING=1|READY=1") {
-		t.Fatalf("notifications: %q", joined)
+	// READY=1 follows the rescan under the new policy, a moment after policy.reloaded.
+	joined := func() string { mu.Lock(); defer mu.Unlock(); return strings.Join(notes, "|") }
+	waitFor(t, "READY=1 after RELOADING=1", func() bool { return strings.Contains(joined(), "RELOADING=1|READY=1") })
+	if j := joined(); !strings.HasPrefix(j, "READY=1") || strings.Count(j, "RELOADING=1") != 1 {
+		t.Fatalf("notifications: %q", j)
 	}
 }
 
