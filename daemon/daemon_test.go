@@ -226,3 +226,45 @@ func TestFlappingFileStopsBeingHealed(t *testing.T) {
 		t.Fatalf("a flapping file was healed again: %q", b)
 	}
 }
+
+// An app without a lock that writes over a healed file the moment the heal's rename lands
+// wrote a version of its own: its event must not pass for the event of the heal, and its
+// damage is healed in turn.
+func TestAppWriteRightAfterHealIsNotTakenForOurs(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "s.jsonl")
+	os.WriteFile(p, []byte("{\"a\":1}\n"), 0o644)
+	cfg := testPolicy(t, root)
+	var logs logBuf
+	ready := make(chan struct{})
+	var once sync.Once
+	appWrote := make(chan struct{})
+	cancel, done := start(t, Options{
+		Load: func() (*policy.Config, []string, error) { return cfg, nil, nil },
+		Log:  slog.New(slog.NewJSONHandler(&logs, nil)), Ready: ready, Notify: func(string) error { return nil },
+		Step: func(step, path string) {
+			if step != "renamed" || path != p {
+				return
+			}
+			once.Do(func() {
+				// The app saves in place (open "w"), over the file the heal just renamed
+				// there, and its save is torn too.
+				if err := os.WriteFile(p, []byte("{\"a\":1}\n{\"b\":2}\n{\"b\""), 0o644); err != nil {
+					t.Error(err)
+				}
+				close(appWrote)
+			})
+		},
+	})
+	defer func() { cancel(); <-done }()
+	<-ready
+	os.WriteFile(p, []byte("{\"a\":1}\n{\"a\""), 0o644)
+	<-appWrote
+	waitFor(t, "the app's torn save to be healed too", func() bool {
+		b, _ := os.ReadFile(p)
+		return string(b) == "{\"a\":1}\n{\"b\":2}\n" && len(logs.events("file.healed")) == 2
+	})
+	if ev := logs.events("file.healed"); len(ev) != 2 || ev[0]["quarantine"] == ev[1]["quarantine"] {
+		t.Fatalf("file.healed events: %v", ev)
+	}
+}

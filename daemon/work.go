@@ -185,13 +185,10 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		d.m.quarantineBytes.Add(float64(r.QuarantinedBytes))
 		log.Warn("file.healed", "kind", r.Kind, "strategy", r.Strategy, "quarantine", r.Quarantine,
 			"lost_bytes", r.LostBytes, "lost_records", r.LostRecords)
-		if id, err := heal.Fingerprint(p); err == nil {
-			d.ours[p] = id
-		}
-		for _, also := range r.Also {
-			if id, err := heal.Fingerprint(also); err == nil {
-				d.ours[also] = id
-			}
+		// Only the version the heal itself left is ours (taken at the replace, not now: an
+		// app may have written over it since, and that write's event must be seen).
+		for path, id := range r.Wrote {
+			d.ours[path] = id
 		}
 		delete(d.retries, p)
 		d.breaker(j.t, log)

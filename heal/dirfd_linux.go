@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -85,6 +86,19 @@ func (d *parentDir) link(from, to string) error {
 		return &os.LinkError{Op: "link", Old: filepath.Join(d.path, from), New: filepath.Join(d.path, to), Err: err}
 	}
 	return nil
+}
+
+// stat is lstat of name in the directory.
+func (d *parentDir) stat(name string) (Identity, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return Identity{}, &os.PathError{Op: "stat", Path: filepath.Join(d.path, name), Err: err}
+	}
+	return Identity{
+		Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size,
+		Mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec), Ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
+		Mode: st.Mode & 0o777, UID: st.Uid, GID: st.Gid, Nlink: uint64(st.Nlink),
+	}, nil
 }
 
 func (d *parentDir) remove(name string) { _ = unix.Unlinkat(d.fd, name, 0) }

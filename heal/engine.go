@@ -247,7 +247,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		r.Action = ActionWouldHeal
 		return r
 	}
-	q, err := e.apply(ctx, t, in, p)
+	q, err := e.apply(ctx, t, in, p, &r.Wrote)
 	switch {
 	case err == nil:
 		r.Action, r.Quarantine = ActionHealed, q
@@ -279,7 +279,10 @@ func sameNow(ed edit) bool {
 
 // apply runs DESIGN §7 steps 4–8 for one plan. It returns the quarantine entry of the
 // inspected file.
-func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan) (string, error) {
+//
+// written receives, per file replaced, the identity of the version this heal left there, as
+// long as nobody had changed it by the time the replace was done.
+func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, written *map[string]Identity) (string, error) {
 	held, err := e.takeLock(ctx, t.Rule, t.Path, in.ctx.typ)
 	if err != nil {
 		return "", err
@@ -337,8 +340,14 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan) (
 	// inspected file could no longer see.
 	changed := false
 	for i := len(p.edits) - 1; i >= 0; i-- {
-		renamed, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path, ruleRoot(t.Rule, t.Path))
+		renamed, wrote, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path, ruleRoot(t.Rule, t.Path))
 		changed = changed || renamed
+		if wrote.Ino != 0 {
+			if *written == nil {
+				*written = map[string]Identity{}
+			}
+			(*written)[p.edits[i].path] = wrote
+		}
 		if err != nil {
 			// Edits already applied are valid on their own; this entry is resolved now
 			// rather than at the next start. Nothing replaced, nothing to keep.
@@ -375,11 +384,12 @@ func (e *Engine) dropQuarantine(entry *journalEntry) {
 
 // replace durably puts ed.data at ed.path through the temp file tmp. root is the rule's root:
 // the file's directory is reached from it without following symlinks, and every operation
-// goes through that directory's descriptor.
-func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, err error) {
+// goes through that directory's descriptor. wrote is the identity of the file it left there
+// (zero when it cannot tell that file from a later write of the app's).
+func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote Identity, err error) {
 	d, err := openParent(root, ed.path)
 	if err != nil {
-		return false, busyErr("%v", err)
+		return false, Identity{}, busyErr("%v", err)
 	}
 	defer d.close()
 	name, tmpName := filepath.Base(ed.path), filepath.Base(tmp)
@@ -396,88 +406,101 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, err e
 		// through the directory we hold.
 		f, err := d.openFile(name, os.O_RDONLY, 0)
 		if err != nil {
-			return false, busyErr("%s: %v", ed.path, err)
+			return false, Identity{}, busyErr("%s: %v", ed.path, err)
 		}
 		old = f
 		defer old.Close()
 		fi, err := old.Stat()
 		if err != nil || !identityOf(fi).Same(ed.oldID) {
-			return false, busyErr("%s changed before the replace", ed.path)
+			return false, Identity{}, busyErr("%s changed before the replace", ed.path)
 		}
 		if e.OpenWriters != nil {
 			if pids := e.OpenWriters(ed.oldID.Dev, ed.oldID.Ino); len(pids) > 0 {
 				// A rename would strand the writer's later writes in the old inode: only a
 				// pure tail cut, in place, is allowed.
 				if !bytes.HasPrefix(ed.old, ed.data) {
-					return false, busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
+					return false, Identity{}, busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
 				}
 				return e.truncate(d, ed, target)
 			}
 		}
 	}
-	if err := writeTemp(d, tmp, ed.data, mode, uid, gid); err != nil {
-		return false, err
+	tmpID, err := writeTemp(d, tmp, ed.data, mode, uid, gid)
+	if err != nil {
+		return false, Identity{}, err
 	}
 	e.step("temp-written", target)
 	if old != nil {
 		if fi, err := old.Stat(); err != nil || !identityOf(fi).Same(ed.oldID) {
 			d.remove(tmpName)
-			return false, busyErr("%s changed before the rename", ed.path)
+			return false, Identity{}, busyErr("%s changed before the rename", ed.path)
 		}
 	}
 	if !d.stillThere(root) {
 		d.remove(tmpName)
-		return false, busyErr("%s: %v", ed.path, errMoved)
+		return false, Identity{}, busyErr("%s: %v", ed.path, errMoved)
 	}
 	if ed.missing {
 		// link(2) never clobbers: if the app created the file meanwhile, we lose the race cleanly.
 		err = orFault("link", ed.path, func() error { return d.link(tmpName, name) })
 		d.remove(tmpName)
 		if errors.Is(err, os.ErrExist) {
-			return false, busyErr("%s appeared before the restore", ed.path)
+			return false, Identity{}, busyErr("%s appeared before the restore", ed.path)
 		}
 	} else {
 		err = orFault("rename", ed.path, func() error { return d.rename(tmpName, name) })
 	}
 	if err != nil {
 		d.remove(tmpName)
-		return false, fmt.Errorf("replace %s: %w", ed.path, err)
+		return false, Identity{}, fmt.Errorf("replace %s: %w", ed.path, err)
 	}
 	if err := d.sync(); err != nil {
-		return true, err
+		return true, Identity{}, err
 	}
 	e.step("renamed", target)
 	if old != nil {
 		if fi, err := old.Stat(); err == nil {
 			now := identityOf(fi)
 			if now.Size != ed.oldID.Size || !now.Mtime.Equal(ed.oldID.Mtime) {
-				return true, e.putBack(d, old, ed)
+				return true, Identity{}, e.putBack(d, old, ed)
 			}
 		}
 	}
-	return true, nil
+	// The file there now is ours only while it is still the inode we wrote, unchanged since
+	// (the rename gave it a new ctime): an app without a lock may already have written over
+	// it in place, and that write must not pass for ours.
+	if now, err := d.stat(name); err == nil && now.Ino == tmpID.Ino && now.Size == tmpID.Size && now.Mtime.Equal(tmpID.Mtime) {
+		wrote = now
+	}
+	return true, wrote, nil
 }
 
 // truncate cuts the file in place to the plan's prefix, after the same identity check.
 // It reports whether the file was changed (the cut happened), even when a later step failed.
-func (e *Engine) truncate(d *parentDir, ed edit, target string) (bool, error) {
+func (e *Engine) truncate(d *parentDir, ed edit, target string) (bool, Identity, error) {
 	f, err := d.openFile(filepath.Base(ed.path), os.O_WRONLY, 0)
 	if err != nil {
-		return false, busyErr("%s: %v", ed.path, err)
+		return false, Identity{}, busyErr("%s: %v", ed.path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || !identityOf(fi).Same(ed.oldID) {
-		return false, busyErr("%s changed before the truncate", ed.path)
+		return false, Identity{}, busyErr("%s changed before the truncate", ed.path)
 	}
 	if err := orFault("truncate", ed.path, func() error { return f.Truncate(int64(len(ed.data))) }); err != nil {
-		return false, fmt.Errorf("truncate %s: %w", ed.path, err)
+		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
 	}
 	if err := orFault("fsync", ed.path, f.Sync); err != nil {
-		return true, fmt.Errorf("fsync %s: %w", ed.path, err)
+		return true, Identity{}, fmt.Errorf("fsync %s: %w", ed.path, err)
 	}
 	e.step("renamed", target)
-	return true, nil
+	// The writer holding the file open may append at any moment: what we left is ours only
+	// as this fstat shows it, and its next append changes that.
+	var wrote Identity
+	if fi, err := f.Stat(); err == nil {
+		wrote = identityOf(fi)
+	}
+	return true, wrote, nil
 }
 
 // putBack: the app wrote into the old inode while we renamed over it. Its bytes are the
@@ -493,7 +516,7 @@ func (e *Engine) putBack(d *parentDir, old *os.File, ed edit) error {
 		return err
 	}
 	tmp := tempName(ed.path)
-	if err := writeTemp(d, tmp, buf, os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
+	if _, err := writeTemp(d, tmp, buf, os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
 		return err
 	}
 	if err := orFault("rename", ed.path, func() error { return d.rename(filepath.Base(tmp), filepath.Base(ed.path)) }); err != nil {

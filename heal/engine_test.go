@@ -98,6 +98,43 @@ func TestNewBytesWrittenIntoTheOldInodeArePutBack(t *testing.T) {
 	}
 }
 
+// Report.Wrote names the version a heal left, and only while nobody wrote over it: an app
+// without a lock that saves in place right after the rename made a version of its own.
+func TestReportWroteIsTheHealsOwnVersion(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(dir, 0o755)
+	e := testEngine(t, "copaw", dir)
+	p := filepath.Join(dir, "c.json")
+	rule := &e.Policy.Rules[0]
+
+	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
+	r := e.Heal(context.Background(), Target{Path: p, Rule: rule}, false)
+	if r.Action != ActionHealed {
+		t.Fatalf("heal: %+v", r)
+	}
+	now, err := Fingerprint(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := r.Wrote[p]; !ok || !w.Same(now) {
+		t.Fatalf("Wrote[%s] = %+v (present %v), the file is %+v", p, w, ok, now)
+	}
+
+	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
+	e.Step = func(s, path string) {
+		if s == "renamed" {
+			os.WriteFile(p, []byte(`{"agent": {"n": 1}}{"ag`), 0o644) // open "w", in place
+		}
+	}
+	r = e.Heal(context.Background(), Target{Path: p, Rule: rule}, false)
+	if r.Action != ActionHealed {
+		t.Fatalf("heal: %+v", r)
+	}
+	if w, ok := r.Wrote[p]; ok {
+		t.Fatalf("the app's save after the rename passes for the heal's: %+v", w)
+	}
+}
+
 func TestCrashAtEveryStepLeavesOldOrNew(t *testing.T) {
 	for _, step := range []string{"locked", "quarantined", "journaled", "temp-written", "renamed", "done"} {
 		t.Run(step, func(t *testing.T) {

@@ -187,14 +187,14 @@ func syncDir(dir string) error {
 
 // writeTemp creates the temp file tmp (a full path) in the directory d with the given mode
 // and owner, writes data and fsyncs it. The caller renames or removes it.
-func writeTemp(d *parentDir, tmp string, data []byte, mode os.FileMode, uid, gid int) error {
+func writeTemp(d *parentDir, tmp string, data []byte, mode os.FileMode, uid, gid int) (Identity, error) {
 	name := filepath.Base(tmp)
 	if err := fault("create", tmp); err != nil {
-		return fmt.Errorf("create temp: %w", err)
+		return Identity{}, fmt.Errorf("create temp: %w", err)
 	}
 	f, err := d.openFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("create temp: %w", err)
+		return Identity{}, fmt.Errorf("create temp: %w", err)
 	}
 	fail := func(err error) error {
 		f.Close()
@@ -203,23 +203,29 @@ func writeTemp(d *parentDir, tmp string, data []byte, mode os.FileMode, uid, gid
 	}
 	if uid >= 0 && (uid != os.Geteuid() || gid != os.Getegid()) {
 		if err := orFault("chown", tmp, func() error { return f.Chown(uid, gid) }); err != nil && !errors.Is(err, syscall.EPERM) {
-			return fail(fmt.Errorf("chown temp: %w", err))
+			return Identity{}, fail(fmt.Errorf("chown temp: %w", err))
 		}
 	}
 	if err := orFault("chmod", tmp, func() error { return f.Chmod(mode) }); err != nil {
-		return fail(fmt.Errorf("chmod temp: %w", err))
+		return Identity{}, fail(fmt.Errorf("chmod temp: %w", err))
 	}
 	if err := orFault("write", tmp, func() error { _, err := f.Write(data); return err }); err != nil {
-		return fail(fmt.Errorf("write temp: %w", err))
+		return Identity{}, fail(fmt.Errorf("write temp: %w", err))
 	}
 	if err := orFault("fsync", tmp, f.Sync); err != nil {
-		return fail(fmt.Errorf("fsync temp: %w", err))
+		return Identity{}, fail(fmt.Errorf("fsync temp: %w", err))
+	}
+	// What we wrote, as the file's identity shows it: the daemon tells the event of its own
+	// write from an app's later one by it.
+	fi, err := f.Stat()
+	if err != nil {
+		return Identity{}, fail(fmt.Errorf("stat temp: %w", err))
 	}
 	if err := orFault("close", tmp, f.Close); err != nil {
 		d.remove(name)
-		return fmt.Errorf("close temp: %w", err)
+		return Identity{}, fmt.Errorf("close temp: %w", err)
 	}
-	return nil
+	return identityOf(fi), nil
 }
 
 // writeNew writes data to a new file at path (which must not exist), fsyncing it when sync

@@ -97,4 +97,8 @@ type Report struct {
 	Also        []string `json:"also,omitempty"`   // other files a plan changed
 
 	QuarantinedBytes int64 `json:"-"` // bytes this heal put into quarantine
+	// Wrote is, per file this heal replaced, the identity of the version it left there
+	// (absent when an app wrote over it before the heal could look): the daemon ignores the
+	// events of exactly that version, never of an app's write that followed.
+	Wrote map[string]Identity `json:"-"`
 }

@@ -29,5 +29,6 @@ func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (string, er
 		// A missing file has no mode to keep: use the one recorded in the manifest.
 		p.edits[0].oldID = Identity{Mode: m.Identity.Mode, UID: m.Identity.UID, GID: m.Identity.GID}
 	}
-	return e.apply(ctx, t, in, p)
+	var wrote map[string]Identity
+	return e.apply(ctx, t, in, p, &wrote)
 }

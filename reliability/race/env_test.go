@@ -348,8 +348,8 @@ func (e *env) awaitVerdict(ctx context.Context, inj *injection) {
 		e.fig.reportedOnly.Add(1)
 	default:
 		e.fig.unreported.Add(1)
-		e.problem("%s %s: injected %s at %s was neither healed nor reported within %v",
-			inj.style, inj.path, inj.kind, inj.at.Format("15:04:05.000000"), e.healWait)
+		e.problem("%s %s: injected %s at %s was neither healed nor reported within %v\n%s",
+			inj.style, inj.path, inj.kind, inj.at.Format("15:04:05.000000"), e.healWait, e.history(inj.path, e.healWait+3*time.Second))
 	}
 }
 

@@ -306,6 +306,13 @@ rules:
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.problems) > 0 {
+		// The log tail first and the problems last: a CI log that keeps only the end of the
+		// output still shows what went wrong.
+		tail := strings.Split(d.log.tailText(), "\n")
+		if len(tail) > 60 {
+			tail = tail[len(tail)-60:]
+		}
+		t.Logf("daemon log tail:\n%s", strings.Join(tail, "\n"))
 		for i, p := range e.problems {
 			if i == 25 {
 				t.Errorf("… and %d more", len(e.problems)-25)
@@ -313,11 +320,6 @@ rules:
 			}
 			t.Error(p)
 		}
-		tail := strings.Split(d.log.tailText(), "\n")
-		if len(tail) > 60 {
-			tail = tail[len(tail)-60:]
-		}
-		t.Logf("daemon log tail:\n%s", strings.Join(tail, "\n"))
 	}
 	if r.Damages == 0 || r.AppWrites == 0 {
 		t.Errorf("the run did nothing: %d writes, %d damages", r.AppWrites, r.Damages)
