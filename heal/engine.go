@@ -454,17 +454,23 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 		d.remove(tmpName)
 		return false, Identity{}, fmt.Errorf("replace %s: %w", ed.path, err)
 	}
+	// An app without a lock that opened the path before the rename writes into the old inode,
+	// now unlinked: wait until nobody holds it open for writing any more (nobody can open it
+	// anew), then put back whatever such a write left in it. Checked at once, to keep short
+	// the time the path holds our version instead of the app's newer one, and again after the
+	// directory fsync.
+	if old != nil {
+		e.awaitWriters(ed.oldID)
+		if oldChanged(old, ed.oldID) {
+			return true, Identity{}, e.putBack(d, old, ed, tmpID)
+		}
+	}
 	if err := d.sync(); err != nil {
 		return true, Identity{}, err
 	}
 	e.step("renamed", target)
-	if old != nil {
-		if fi, err := old.Stat(); err == nil {
-			now := identityOf(fi)
-			if now.Size != ed.oldID.Size || !now.Mtime.Equal(ed.oldID.Mtime) {
-				return true, Identity{}, e.putBack(d, old, ed)
-			}
-		}
+	if old != nil && oldChanged(old, ed.oldID) {
+		return true, Identity{}, e.putBack(d, old, ed, tmpID)
 	}
 	// The file there now is ours only while it is still the inode we wrote, unchanged since
 	// (the rename gave it a new ctime): an app without a lock may already have written over
@@ -506,10 +512,39 @@ func (e *Engine) truncate(d *parentDir, ed edit, target string) (bool, Identity,
 // putBack: the app wrote into the old inode while we renamed over it. Its bytes are the
 // newest it has: they go back in place (the same durable replace) and the file is looked at
 // again later.
-func (e *Engine) putBack(d *parentDir, old *os.File, ed edit) error {
+// oldChanged reports whether the replaced inode was written since it was read (its link
+// count and ctime changed with the rename; its size and mtime only with a write).
+func oldChanged(old *os.File, was Identity) bool {
+	fi, err := old.Stat()
+	if err != nil {
+		return false
+	}
+	now := identityOf(fi)
+	return now.Size != was.Size || !now.Mtime.Equal(was.Mtime)
+}
+
+// awaitWriters waits, for up to a second, until no other process holds the inode open for
+// writing.
+func (e *Engine) awaitWriters(id Identity) {
+	if e.OpenWriters == nil {
+		return
+	}
+	for i := 0; i < 100 && len(e.OpenWriters(id.Dev, id.Ino)) > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// putBack puts the bytes an app wrote into the replaced inode back at the path, unless the
+// path no longer holds the version the heal renamed there (ours: the temp file's identity),
+// which means the app has saved again through the path since, and that newer save stands.
+func (e *Engine) putBack(d *parentDir, old *os.File, ed edit, ours Identity) error {
 	fi, err := old.Stat()
 	if err != nil {
 		return err
+	}
+	name := filepath.Base(ed.path)
+	if now, err := d.stat(name); err != nil || now.Ino != ours.Ino || now.Size != ours.Size || !now.Mtime.Equal(ours.Mtime) {
+		return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
 	}
 	buf := make([]byte, fi.Size())
 	if _, err := old.ReadAt(buf, 0); err != nil && fi.Size() > 0 {

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,6 +134,98 @@ func TestReportWroteIsTheHealsOwnVersion(t *testing.T) {
 	}
 	if w, ok := r.Wrote[p]; ok {
 		t.Fatalf("the app's save after the rename passes for the heal's: %+v", w)
+	}
+}
+
+// An app without a lock that opened the file (open "w": truncated at once) just before the
+// rename and writes a moment after it: the heal waits for it to close the old inode, then puts
+// its bytes back; none lands in the unlinked inode unseen.
+func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(dir, 0o755)
+	e := testEngine(t, "copaw", dir)
+	p := filepath.Join(dir, "c.json")
+	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
+	app := []byte(`{"agent": {"n": 2}}`)
+	var writing atomic.Bool
+	e.OpenWriters = func(dev, ino uint64) []int {
+		if writing.Load() {
+			return []int{4242}
+		}
+		return nil
+	}
+	var once sync.Once
+	SetFaultHook(func(op, path string) error {
+		if op != "rename" || path != p {
+			return nil
+		}
+		once.Do(func() {
+			// Past every check, just before the rename: the app's save begins...
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			writing.Store(true)
+			go func() {
+				time.Sleep(150 * time.Millisecond) // ...and ends after the rename
+				f.Write(app)
+				f.Close()
+				writing.Store(false)
+			}()
+		})
+		return nil
+	})
+	defer SetFaultHook(nil)
+	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if r.Verdict != Busy {
+		t.Fatalf("want busy after the app raced the rename: %+v", r)
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, app) {
+		t.Fatalf("the app's save is not at the path: %q", b)
+	}
+}
+
+// The app wrote into the old inode and then saved again through the path: its newer save
+// stands, the older bytes are not put back over it.
+func TestPutBackNeverCoversANewerSave(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(dir, 0o755)
+	e := testEngine(t, "copaw", dir)
+	p := filepath.Join(dir, "c.json")
+	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
+	older, newer := []byte(`{"agent": {"n": 1}}`), []byte(`{"agent": {"n": 1, "m": 2}}`)
+	var held *os.File
+	var writing atomic.Bool
+	e.OpenWriters = func(dev, ino uint64) []int {
+		if writing.Load() {
+			// Polled after the rename: the app finishes its save into the old inode,
+			// then saves again, through the path.
+			held.Write(older)
+			held.Close()
+			os.WriteFile(p, newer, 0o644)
+			writing.Store(false)
+			return []int{4242}
+		}
+		return nil
+	}
+	var once sync.Once
+	SetFaultHook(func(op, path string) error {
+		if op == "rename" && path == p {
+			once.Do(func() {
+				held, _ = os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+				writing.Store(true)
+			})
+		}
+		return nil
+	})
+	defer SetFaultHook(nil)
+	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if r.Verdict != Busy {
+		t.Fatalf("want busy: %+v", r)
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, newer) {
+		t.Fatalf("the app's newest save is not at the path: %q", b)
 	}
 }
 

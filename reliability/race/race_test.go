@@ -47,6 +47,7 @@ type result struct {
 	RacingDeferred   int64            `json:"racing_never_healed"`
 	PutBacks         int64            `json:"app_bytes_put_back_by_daemon"`
 	RolledBack       int64            `json:"transient_rollbacks"`
+	RollbackMaxMs    float64          `json:"transient_rollback_max_ms"`
 	ByKind           map[string]int   `json:"injections_by_style_kind"`
 	Outcomes         map[string]int   `json:"outcomes"`
 	PerStyle         map[string]int64 `json:"writes_by_style"`
@@ -119,7 +120,7 @@ rules:
 	if mode == "inproc" && raceEnabled {
 		healWait = 15 * time.Second
 	}
-	e := &env{root: root, state: state, fig: &figure{}, healWait: healWait, locks: map[string][]interval{}}
+	e := &env{root: root, state: state, fig: &figure{}, healWait: healWait, locks: map[string][]interval{}, unlocked: map[string]bool{}}
 	d := startDaemon(t, mode, policyFile, 5)
 	e.log = d.log
 	stopped := false
@@ -140,6 +141,11 @@ rules:
 			writerSpec{&openviking{sessions: dirs["openviking"], tag: tag, host: e}, "ov" + tag},
 			writerSpec{&agent{dir: dirs["agent"], tag: tag, host: e}, "ag" + tag},
 		)
+	}
+	for _, sp := range specs {
+		if !sp.st.hasLock() && !sp.st.heldOpen() {
+			e.unlocked[sp.st.name()] = true
+		}
 	}
 	keep := map[string]bool{}
 	for _, st := range strings.Split(*styles, ",") {
@@ -288,7 +294,7 @@ rules:
 		Healed: f.healed.Load(), Refused: f.refused.Load(), ReportedOnly: f.reportedOnly.Load(), Unreported: f.unreported.Load(),
 		Heals: heals, Manifests: len(manifests), Lost: f.lost.Load(), Unexpected: f.unexpected.Load(),
 		HealsInLock: f.healInLock.Load(), BadResults: f.badResult.Load(), Spurious: spurious,
-		Racing: f.racing.Load(), RacingHealed: f.racingHealed.Load(), RacingSuperseded: f.racingSuperseded.Load(), RacingDeferred: f.racingDeferred.Load(), PutBacks: f.putBacks.Load(), RolledBack: f.rolledBack.Load(),
+		Racing: f.racing.Load(), RacingHealed: f.racingHealed.Load(), RacingSuperseded: f.racingSuperseded.Load(), RacingDeferred: f.racingDeferred.Load(), PutBacks: f.putBacks.Load(), RolledBack: f.rolledBack.Load(), RollbackMaxMs: float64(f.rollbackMax.Microseconds()) / 1e3,
 		LockTimeouts: f.lockTimeouts.Load(), MaxLockWaitMs: float64(f.lockWaitMax.Load()) / 1e6,
 		BusyEvents: busy, DamagedEvents: damagedEv, ByKind: byKind, Outcomes: outcomes, PerStyle: perStyle,
 		DaemonExit: exit, DaemonStderrOdd: odd, SettledAfterStop: settled,
