@@ -27,6 +27,9 @@ type Engine struct {
 
 	inc incCache // append-only files last seen healthy
 
+	// OneShot: every file is inspected once (the CLI), so no incremental state is kept.
+	OneShot bool
+
 	// QuietCheck, for files of apps with no lock, is how long the file must stay unchanged
 	// once more right before it is quarantined and replaced: a save that began after the
 	// file settled (a CoPaw open(w) caught between its truncate and its write) is seen.
@@ -100,7 +103,9 @@ func (e *Engine) inspect(t Target) *inspection {
 			case err == nil && v.Status == Healthy:
 				in.id, in.verdict = id, v
 				e.inc.full.Add(1)
-				e.inc.rememberFile(t.Path, in.ctx.typ, id)
+				if !e.OneShot {
+					e.inc.rememberFile(t.Path, in.ctx.typ, id)
+				}
 				in.incremental = true // no bytes held: no last-good copy of a file this large
 				return in
 			case err == nil && id.Size > planLimit:
@@ -132,7 +137,7 @@ func (e *Engine) inspect(t Target) *inspection {
 		in.verdict = inspectBytes(&in.ctx, data)
 		if appendOnly(in.ctx.typ) {
 			e.inc.full.Add(1)
-			if in.verdict.Status == Healthy {
+			if in.verdict.Status == Healthy && !e.OneShot {
 				e.inc.remember(t.Path, in.ctx.typ, id, data)
 			} else {
 				e.inc.drop(t.Path)

@@ -2,8 +2,7 @@ package heal
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
+	"hash/maphash"
 	"io"
 	"os"
 	"sync"
@@ -28,7 +27,7 @@ const (
 type incEntry struct {
 	dev, ino     uint64
 	size         int64
-	head, window uint64 // sha256 prefixes of the checked windows
+	head, window uint64 // hashes of the checked windows (maphash: the cache lives in memory only)
 	passes       int32
 }
 
@@ -67,6 +66,16 @@ func (c *incCache) drop(path string) {
 	delete(c.m, path)
 }
 
+// windowSeed keys the window hashes: they are compared only within this process.
+var windowSeed = maphash.MakeSeed()
+
+// windowHashesOf hashes the head and the last window of data.
+func windowHashesOf(data []byte) (head, window uint64) {
+	n := int64(len(data))
+	return maphash.Bytes(windowSeed, data[:min(n, incHead)]), maphash.Bytes(windowSeed, data[max(0, n-incWindow):])
+}
+
+// windowHashes is windowHashesOf for the first size bytes of r.
 func windowHashes(r io.ReaderAt, size int64) (head, window uint64, err error) {
 	h := make([]byte, min(size, incHead))
 	if _, err := r.ReadAt(h, 0); err != nil && err != io.EOF {
@@ -77,8 +86,7 @@ func windowHashes(r io.ReaderAt, size int64) (head, window uint64, err error) {
 	if _, err := r.ReadAt(w, start); err != nil && err != io.EOF {
 		return head, window, err
 	}
-	hs, ws := sha256.Sum256(h), sha256.Sum256(w)
-	return binary.LittleEndian.Uint64(hs[:8]), binary.LittleEndian.Uint64(ws[:8]), nil
+	return maphash.Bytes(windowSeed, h), maphash.Bytes(windowSeed, w), nil
 }
 
 // remember records a file just validated in full as healthy.
@@ -87,7 +95,7 @@ func (c *incCache) remember(path string, t fileType, id Identity, data []byte) {
 		c.drop(path)
 		return
 	}
-	head, window, _ := windowHashes(bytes.NewReader(data), int64(len(data)))
+	head, window := windowHashesOf(data)
 	c.put(path, incEntry{dev: id.Dev, ino: id.Ino, size: int64(len(data)), head: head, window: window})
 }
 

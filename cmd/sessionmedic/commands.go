@@ -44,6 +44,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		return 0, err
 	}
 	eng := heal.New(cfg)
+	eng.OneShot = true // each file is inspected once: no incremental state to keep
 	eng.Step = stepHook
 	log := newLogger(stderr)
 	if doHeal && !dry {
