@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 func TestWatchLimitMessage(t *testing.T) {
@@ -50,4 +51,80 @@ func TestInstanceLimitMessage(t *testing.T) {
 	if want := "raise fs.inotify.max_user_instances"; !strings.Contains(err.Error(), want) {
 		t.Errorf("%q does not say %q", err, want)
 	}
+}
+
+// A watch refused for the watch limit is tried again: once the operator raises the limit,
+// the directory is watched without a restart, and what is in it is reported as changed.
+func TestFailedWatchIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		root := t.TempDir()
+		sub := filepath.Join(root, "sessions")
+		deeper := filepath.Join(sub, "deeper")
+		writeFile(t, filepath.Join(sub, "a.json"), "{}")
+		writeFile(t, filepath.Join(deeper, "b.json"), "{}")
+		src := newFakeSource()
+		src.mu.Lock()
+		src.addErr[sub] = syscall.ENOSPC
+		src.mu.Unlock()
+		h := start(t, Options{Roots: []string{root}, Source: src, RetryWatches: 30 * time.Second, Settle: fixed(time.Second, 0)})
+		defer h.stop()
+		synctest.Wait()
+		if n := h.w.Dirs(); n != 1 {
+			t.Fatalf("Dirs() = %d, want 1 (the root; sessions/ was refused)", n)
+		}
+
+		// Still at the limit at the first retry: reported again, nothing else.
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if n, errs := h.w.Dirs(), h.gotErrors(); n != 1 || len(errs) != 2 {
+			t.Fatalf("after a failed retry: Dirs() = %d, errors %v", n, errs)
+		}
+
+		// The limit is raised: the next retry watches the tree and reports its files.
+		src.mu.Lock()
+		delete(src.addErr, sub)
+		src.mu.Unlock()
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if n := h.w.Dirs(); n != 3 {
+			t.Fatalf("Dirs() = %d after the limit was raised, want 3", n)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		want := []string{filepath.Join(sub, "a.json"), filepath.Join(deeper, "b.json")}
+		got := h.paths()
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+	})
+}
+
+// A root whose own watch was refused is tried again too.
+func TestFailedRootWatchIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		root := t.TempDir()
+		writeFile(t, filepath.Join(root, "a.json"), "{}")
+		src := newFakeSource()
+		src.mu.Lock()
+		src.addErr[root] = syscall.ENOSPC
+		src.mu.Unlock()
+		h := start(t, Options{Roots: []string{root}, Source: src, RetryWatches: 30 * time.Second, Settle: fixed(time.Second, 0)})
+		defer h.stop()
+		synctest.Wait()
+		if n := h.w.Dirs(); n != 0 {
+			t.Fatalf("Dirs() = %d, want 0", n)
+		}
+		src.mu.Lock()
+		delete(src.addErr, root)
+		src.mu.Unlock()
+		time.Sleep(31 * time.Second)
+		synctest.Wait()
+		if n := h.w.Dirs(); n != 1 {
+			t.Fatalf("Dirs() = %d after the retry, want 1", n)
+		}
+		if got := h.paths(); !slices.Equal(got, []string{filepath.Join(root, "a.json")}) {
+			t.Fatalf("events %q", got)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
@@ -218,6 +219,11 @@ func (l *loop) addWatch(path string) bool {
 		if !gone(err) {
 			l.out.addError(explainAdd(path, err))
 			l.rescanRoots(path)
+			l.failed[path] = true
+			if !l.retrying {
+				l.retrying = true
+				l.retryTimer.Reset(l.w.retry)
+			}
 		}
 		return false
 	}
@@ -253,4 +259,27 @@ func childToward(ancestor, path string) string {
 		path = filepath.Dir(path)
 	}
 	return path
+}
+
+// retryFailed tries again the watches that could not be added: the directories still in a
+// watched tree, and every root that is neither watched nor waited for. What it finds in a
+// directory it now watches is reported as changed (events there were missed meanwhile).
+func (l *loop) retryFailed() {
+	paths := make([]string, 0, len(l.failed))
+	for p := range l.failed {
+		paths = append(paths, p)
+	}
+	clear(l.failed)
+	slices.Sort(paths) // parents before their subdirectories
+	for _, p := range paths {
+		if l.isTree(p) || l.roots[p] || !l.isTree(filepath.Dir(p)) || !isDir(p) || !l.allow(p, true) {
+			continue
+		}
+		l.watchTree(p, true)
+	}
+	for r := range l.roots {
+		if _, waiting := l.waits[r]; !waiting && !l.isTree(r) {
+			l.resolve(r, true)
+		}
+	}
 }

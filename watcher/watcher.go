@@ -49,6 +49,10 @@ type Options struct {
 	// Source delivers the raw events. nil means a real fsnotify watcher, created by Run.
 	// Run closes the Source when it returns.
 	Source Source
+	// RetryWatches is how often directories whose watch could not be added (the inotify
+	// watch limit, most often) are tried again; once a watch is in place, the files found in
+	// its directory are reported as changed. 0 means DefaultRetryWatches.
+	RetryWatches time.Duration
 }
 
 // Source is the seam over fsnotify: the real one is an *fsnotify.Watcher, tests inject a fake
@@ -65,6 +69,9 @@ type Source interface {
 const (
 	DefaultSettle  = 2 * time.Second
 	DefaultMaxWait = 30 * time.Second
+	// DefaultRetryWatches: an operator who raises fs.inotify.max_user_watches sees the missing
+	// watches added within this long, without a restart.
+	DefaultRetryWatches = time.Minute
 )
 
 // Watcher watches the roots of its Options. Create it with New, start it with Run.
@@ -73,6 +80,7 @@ type Watcher struct {
 	filter func(string, bool) bool
 	settle func(string) (time.Duration, time.Duration)
 	source Source
+	retry  time.Duration
 
 	events  chan Event
 	rescans chan string
@@ -88,6 +96,7 @@ func New(o Options) (*Watcher, error) {
 		filter:  o.Filter,
 		settle:  o.Settle,
 		source:  o.Source,
+		retry:   o.RetryWatches,
 		events:  make(chan Event),
 		rescans: make(chan string),
 		errs:    make(chan error),
@@ -101,6 +110,9 @@ func New(o Options) (*Watcher, error) {
 		if !slices.Contains(w.roots, r) {
 			w.roots = append(w.roots, r)
 		}
+	}
+	if w.retry <= 0 {
+		w.retry = DefaultRetryWatches
 	}
 	if w.settle == nil {
 		w.settle = func(string) (time.Duration, time.Duration) { return DefaultSettle, DefaultMaxWait }
@@ -159,6 +171,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 
 	l := newLoop(w, src)
 	defer l.timer.Stop()
+	defer l.retryTimer.Stop()
 	for _, r := range w.roots {
 		if fi, err := os.Stat(r); err == nil && !fi.IsDir() {
 			l.out.addError(fmt.Errorf("watcher: root %s is not a directory", r))
@@ -185,6 +198,10 @@ type loop struct {
 	timer   *time.Timer      // fires at queue[0].deadline
 	armed   time.Time        // the deadline timer is set for; zero when stopped
 
+	failed     map[string]bool // directories whose watch could not be added, to try again
+	retryTimer *time.Timer     // runs while failed is not empty
+	retrying   bool
+
 	out outbox
 }
 
@@ -197,8 +214,11 @@ func newLoop(w *Watcher, src Source) *loop {
 		waits:   make(map[string]string),
 		pending: make(map[string]*pend),
 		timer:   time.NewTimer(time.Hour),
+		failed:  make(map[string]bool),
 	}
 	l.timer.Stop()
+	l.retryTimer = time.NewTimer(time.Hour)
+	l.retryTimer.Stop()
 	for _, r := range w.roots {
 		l.roots[r] = true
 	}
@@ -243,6 +263,9 @@ func (l *loop) run(ctx context.Context) error {
 		case <-l.timer.C:
 			l.armed = time.Time{}
 			l.fire(time.Now())
+		case <-l.retryTimer.C:
+			l.retrying = false
+			l.retryFailed()
 		case evOut <- ev:
 			l.out.popEvent()
 		case rsOut <- rs:
