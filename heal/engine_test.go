@@ -75,12 +75,20 @@ func TestHealBacksOffWhenTheFileMoves(t *testing.T) {
 	}
 }
 
-func TestNewBytesWrittenIntoTheOldInodeArePutBack(t *testing.T) {
+// copawDamaged returns an engine over a CoPaw sessions dir (CoPaw has no lock: the residual
+// window is handled after the rename) and a session file in it holding two raced saves.
+func copawDamaged(t *testing.T) (*Engine, string) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "sessions")
 	os.MkdirAll(dir, 0o755)
-	e := testEngine(t, "copaw", dir) // CoPaw has no lock: the residual window is handled after the rename
+	e := testEngine(t, "copaw", dir)
 	p := filepath.Join(dir, "c.json")
 	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
+	return e, p
+}
+
+func TestNewBytesWrittenIntoTheOldInodeArePutBack(t *testing.T) {
+	e, p := copawDamaged(t)
 	var held *os.File
 	e.Step = func(s, path string) {
 		if s == "temp-written" {
@@ -103,13 +111,8 @@ func TestNewBytesWrittenIntoTheOldInodeArePutBack(t *testing.T) {
 // Report.Wrote names the version a heal left, and only while nobody wrote over it: an app
 // without a lock that saves in place right after the rename made a version of its own.
 func TestReportWroteIsTheHealsOwnVersion(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sessions")
-	os.MkdirAll(dir, 0o755)
-	e := testEngine(t, "copaw", dir)
-	p := filepath.Join(dir, "c.json")
+	e, p := copawDamaged(t)
 	rule := &e.Policy.Rules[0]
-
-	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
 	r := e.Heal(context.Background(), Target{Path: p, Rule: rule}, false)
 	if r.Action != ActionHealed {
 		t.Fatalf("heal: %+v", r)
@@ -141,11 +144,7 @@ func TestReportWroteIsTheHealsOwnVersion(t *testing.T) {
 // rename and writes a moment after it: the heal waits for it to close the old inode, then puts
 // its bytes back; none lands in the unlinked inode unseen.
 func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sessions")
-	os.MkdirAll(dir, 0o755)
-	e := testEngine(t, "copaw", dir)
-	p := filepath.Join(dir, "c.json")
-	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
+	e, p := copawDamaged(t)
 	app := []byte(`{"agent": {"n": 2}}`)
 	var writing atomic.Bool
 	e.OpenWriters = func(dev, ino uint64) []int {
@@ -189,11 +188,7 @@ func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
 // The app wrote into the old inode and then saved again through the path: its newer save
 // stands, the older bytes are not put back over it.
 func TestPutBackNeverCoversANewerSave(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sessions")
-	os.MkdirAll(dir, 0o755)
-	e := testEngine(t, "copaw", dir)
-	p := filepath.Join(dir, "c.json")
-	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
+	e, p := copawDamaged(t)
 	older, newer := []byte(`{"agent": {"n": 1}}`), []byte(`{"agent": {"n": 1, "m": 2}}`)
 	var held *os.File
 	var writing atomic.Bool
