@@ -92,45 +92,44 @@ func (e *Engine) inspect(t Target) *inspection {
 		in.id, in.incremental, in.verdict = id, true, healthy()
 		return in
 	}
+	// Files up to the streaming size (append-only logs) or the planning size (the rest) are
+	// read whole; larger ones are streamed, and read whole only to plan a repair they need.
+	big := int64(planLimit)
 	if appendOnly(in.ctx.typ) {
-		if fi, err := os.Lstat(t.Path); err == nil && fi.Mode().IsRegular() && fi.Size() > streamThreshold &&
-			(t.Rule.Limits.MaxFileSize <= 0 || fi.Size() <= t.Rule.Limits.MaxFileSize) {
-			v, id, err := streamInspect(t.Path, in.ctx.typ)
+		big = streamThreshold
+	}
+	data, id, err := readStableBelow(t.Path, t.Rule.Limits.MaxFileSize, big)
+	if errors.Is(err, errBig) {
+		if appendOnly(in.ctx.typ) {
+			v, sid, serr := streamInspect(t.Path, in.ctx.typ)
 			switch {
-			case errors.Is(err, errChanged):
+			case errors.Is(serr, errChanged):
 				in.verdict = busy("file changed while it was read")
 				return in
-			case err == nil && v.Status == Healthy:
-				in.id, in.verdict = id, v
+			case serr == nil && v.Status == Healthy:
+				in.id, in.verdict = sid, v
 				e.inc.full.Add(1)
 				if !e.OneShot {
-					e.inc.rememberFile(t.Path, in.ctx.typ, id)
+					e.inc.rememberFile(t.Path, in.ctx.typ, sid)
 				}
 				in.incremental = true // no bytes held: no last-good copy of a file this large
 				return in
-			case err == nil && id.Size > planLimit:
-				in.id, in.verdict, in.tooLarge = id, v, true
+			case serr == nil && sid.Size > planLimit:
+				in.id, in.verdict, in.tooLarge = sid, v, true
 				e.inc.drop(t.Path)
 				return in
 			}
+		} else if v, lid, lerr := largeVerdict(t.Path); lerr == nil {
+			in.id, in.verdict, in.tooLarge = lid, v, true
+			return in
 		}
-	}
-	if !appendOnly(in.ctx.typ) {
-		if fi, err := os.Lstat(t.Path); err == nil && fi.Mode().IsRegular() && fi.Size() > planLimit &&
-			(t.Rule.Limits.MaxFileSize <= 0 || fi.Size() <= t.Rule.Limits.MaxFileSize) {
-			v, id, err := largeVerdict(t.Path)
-			if err == nil {
-				in.id, in.verdict, in.tooLarge = id, v, true
-				return in
-			}
-		}
+		data, id, err = readStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
 	if in.ctx.typ.jsonl() {
 		// Only a JSONL checklist reads last-good (a cut at a line boundary); for the others it
 		// is loaded when a repair is planned.
 		in.ctx.lastGood = e.LastGood.Get(t.Path)
 	}
-	data, id, err := readStable(t.Path, t.Rule.Limits.MaxFileSize)
 	switch {
 	case err == nil:
 		in.data, in.id = data, id

@@ -88,6 +88,15 @@ var (
 // identity did not move while it was read. It works on the raw descriptor: open, fstat,
 // read, fstat, close, and nothing else (this runs once per file of every scan).
 func readStable(path string, maxSize int64) ([]byte, Identity, error) {
+	return readStableBelow(path, maxSize, 0)
+}
+
+// errBig: the file is over the caller's size for reading whole (readStableBelow).
+var errBig = errors.New("file too big to read whole")
+
+// readStableBelow is readStable, except that a file larger than big (when big > 0) is not
+// read: it returns errBig and the file's identity, for the caller to stream it.
+func readStableBelow(path string, maxSize, big int64) ([]byte, Identity, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	for err == syscall.EINTR {
 		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
@@ -109,6 +118,9 @@ func readStable(path string, maxSize int64) ([]byte, Identity, error) {
 	id := identityOfStat(&st)
 	if maxSize > 0 && id.Size > maxSize {
 		return nil, id, errTooLarge
+	}
+	if big > 0 && id.Size > big {
+		return nil, id, errBig
 	}
 	// One byte more than the size: a read that fills it means the file grew meanwhile.
 	data := make([]byte, id.Size+1)

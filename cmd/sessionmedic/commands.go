@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -64,8 +65,12 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	for _, e := range errs {
 		fmt.Fprintf(stderr, "sessionmedic: %v\n", e)
 	}
-	enc := json.NewEncoder(stdout)
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	// Reports are written through a buffer, flushed whenever none is waiting: a line per
+	// file without a write(2) per file.
+	bw := bufio.NewWriterSize(stdout, 64<<10)
+	defer bw.Flush()
+	enc := json.NewEncoder(bw)
+	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 	var counts = map[string]int{}
 	code := exitOK
 	reports := inspectAll(ctx, eng, targets, doHeal, dry)
@@ -82,9 +87,14 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 			if err := enc.Encode(r); err != nil {
 				return exitInternal, err
 			}
-			continue
+		} else {
+			printReport(tw, r)
 		}
-		printReport(tw, r)
+		if len(reports) == 0 && c.json {
+			if err := bw.Flush(); err != nil {
+				return exitInternal, err
+			}
+		}
 	}
 	if ctx.Err() != nil {
 		return exitInternal, ctx.Err()
@@ -96,7 +106,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	}
 	if !c.json {
 		tw.Flush()
-		fmt.Fprintf(stdout, "%d files: %d healthy, %d damaged (%d healed), %d busy, %d skipped\n",
+		fmt.Fprintf(bw, "%d files: %d healthy, %d damaged (%d healed), %d busy, %d skipped\n",
 			len(targets), counts["healthy"], counts["damaged"], counts["healed"], counts["busy"], counts["skipped"])
 	}
 	if len(errs) > 0 && code == exitOK {
@@ -266,40 +276,47 @@ func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, do
 		}
 		groups[len(groups)-1] = append(groups[len(groups)-1], i)
 	}
-	results := make([]chan heal.Report, len(targets))
-	for i := range results {
-		results[i] = make(chan heal.Report, 1)
+	// Workers take whole directories; each finished directory is handed to the output in
+	// target order, one hand-off per directory rather than per file.
+	reports := make([]heal.Report, len(targets))
+	done := make([]chan struct{}, len(groups))
+	for g := range done {
+		done[g] = make(chan struct{})
 	}
-	work := make(chan []int)
+	work := make(chan int)
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(groups)))
 	for w := 0; w < workers; w++ {
 		go func() {
 			for g := range work {
-				for _, i := range g {
-					if ctx.Err() != nil {
-						results[i] <- heal.Report{Path: targets[i].Path, Verdict: heal.Skipped, Detail: "interrupted", Offset: -1}
-						continue
-					}
-					if doHeal {
-						results[i] <- eng.Heal(ctx, targets[i], dry)
-					} else {
-						results[i] <- eng.Check(targets[i])
+				for _, i := range groups[g] {
+					switch {
+					case ctx.Err() != nil:
+						reports[i] = heal.Report{Path: targets[i].Path, Verdict: heal.Skipped, Detail: "interrupted", Offset: -1}
+					case doHeal:
+						reports[i] = eng.Heal(ctx, targets[i], dry)
+					default:
+						reports[i] = eng.Check(targets[i])
 					}
 				}
+				close(done[g])
 			}
 		}()
 	}
 	go func() {
-		for _, g := range groups {
+		for g := range groups {
 			work <- g
 		}
 		close(work)
 	}()
-	out := make(chan heal.Report)
+	out := make(chan heal.Report, 256)
 	go func() {
 		defer close(out)
-		for _, ch := range results {
-			out <- <-ch
+		for g, idx := range groups {
+			<-done[g]
+			for _, i := range idx {
+				out <- reports[i]
+				reports[i] = heal.Report{} // emitted: not kept until the end
+			}
 		}
 	}()
 	return out
