@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -37,27 +39,65 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 		}
 		return nil
 	}
-	walk := func(root string) {
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	// visit is the walk of one tree (below root) into its own lists: trees are walked in
+	// parallel and merged in order below.
+	type found struct {
+		ts   []Target
+		errs []error
+	}
+	visit := func(root, start string, top func(string) bool) found {
+		var f found
+		err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if p != root && !os.IsNotExist(err) {
-					errs = append(errs, err)
+					f.errs = append(f.errs, err)
 				}
 				return nil
 			}
 			if d.IsDir() {
-				for _, t := range e.missingIn(p, ruleFor) {
-					add(t)
+				if top != nil && p != start && top(p) {
+					return fs.SkipDir
 				}
+				f.ts = append(f.ts, e.missingIn(p, ruleFor)...)
 				return nil
 			}
 			if t, ok := e.targetFor(p, ruleFor); ok {
-				add(t)
+				f.ts = append(f.ts, t)
 			}
 			return nil
 		})
 		if err != nil {
-			errs = append(errs, err)
+			f.errs = append(f.errs, err)
+		}
+		return f
+	}
+	walk := func(root string) {
+		// The root's own files first, its subdirectories set aside; then the subtrees, in
+		// parallel (a first scan of a large tree is mostly system calls).
+		var subdirs []string
+		parts := []found{visit(root, root, func(p string) bool { subdirs = append(subdirs, p); return true })}
+		subs := make([]found, len(subdirs))
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for w := 0; w < min(runtime.GOMAXPROCS(0), len(subdirs)); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range next {
+					subs[k] = visit(root, subdirs[k], nil)
+				}
+			}()
+		}
+		for k := range subdirs {
+			next <- k
+		}
+		close(next)
+		wg.Wait()
+		for _, f := range append(parts, subs...) {
+			for _, t := range f.ts {
+				add(t)
+			}
+			errs = append(errs, f.errs...)
 		}
 	}
 	if len(paths) == 0 {

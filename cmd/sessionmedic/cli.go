@@ -196,13 +196,16 @@ func autoRule(format string) *policy.Rule {
 	}
 }
 
+// The rules of files found by extension: one of each, shared read-only by every target.
+var autoJSON, autoJSONL = autoRule("json"), autoRule("jsonl")
+
 // byExtension resolves PATH arguments no rule covers.
 func byExtension(p string) *policy.Rule {
 	switch filepath.Ext(p) {
 	case ".json":
-		return autoRule("json")
+		return autoJSON
 	case ".jsonl":
-		return autoRule("jsonl")
+		return autoJSONL
 	}
 	return nil
 }
