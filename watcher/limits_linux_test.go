@@ -53,6 +53,22 @@ func TestInstanceLimitMessage(t *testing.T) {
 	}
 }
 
+// refusing starts a watcher over root whose source refuses to watch dir (the watch limit)
+// until the returned function lifts the refusal; retries every 30 s, settle 1 s.
+func refusing(t *testing.T, root, dir string) (*harness, func()) {
+	t.Helper()
+	src := newFakeSource()
+	src.mu.Lock()
+	src.addErr[dir] = syscall.ENOSPC
+	src.mu.Unlock()
+	h := start(t, Options{Roots: []string{root}, Source: src, RetryWatches: 30 * time.Second, Settle: fixed(time.Second, 0)})
+	return h, func() {
+		src.mu.Lock()
+		delete(src.addErr, dir)
+		src.mu.Unlock()
+	}
+}
+
 // A watch refused for the watch limit is tried again: once the operator raises the limit,
 // the directory is watched without a restart, and what is in it is reported as changed.
 func TestFailedWatchIsRetried(t *testing.T) {
@@ -62,11 +78,7 @@ func TestFailedWatchIsRetried(t *testing.T) {
 		deeper := filepath.Join(sub, "deeper")
 		writeFile(t, filepath.Join(sub, "a.json"), "{}")
 		writeFile(t, filepath.Join(deeper, "b.json"), "{}")
-		src := newFakeSource()
-		src.mu.Lock()
-		src.addErr[sub] = syscall.ENOSPC
-		src.mu.Unlock()
-		h := start(t, Options{Roots: []string{root}, Source: src, RetryWatches: 30 * time.Second, Settle: fixed(time.Second, 0)})
+		h, lift := refusing(t, root, sub)
 		defer h.stop()
 		synctest.Wait()
 		if n := h.w.Dirs(); n != 1 {
@@ -81,9 +93,7 @@ func TestFailedWatchIsRetried(t *testing.T) {
 		}
 
 		// The limit is raised: the next retry watches the tree and reports its files.
-		src.mu.Lock()
-		delete(src.addErr, sub)
-		src.mu.Unlock()
+		lift()
 		time.Sleep(30 * time.Second)
 		synctest.Wait()
 		if n := h.w.Dirs(); n != 3 {
@@ -105,19 +115,13 @@ func TestFailedRootWatchIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		root := t.TempDir()
 		writeFile(t, filepath.Join(root, "a.json"), "{}")
-		src := newFakeSource()
-		src.mu.Lock()
-		src.addErr[root] = syscall.ENOSPC
-		src.mu.Unlock()
-		h := start(t, Options{Roots: []string{root}, Source: src, RetryWatches: 30 * time.Second, Settle: fixed(time.Second, 0)})
+		h, lift := refusing(t, root, root)
 		defer h.stop()
 		synctest.Wait()
 		if n := h.w.Dirs(); n != 0 {
 			t.Fatalf("Dirs() = %d, want 0", n)
 		}
-		src.mu.Lock()
-		delete(src.addErr, root)
-		src.mu.Unlock()
+		lift()
 		time.Sleep(31 * time.Second)
 		synctest.Wait()
 		if n := h.w.Dirs(); n != 1 {
