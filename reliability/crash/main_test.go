@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io/fs"
@@ -28,6 +27,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/reliability/figures"
 )
 
 var (
@@ -227,11 +228,8 @@ func report() error {
 	out.Seconds = time.Since(started).Seconds()
 	fmt.Printf("crash suite: %d crash points × %d seeds; %d runs, %d violations in %.1fs [%s]\n",
 		out.Points, out.Seeds, out.Runs, out.Violations, out.Seconds, strings.Join(parts, "; "))
-	if p := os.Getenv("RELIABILITY_OUT"); p != "" {
-		b, _ := json.MarshalIndent(out, "", "  ")
-		if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("RELIABILITY_OUT: %w", err)
-		}
+	if err := figures.Write("crash", out); err != nil {
+		return fmt.Errorf("RELIABILITY_OUT: %w", err)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/policy"
+	"github.com/sessionmedic/sessionmedic/reliability/figures"
 )
 
 var samplesDir = filepath.Join("..", "..", "heal", "testdata", "samples")
@@ -56,17 +57,14 @@ func TestMain(m *testing.M) {
 	sort.Strings(ops)
 	fmt.Printf("faults suite: %d faults injected in %d scenarios (%d armed faults never reached), %d operations covered [%s], %d violations in %.1fs (observed: %d quarantine dirs without manifest)\n",
 		stats.injected.Load(), stats.scenarios.Load(), stats.notFired.Load(), len(ops), strings.Join(ops, " "), stats.violations.Load(), time.Since(started).Seconds(), stats.orphans.Load())
-	if p := os.Getenv("RELIABILITY_OUT"); p != "" {
-		b, _ := json.MarshalIndent(map[string]any{
-			"suite": "faults", "faults": stats.injected.Load(), "scenarios": stats.scenarios.Load(),
-			"not_fired": stats.notFired.Load(), "operations_covered": len(ops), "operations": ops,
-			"violations": stats.violations.Load(), "seconds": time.Since(started).Seconds(),
-			"quarantine_dirs_without_manifest": stats.orphans.Load(),
-		}, "", "  ")
-		if err := os.WriteFile(p, append(b, '\n'), 0o644); err != nil {
-			fmt.Fprintf(os.Stderr, "RELIABILITY_OUT: %v\n", err)
-			code = 1
-		}
+	if err := figures.Write("faults", map[string]any{
+		"faults": stats.injected.Load(), "scenarios": stats.scenarios.Load(),
+		"not_fired": stats.notFired.Load(), "operations_covered": len(ops), "operations": ops,
+		"violations": stats.violations.Load(), "seconds": time.Since(started).Seconds(),
+		"quarantine_dirs_without_manifest": stats.orphans.Load(),
+	}); err != nil {
+		fmt.Fprintf(os.Stderr, "RELIABILITY_OUT: %v\n", err)
+		code = 1
 	}
 	if code == 0 && stats.violations.Load() > 0 {
 		code = 1

@@ -21,11 +21,9 @@
 package hostile
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +33,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/sessionmedic/sessionmedic/reliability/figures"
 )
 
 var long = flag.Bool("long", false, "also heal the gigabyte files and run the daemon over them")
@@ -113,64 +113,31 @@ func spawn() int {
 	return 125
 }
 
-// figures collects one line per case for RELIABILITY_OUT.
+// caseFigures collects one line per case for RELIABILITY_OUT.
 var (
-	figMu   sync.Mutex
-	figures = map[string]any{}
+	figMu       sync.Mutex
+	caseFigures = map[string]any{}
 )
 
 func figure(name string, v any) {
 	figMu.Lock()
 	defer figMu.Unlock()
-	figures[name] = v
+	caseFigures[name] = v
 }
 
 func writeFigures() {
 	figMu.Lock()
 	defer figMu.Unlock()
-	keys := make([]string, 0, len(figures))
-	for k := range figures {
+	keys := make([]string, 0, len(caseFigures))
+	for k := range caseFigures {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	cases := make([]map[string]any, 0, len(keys))
 	for _, k := range keys {
-		cases = append(cases, map[string]any{"case": k, "figure": figures[k]})
+		cases = append(cases, map[string]any{"case": k, "figure": caseFigures[k]})
 	}
-	if err := writeOut("hostile", map[string]any{"race": raceEnabled, "cases": cases}); err != nil {
+	if err := figures.Write("hostile", map[string]any{"race": raceEnabled, "cases": cases}); err != nil {
 		fmt.Fprintln(os.Stderr, "RELIABILITY_OUT:", err)
 	}
-}
-
-// writeOut stores v under key suite in the JSON object in the file named by RELIABILITY_OUT
-// (under an exclusive flock, so that suites run at once by one `go test` keep each other's
-// figures); a directory gets <suite>.json instead.
-func writeOut(suite string, v any) error {
-	out := os.Getenv("RELIABILITY_OUT")
-	if out == "" {
-		return nil
-	}
-	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
-		b, _ := json.MarshalIndent(v, "", "  ")
-		return os.WriteFile(filepath.Join(out, suite+".json"), append(b, '\n'), 0o644)
-	}
-	f, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	all := map[string]any{}
-	if old, err := io.ReadAll(f); err == nil && len(old) > 0 {
-		json.Unmarshal(old, &all)
-	}
-	all[suite] = v
-	b, _ := json.MarshalIndent(all, "", "  ")
-	if err := f.Truncate(0); err != nil {
-		return err
-	}
-	_, err = f.WriteAt(append(b, '\n'), 0)
-	return err
 }

@@ -4,16 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/reliability/figures"
 )
 
 // result is the figure of one daemon mode, as written to RELIABILITY_OUT.
@@ -68,7 +68,7 @@ func TestAppsRaceTheDaemon(t *testing.T) {
 		t.Run(mode, func(t *testing.T) { raceOnce(t, mode) })
 	}
 	resultsMu.Lock()
-	err := writeOut("race", map[string]any{"runs": results})
+	err := figures.Write("race", map[string]any{"runs": results})
 	resultsMu.Unlock()
 	if err != nil {
 		t.Errorf("RELIABILITY_OUT: %v", err)
@@ -402,37 +402,4 @@ func sortedMap[V any](m map[string]V) string {
 		fmt.Fprintf(&b, "%s:%v", k, m[k])
 	}
 	return b.String()
-}
-
-// writeOut stores v under key suite in the JSON object in the file named by RELIABILITY_OUT
-// (under an exclusive flock, so that suites run at once by one `go test` keep each other's
-// figures); a directory gets <suite>.json instead.
-func writeOut(suite string, v any) error {
-	out := os.Getenv("RELIABILITY_OUT")
-	if out == "" {
-		return nil
-	}
-	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
-		b, _ := json.MarshalIndent(v, "", "  ")
-		return os.WriteFile(filepath.Join(out, suite+".json"), append(b, '\n'), 0o644)
-	}
-	f, err := os.OpenFile(out, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	all := map[string]any{}
-	if old, err := io.ReadAll(f); err == nil && len(old) > 0 {
-		json.Unmarshal(old, &all)
-	}
-	all[suite] = v
-	b, _ := json.MarshalIndent(all, "", "  ")
-	if err := f.Truncate(0); err != nil {
-		return err
-	}
-	_, err = f.WriteAt(append(b, '\n'), 0)
-	return err
 }
