@@ -479,7 +479,7 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 	// The file there now is ours only while it is still the inode we wrote, unchanged since
 	// (the rename gave it a new ctime): an app without a lock may already have written over
 	// it in place, and that write must not pass for ours.
-	if now, err := d.stat(name); err == nil && now.Ino == tmpID.Ino && now.Size == tmpID.Size && now.Mtime.Equal(tmpID.Mtime) {
+	if now, err := d.stat(name); err == nil && now.sameWrite(tmpID) {
 		wrote = now
 	}
 	return true, wrote, nil
@@ -547,7 +547,7 @@ func (e *Engine) putBack(d *parentDir, old *os.File, ed edit, ours Identity) err
 		return err
 	}
 	name := filepath.Base(ed.path)
-	if now, err := d.stat(name); err != nil || now.Ino != ours.Ino || now.Size != ours.Size || !now.Mtime.Equal(ours.Mtime) {
+	if now, err := d.stat(name); err != nil || !now.sameWrite(ours) {
 		return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
 	}
 	buf := make([]byte, fi.Size())

@@ -48,6 +48,12 @@ func identityOfStat(st *syscall.Stat_t) Identity {
 	}
 }
 
+// sameWrite reports whether two identities name the same inode, not written since: a rename
+// changes its ctime (and link count), only a write its size or mtime.
+func (a Identity) sameWrite(b Identity) bool {
+	return a.Ino == b.Ino && a.Size == b.Size && a.Mtime.Equal(b.Mtime)
+}
+
 // Same reports whether two identities name the same, unchanged file version.
 func (a Identity) Same(b Identity) bool {
 	return a.Dev == b.Dev && a.Ino == b.Ino && a.Size == b.Size &&
