@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/reliability/fixtures"
 )
 
 // The damaged samples whose correct heal needs no last-good copy (samples/README.md).
@@ -142,7 +144,7 @@ func (s spec) layout(dir, settle string) (env, error) {
 		}
 		rules = genPolicyRules(e.caseDir, settle)
 	} else {
-		if err := copyTree(filepath.Join(samplesDir, s.input), e.caseDir); err != nil {
+		if err := fixtures.CopyTree(filepath.Join(samplesDir, s.input), e.caseDir); err != nil {
 			return e, err
 		}
 		extra := ""
@@ -602,6 +604,22 @@ func reportBaseline(log *violationLog, s spec, b *baseline) {
 	log.add("", "clean heal of %s: %s", s, strings.Join(b.problems, "; "))
 }
 
+// specAt is the spec of input in at seed, with its clean-heal baseline (a wrong one is
+// reported once, as a violation).
+func specAt(t *testing.T, log *violationLog, in string, seed uint64, variant int) (spec, *baseline) {
+	t.Helper()
+	s, err := newSpec(in, seed, variant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := getBaseline(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reportBaseline(log, s, b)
+	return s, b
+}
+
 // plan computes every input's baseline at the first seed (in parallel) and its crash points.
 func plan(t *testing.T, variant func(seed uint64) int) map[string]*baseline {
 	out := map[string]*baseline{}
@@ -658,15 +676,7 @@ func TestDaemonCrashPoints(t *testing.T) {
 	famDaemon.seeds.Store(int64(seeds))
 	forEachInput(t, famDaemon, func(t *testing.T, in string, log *violationLog) {
 		for seed := *seedBase; seed < *seedBase+seeds; seed++ {
-			s, err := newSpec(in, seed, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := getBaseline(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reportBaseline(log, s, b)
+			s, b := specAt(t, log, in, seed, 0)
 			var wg sync.WaitGroup
 			for _, p := range b.points {
 				wg.Go(func() { run{fam: famDaemon, log: log, s: s, b: b, what: p.String()}.daemonAtPoint(p) })
@@ -687,15 +697,7 @@ func TestRandomKills(t *testing.T) {
 	forEachInput(t, famRandom, func(t *testing.T, in string, log *violationLog) {
 		var wg sync.WaitGroup
 		for seed := *seedBase; seed < *seedBase+seeds; seed++ {
-			s, err := newSpec(in, seed, seedVariant(seed))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := getBaseline(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reportBaseline(log, s, b)
+			s, b := specAt(t, log, in, seed, seedVariant(seed))
 			h := fnv.New64a()
 			h.Write([]byte(in))
 			r := rand.New(rand.NewPCG(seed, h.Sum64()))
@@ -724,15 +726,7 @@ func TestCrashPoints(t *testing.T) {
 	t.Logf("%d crash points per seed over %d inputs, %d seeds", perSeed, len(base), seeds)
 	forEachInput(t, famPoints, func(t *testing.T, in string, log *violationLog) {
 		for seed := *seedBase; seed < *seedBase+seeds; seed++ {
-			s, err := newSpec(in, seed, seedVariant(seed))
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := getBaseline(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			reportBaseline(log, s, b)
+			s, b := specAt(t, log, in, seed, seedVariant(seed))
 			var wg sync.WaitGroup
 			for _, p := range b.points {
 				wg.Go(func() { run{fam: famPoints, log: log, s: s, b: b, what: p.String()}.crashAtPoint(p) })

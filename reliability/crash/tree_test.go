@@ -84,35 +84,6 @@ func readTree(root string) (tree, error) {
 	return t, err
 }
 
-// copyTree copies a sample case with its file modes.
-func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(out, fi.Mode().Perm()|0o700)
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(out, b, fi.Mode().Perm()); err != nil {
-			return err
-		}
-		return os.Chmod(out, fi.Mode().Perm())
-	})
-}
-
 func writeTree(root string, files map[string]fileState) error {
 	for rel, f := range files {
 		p := filepath.Join(root, rel)

@@ -28,6 +28,7 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/reliability/figures"
+	"github.com/sessionmedic/sessionmedic/reliability/fixtures"
 )
 
 var samplesDir = filepath.Join("..", "..", "heal", "testdata", "samples")
@@ -267,35 +268,6 @@ func quarantined(state, path string, orig []byte) bool {
 	return false
 }
 
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(out, fi.Mode().Perm()|0o700)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(out, b, fi.Mode().Perm()); err != nil {
-			return err
-		}
-		return os.Chmod(out, fi.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // tempDir is a fresh directory, on tmpfs where there is one: the faults are injected, so
 // the disk's own fsync latency adds nothing but time.
 func tempDir(t *testing.T) string {
@@ -335,7 +307,9 @@ func (s sample) layout(t *testing.T, settle time.Duration) (e *heal.Engine, case
 	if err := os.MkdirAll(filepath.Dir(state), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	copyTree(t, filepath.Join(samplesDir, s.app, s.src), caseDir)
+	if err := fixtures.CopyTree(filepath.Join(samplesDir, s.app, s.src), caseDir); err != nil {
+		t.Fatal(err)
+	}
 	if s.foreign {
 		filepath.WalkDir(caseDir, func(p string, d fs.DirEntry, err error) error {
 			if err == nil {
