@@ -91,13 +91,16 @@ func Run(ctx context.Context, o Options) error {
 			d.log.Warn("journal.recovered", "path", r.Path, "id", r.ID, "outcome", r.Outcome)
 		}
 	}
-	var paths []string
+	paths := []string{}
 	for _, r := range cfg.Rules {
 		paths = append(paths, r.Paths...)
 	}
 	d.log.Info("sessionmedic.started", "version", o.Version, "policy", o.Source, "rules", len(cfg.Rules), "paths", paths, "state_dir", cfg.StateDir)
 	if len(skipped) > 0 {
 		d.log.Info("sessionmedic.skipped_defaults", "paths", skipped)
+	}
+	if len(cfg.Rules) == 0 {
+		AnnounceNothing(d.log, skipped)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -162,6 +165,7 @@ type loop struct {
 	retries  map[string]int
 	heals    map[string][]time.Time
 	flapping map[string]time.Time
+	restored map[string]string // path → the quarantine entry an operator restored there, once said
 	scans    []*scan
 
 	ready    atomic.Bool  // read by /readyz
@@ -250,6 +254,7 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 	d.queued, d.inflight, d.again = map[string]bool{}, map[string]bool{}, map[string]job{}
 	d.ours, d.retries = map[string]heal.Identity{}, map[string]int{}
 	d.heals, d.flapping = map[string][]time.Time{}, map[string]time.Time{}
+	d.restored = map[string]string{}
 
 	w, stopWatcher, err := d.startWatcher(ctx)
 	if err != nil {

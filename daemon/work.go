@@ -20,6 +20,7 @@ func (d *loop) scanAll(initial bool) {
 	for _, err := range errs {
 		d.log.Error("watch.error", "err", err)
 	}
+	Announce(d.log, heal.Coverage(d.cfg, targets))
 	d.startScan(targets, initial)
 }
 
@@ -198,6 +199,14 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		d.m.refused.WithLabelValues(rule, r.Kind).Inc()
 		d.m.heals.WithLabelValues(rule, r.Strategy, "refused").Inc()
 		log.Error("file.heal_refused", "kind", r.Kind, "reason", r.Reason)
+	case r.Verdict == heal.Damaged && r.HandsOff:
+		// An operator restored these bytes: said once, then reported as damage left alone.
+		if d.restored[p] != r.Quarantine {
+			d.restored[p] = r.Quarantine
+			log.Warn("file.restored", "quarantine", r.Quarantine)
+		}
+		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
+		log.Warn("file.damaged", "kind", r.Kind, "offset", r.Offset, "detail", r.Detail, "hands_off", true)
 	case r.Verdict == heal.Damaged:
 		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
 		log.Warn("file.damaged", "kind", r.Kind, "offset", r.Offset, "detail", r.Detail)
@@ -207,6 +216,9 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		d.later(job{t: j.t, since: time.Now()}, retry, ctx, wg)
 	default:
 		delete(d.retries, p)
+	}
+	if !r.HandsOff {
+		delete(d.restored, p)
 	}
 	if again, ok := d.again[p]; ok {
 		delete(d.again, p)

@@ -66,6 +66,9 @@ type Target struct {
 	Missing bool
 	Temp    bool   // an app temp file, a clean-temp candidate
 	Skip    string // named on the command line but not a session file: the reason
+	// Override: the operator named this file (or a tree above it) for a heal, so an
+	// operator's earlier restore of it no longer stands (see [HandsOff]).
+	Override bool
 }
 
 var errNoRule = errors.New("no rule covers this file and its format cannot be detected")
@@ -209,6 +212,34 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	in := e.inspect(t)
 	fill(&r, in.verdict)
 	r.Action = ActionNone
+	if in.verdict.Status == Damaged && t.Rule.Mode != "observe" {
+		if !dryRun {
+			// Another process healing under the same state directory (the daemon, a second
+			// `heal`, a quarantine restore) may be at this file: wait for it, then look again.
+			lk, err := e.lockPath(ctx, t.Path)
+			if err != nil {
+				r.Verdict, r.Reason = Busy, err.Error()
+				if !errors.Is(err, errBusy) {
+					r.Verdict, r.Action = Damaged, ActionRefused
+				}
+				return r
+			}
+			defer lk.release()
+			in = e.inspect(t)
+			fill(&r, in.verdict)
+		}
+		// A file healed meanwhile, or missing, has nothing an operator restored.
+		if h := e.handsOff(t.Path, in.id); h != nil && in.verdict.Status == Damaged && !in.missing {
+			if !t.Override {
+				r.HandsOff, r.Quarantine = true, h.Quarantine
+				r.Reason = "restored from quarantine " + h.Quarantine + " by an operator: left as it is until the app writes it again or a heal names it"
+				return r
+			}
+			if !dryRun {
+				e.clearHandsOff(t.Path)
+			}
+		}
+	}
 	switch in.verdict.Status {
 	case Healthy:
 		// An incremental pass read only the appended bytes: the last-good copy stays the

@@ -95,6 +95,9 @@ type Report struct {
 	LostRecords int      `json:"lost_records"`
 	Reason      string   `json:"reason,omitempty"` // why a heal was refused
 	Also        []string `json:"also,omitempty"`   // other files a plan changed
+	// HandsOff: the file holds bytes an operator restored from quarantine, and is left as
+	// it is until the app writes it again or a heal names it.
+	HandsOff bool `json:"hands_off,omitempty"`
 
 	QuarantinedBytes int64 `json:"-"` // bytes this heal put into quarantine
 	// Wrote is, per file this heal replaced, the identity of the version it left there

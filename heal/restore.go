@@ -3,17 +3,37 @@ package heal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 )
 
 // Restore puts a quarantine entry's original bytes back at its path, atomically and under the
 // app's lock; whatever the path holds now is quarantined first. It returns the quarantine
 // entry of the replaced bytes ("" when the path was empty).
+//
+// The restored file is then marked hands-off (see [HandsOff]): a daemon reports it but does
+// not heal it again until the app writes it or a heal names it.
 func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (string, error) {
 	orig, err := m.Bytes()
 	if err != nil {
 		return "", err
 	}
+	lk, err := e.lockPath(ctx, m.Path)
+	if err != nil {
+		return "", err
+	}
+	defer lk.release()
+	q, err := e.restore(ctx, m, t, orig)
+	if err != nil {
+		return q, err
+	}
+	if err := e.markHandsOff(m.Path, m.ID); err != nil {
+		return q, fmt.Errorf("restored, but could not mark it hands-off (a running daemon may heal it again): %w", err)
+	}
+	return q, nil
+}
+
+func (e *Engine) restore(ctx context.Context, m *Manifest, t Target, orig []byte) (string, error) {
 	cur, id, err := readStable(m.Path, 0)
 	missing := errors.Is(err, os.ErrNotExist)
 	if err != nil && !missing {

@@ -10,8 +10,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/sessionmedic/sessionmedic/daemon"
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -62,8 +65,25 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		resolve = byExtension
 	}
 	targets, errs := eng.Targets(paths, resolve)
+	if len(paths) > 0 {
+		// The operator named these: a restore of theirs no longer holds them back.
+		for i := range targets {
+			targets[i].Override = true
+		}
+	}
 	for _, e := range errs {
 		fmt.Fprintf(stderr, "sessionmedic: %v\n", e)
+	}
+	var cov []heal.RootCoverage
+	if len(paths) == 0 {
+		// What each rule path guards: a path that is missing or holds nothing is said.
+		cov = heal.Coverage(cfg, targets)
+		daemon.Announce(log, cov)
+		if len(cfg.Rules) == 0 && c.config == "" {
+			env := policy.SystemEnv()
+			_, lookedAt := policy.Default(env).Existing(env)
+			daemon.AnnounceNothing(log, lookedAt)
+		}
 	}
 	// Reports are written through a buffer, flushed whenever none is waiting: a line per
 	// file without a write(2) per file.
@@ -105,6 +125,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		}
 	}
 	if !c.json {
+		printCoverage(tw, cov)
 		tw.Flush()
 		fmt.Fprintf(bw, "%d files: %d healthy, %d damaged (%d healed), %d busy, %d skipped\n",
 			len(targets), counts["healthy"], counts["damaged"], counts["healed"], counts["busy"], counts["skipped"])
@@ -113,6 +134,22 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		code = exitDamage
 	}
 	return code, nil
+}
+
+// printCoverage lists the rule paths that guard nothing.
+func printCoverage(w io.Writer, cov []heal.RootCoverage) {
+	for _, c := range cov {
+		switch {
+		case c.Missing:
+			why := "does not exist"
+			if c.Err != "" {
+				why = "cannot be read: " + c.Err
+			}
+			fmt.Fprintf(w, "missing\t%s\t%s\tthe rule's path %s: nothing is guarded there\n", c.Rule, c.Path, why)
+		case c.Files == 0:
+			fmt.Fprintf(w, "no-files\t%s\t%s\tno file matches %s\n", c.Rule, c.Path, strings.Join(c.Patterns, ", "))
+		}
+	}
 }
 
 // unresolved: check found damage, or heal left damage (or a busy file) unhealed.
@@ -139,6 +176,8 @@ func printReport(w io.Writer, r heal.Report) {
 			r.Rule, r.Path, r.Kind, r.Offset, r.Strategy, r.LostRecords, r.LostBytes)
 	case r.Verdict == heal.Damaged && r.Action == heal.ActionRefused:
 		fmt.Fprintf(w, "refused\t%s\t%s\t%s at %d: %s; not healed: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail, r.Reason)
+	case r.Verdict == heal.Damaged && r.HandsOff:
+		fmt.Fprintf(w, "damaged\t%s\t%s\t%s at %d: %s; hands off: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail, r.Reason)
 	case r.Verdict == heal.Damaged:
 		fmt.Fprintf(w, "damaged\t%s\t%s\t%s at %d: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail)
 	default:
@@ -162,7 +201,10 @@ func logReport(log *slog.Logger, r heal.Report, healing bool) {
 	case heal.ActionRefused:
 		log.Error("file.heal_refused", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "reason", r.Reason)
 	default:
-		if !healing {
+		if r.HandsOff {
+			log.Warn("file.damaged", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "offset", r.Offset, "detail", r.Detail,
+				"hands_off", true, "quarantine", r.Quarantine)
+		} else if !healing {
 			log.Warn("file.damaged", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "offset", r.Offset, "detail", r.Detail)
 		}
 	}
@@ -257,6 +299,11 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 	} else {
 		cfg = policy.Default(policy.SystemEnv())
 	}
+	// What each rule path guards today: a missing path, or one holding no matching file.
+	eng := heal.New(cfg)
+	eng.OneShot = true
+	targets, _ := eng.Targets(nil, nil)
+	daemon.Announce(newLogger(stderr), heal.Coverage(cfg, targets))
 	fmt.Fprintf(stdout, "# effective policy from %s\n", cfg.Source)
 	_, err = stdout.Write(policy.Marshal(cfg))
 	if err != nil {
@@ -293,7 +340,7 @@ func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, do
 					case ctx.Err() != nil:
 						reports[i] = heal.Report{Path: targets[i].Path, Verdict: heal.Skipped, Detail: "interrupted", Offset: -1}
 					case doHeal:
-						reports[i] = eng.Heal(ctx, targets[i], dry)
+						reports[i] = healRetrying(ctx, eng, targets[i], dry)
 					default:
 						reports[i] = eng.Check(targets[i])
 					}
@@ -320,4 +367,20 @@ func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, do
 		}
 	}()
 	return out
+}
+
+// healRetrying heals a target, looking again a few times, backing off, while it is busy:
+// a file another process (the daemon, a second heal) was healing, or that the app was
+// writing, is usually settled a moment later.
+func healRetrying(ctx context.Context, eng *heal.Engine, t heal.Target, dry bool) heal.Report {
+	r := eng.Heal(ctx, t, dry)
+	for wait := 50 * time.Millisecond; r.Verdict == heal.Busy && wait <= 800*time.Millisecond; wait *= 2 {
+		select {
+		case <-ctx.Done():
+			return r
+		case <-time.After(wait):
+		}
+		r = eng.Heal(ctx, t, dry)
+	}
+	return r
 }

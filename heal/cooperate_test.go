@@ -1,0 +1,120 @@
+package heal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A heal waits while another healer under the same state directory holds the path, and then
+// looks again: the file the other one healed is healthy, not healed twice.
+func TestHealWaitsForAnotherHealerOfThePath(t *testing.T) {
+	e, p := praisonEngine(t)
+	os.WriteFile(p, []byte(garbage), 0o600)
+	other, err := e.lockPath(context.Background(), p) // another process's heal of p
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan struct{})
+	e.Step = func(step, _ string) {
+		if step == "path-busy" {
+			close(waiting)
+		}
+	}
+	done := make(chan Report, 1)
+	go func() { done <- e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false) }()
+	select {
+	case <-waiting:
+	case r := <-done:
+		t.Fatalf("heal went ahead while another healer held the path: %+v", r)
+	}
+	// The other healer heals p while ours waits for the path.
+	os.WriteFile(p, []byte(`{"session_id": "s", "messages": []}`), 0o600)
+	other.release()
+	r := <-done
+	if r.Verdict != Healthy || r.Action == ActionHealed {
+		t.Fatalf("after the other healer: %+v", r)
+	}
+	if all, _ := e.Quarantine.List(); len(all) != 0 {
+		t.Fatalf("healed twice: %d quarantine entries", len(all))
+	}
+}
+
+func TestHealWaitingForThePathStopsWithTheContext(t *testing.T) {
+	e, p := praisonEngine(t)
+	os.WriteFile(p, []byte(garbage), 0o600)
+	other, err := e.lockPath(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.release()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := e.Heal(ctx, Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if r.Verdict != Busy || r.Action == ActionHealed {
+		t.Fatalf("interrupted wait: %+v", r)
+	}
+	if b, _ := os.ReadFile(p); string(b) != garbage {
+		t.Fatal("file written without the path lock")
+	}
+	// A different path is not held up.
+	q := filepath.Join(filepath.Dir(p), "t.json")
+	os.WriteFile(q, []byte(garbage), 0o600)
+	if r := e.Heal(context.Background(), Target{Path: q, Rule: &e.Policy.Rules[0]}, false); r.Action != ActionHealed {
+		t.Fatalf("another path: %+v", r)
+	}
+}
+
+// An operator's restore stands: the restored damage is reported, hands off, until the app
+// writes the file again or a heal names it.
+func TestRestoreIsHandsOffUntilTheAppWrites(t *testing.T) {
+	e, p := praisonEngine(t)
+	tg := Target{Path: p, Rule: &e.Policy.Rules[0]}
+	os.WriteFile(p, []byte(garbage), 0o600)
+	r := e.Heal(context.Background(), tg, false)
+	if r.Action != ActionHealed {
+		t.Fatalf("first heal: %+v", r)
+	}
+	healed, _ := os.ReadFile(p)
+	m, err := e.Quarantine.Get(filepath.Base(r.Quarantine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Restore(context.Background(), m, tg); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // a daemon looks at it again and again
+		r = e.Heal(context.Background(), tg, false)
+		if r.Verdict != Damaged || !r.HandsOff || r.Action == ActionHealed || r.Quarantine != m.ID {
+			t.Fatalf("heal of a restored file: %+v", r)
+		}
+		if b, _ := os.ReadFile(p); string(b) != garbage {
+			t.Fatal("the operator's restore was undone")
+		}
+	}
+	// The operator names it: healed, and the mark is gone.
+	over := tg
+	over.Override = true
+	if r = e.Heal(context.Background(), over, false); r.Action != ActionHealed || r.HandsOff {
+		t.Fatalf("heal naming the file: %+v", r)
+	}
+	if b, _ := os.ReadFile(p); string(b) != string(healed) {
+		t.Fatalf("healed to %q", b)
+	}
+	if _, err := os.Stat(e.handsOffFile(p)); !os.IsNotExist(err) {
+		t.Fatal("hands-off mark left after the operator's heal")
+	}
+
+	// Restore again; then the app writes the file (damaged again): that is healed.
+	if _, err := e.Restore(context.Background(), m, tg); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(p, []byte(garbage+"x"), 0o600)
+	if r = e.Heal(context.Background(), tg, false); r.Action != ActionHealed {
+		t.Fatalf("after the app wrote again: %+v", r)
+	}
+	if _, err := os.Stat(e.handsOffFile(p)); !os.IsNotExist(err) {
+		t.Fatal("hands-off mark kept after the app wrote")
+	}
+}

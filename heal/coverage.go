@@ -1,0 +1,63 @@
+package heal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// RootCoverage is what one path of a rule holds: whether it exists, and how many files of
+// the rule a walk found below it. A rule path that is missing or holds no file guards
+// nothing, and says so (rule.path_missing, rule.no_files).
+type RootCoverage struct {
+	Rule     string
+	Path     string
+	Patterns []string
+	Missing  bool // the path does not exist (or cannot be reached)
+	Err      string
+	Files    int // session files found below it (temps and missing-file targets not counted)
+}
+
+// Coverage counts, per rule path of cfg, the targets found below it.
+func Coverage(cfg *policy.Config, targets []Target) []RootCoverage {
+	type key struct{ rule, root string }
+	count := map[key]int{}
+	for _, t := range targets {
+		if t.Temp || t.Missing || t.Skip != "" || t.Rule == nil {
+			continue
+		}
+		for _, root := range t.Rule.Paths {
+			if under(root, t.Path) {
+				count[key{t.Rule.Name, root}]++
+			}
+		}
+	}
+	var out []RootCoverage
+	for _, r := range cfg.Rules {
+		for _, p := range r.Paths {
+			c := RootCoverage{Rule: r.Name, Path: p, Patterns: r.Match, Files: count[key{r.Name, p}]}
+			if _, err := os.Stat(p); err != nil {
+				c.Missing = true
+				if !os.IsNotExist(err) {
+					c.Err = err.Error()
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// under reports whether p is root or below it.
+func under(root, p string) bool {
+	root, p = filepath.Clean(root), filepath.Clean(p)
+	if p == root {
+		return true
+	}
+	if !strings.HasSuffix(root, string(filepath.Separator)) {
+		root += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, root)
+}
