@@ -159,47 +159,45 @@ func (r *Rule) matches(root, p string, rel []string) bool {
 	if !reaching || filepath.Clean(root) == filepath.Clean(p) {
 		return false
 	}
-	for _, loc := range rootLocations(root) {
+	return rootLocations(root, func(loc []string) bool {
 		full := slices.Concat(loc, rel)
 		for _, m := range r.Match {
 			if strings.HasPrefix(m, "**/") && matchPattern(m, rel, full) {
 				return true
 			}
 		}
-	}
-	return false
+		return false
+	})
 }
 
-// rootLocations returns the other segment lists a rule root's own directory names are read
-// as, besides its path as written: the same path with its last name read as "sessions"
-// when that name has "sessions" as a word; and, when the root resolves through a symlink
-// (itself or a directory on its way), the resolved path, read the same two ways. The
-// resolution happens at the root only: names below it are never resolved.
+// rootLocations calls try with each other segment list a rule root's own directory names
+// are read as, besides its path as written, until try reports true: the same path with its
+// last name read as "sessions" when that name has "sessions" as a word; then, when the root
+// resolves through a symlink (itself or a directory on its way), the resolved path, read the
+// same two ways. The resolution happens at the root only: names below it are never
+// resolved, and the filesystem is not consulted when a name alone answers.
 //
 // A directory named like a sessions directory is taken at its word only when the rule names
 // it: the same directory met below a rule's root (an app home, say) counts by its real name,
 // so an app's home never starts matching a directory that only resembles a sessions one.
-func rootLocations(root string) [][]string {
-	var out [][]string
-	add := func(p string) {
+func rootLocations(root string, try func(loc []string) bool) bool {
+	root = filepath.Clean(root)
+	read := func(p string) bool {
 		segs := splitPath(filepath.ToSlash(p))
 		if len(segs) == 0 || segs[0] == "" {
-			return
+			return false
+		}
+		if p != root && try(segs) {
+			return true
 		}
 		last := segs[len(segs)-1]
-		if p != filepath.Clean(root) {
-			out = append(out, segs)
-		}
-		if last != "sessions" && namesSessions(last) {
-			out = append(out, append(segs[:len(segs)-1:len(segs)-1], "sessions"))
-		}
+		return last != "sessions" && namesSessions(last) && try(append(segs[:len(segs)-1:len(segs)-1], "sessions"))
 	}
-	root = filepath.Clean(root)
-	add(root)
-	if real, err := filepath.EvalSymlinks(root); err == nil && real != root && filepath.IsAbs(real) {
-		add(real)
+	if read(root) {
+		return true
 	}
-	return out
+	real, err := filepath.EvalSymlinks(root)
+	return err == nil && real != root && filepath.IsAbs(real) && read(real)
 }
 
 // namesSessions reports whether a directory name has "sessions" as a word: delimited by the
