@@ -15,6 +15,10 @@ import (
 // root one component at a time without following any symlink: a directory swapped for a
 // symlink cannot send a write outside the root. Every later operation of the replace goes
 // through its descriptor.
+//
+// The root itself is opened as the operator wrote it: a root that is a symlink (or has one
+// on its way, /srv/link/app) is followed, there and only there, as the walk that found the
+// file followed it. stillThere opens it again, so a root retargeted meanwhile is noticed.
 type parentDir struct {
 	fd   int
 	path string
@@ -29,7 +33,8 @@ func openParent(root, file string) (*parentDir, error) {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		root, rel = dir, "."
 	}
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // follows a symlinked root
+
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}

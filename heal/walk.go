@@ -19,7 +19,9 @@ var praisonCorruptRe = regexp.MustCompile(`^([A-Za-z0-9_-]+\.json)\.corrupt-\d{1
 type Resolver func(path string) *policy.Rule
 
 // Targets expands paths (files or directory trees) into targets. With no paths, every rule's
-// roots are walked. Symlinks are never followed. Errors name the path that could not be read.
+// roots are walked. A root (or a path given) that is a symlink to a directory is followed, at
+// that top only; no symlink below it is ever followed. Errors name the path that could not
+// be read.
 func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) {
 	var out []Target
 	var errs []error
@@ -45,7 +47,7 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 		ts   []Target
 		errs []error
 	}
-	visit := func(root, start string, top func(string) bool) found {
+	visit := func(root, start string) found {
 		var f found
 		err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -55,9 +57,6 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 				return nil
 			}
 			if d.IsDir() {
-				if top != nil && p != start && top(p) {
-					return fs.SkipDir
-				}
 				f.ts = append(f.ts, e.missingIn(p, ruleFor)...)
 				return nil
 			}
@@ -71,11 +70,31 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 		}
 		return f
 	}
+	// top lists the root itself. A root that is a symlink to a directory is followed, once:
+	// its entries are listed through it and reported under the root's own path, and every
+	// subtree below is walked without following any symlink.
+	top := func(root string, subdirs *[]string) found {
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			return visit(root, root) // missing (announced elsewhere), or a file
+		}
+		var f found
+		f.ts = append(f.ts, e.missingIn(root, ruleFor)...)
+		ents, _ := os.ReadDir(root) // as in visit, the root's own read error is not reported here
+		for _, en := range ents {
+			p := filepath.Join(root, en.Name())
+			if en.IsDir() {
+				*subdirs = append(*subdirs, p)
+			} else if t, ok := e.targetFor(p, ruleFor); ok {
+				f.ts = append(f.ts, t)
+			}
+		}
+		return f
+	}
 	walk := func(root string) {
 		// The root's own files first, its subdirectories set aside; then the subtrees, in
 		// parallel (a first scan of a large tree is mostly system calls).
 		var subdirs []string
-		parts := []found{visit(root, root, func(p string) bool { subdirs = append(subdirs, p); return true })}
+		parts := []found{top(root, &subdirs)}
 		subs := make([]found, len(subdirs))
 		next := make(chan int)
 		var wg sync.WaitGroup
@@ -84,7 +103,7 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 			go func() {
 				defer wg.Done()
 				for k := range next {
-					subs[k] = visit(root, subdirs[k], nil)
+					subs[k] = visit(root, subdirs[k])
 				}
 			}()
 		}
@@ -114,6 +133,12 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 			continue
 		}
 		fi, err := os.Lstat(abs)
+		if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			// A tree named through a symlink is walked through it (only there, at its top).
+			if st, serr := os.Stat(abs); serr == nil && st.IsDir() {
+				fi = st
+			}
+		}
 		switch {
 		case err != nil:
 			errs = append(errs, err)
@@ -191,7 +216,9 @@ func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Targ
 		names[i] = en.Name()
 	}
 	var out []Target
-	if r := ruleFor(store); r != nil && classify(r.Format, store) == ftOpenClawStore && openclawStoreMissing(dir, names) {
+	// The directory's own name says whether it is an OpenClaw sessions directory: it is read
+	// through a symlinked rule root, which stands for the directory it points to.
+	if r := ruleFor(store); r != nil && classify(r.Format, store) == ftOpenClawStore && openclawStoreMissing(resolved(dir), names) {
 		out = append(out, Target{Path: store, Rule: r, Missing: true})
 	}
 	for _, n := range names {
@@ -205,6 +232,14 @@ func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Targ
 		}
 	}
 	return out
+}
+
+// resolved is dir read through every symlink on its way (dir itself when that fails).
+func resolved(dir string) string {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real
+	}
+	return dir
 }
 
 var lockNameRe = regexp.MustCompile(`(\.lock|\.ovlock|^\.exact\.ovlock\..*)$`)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +20,12 @@ import (
 //     may also match the root's own directory names, so "**/sessions/*.json" covers a rule
 //     whose path is a sessions directory itself. Exclude patterns only see the part below
 //     the root, so a directory above it never excludes anything.
+//   - Those names are read through the root's location (see [rootLocations]): a root that is
+//     a symlink also stands for the directory it points to (followed once, at the root, so
+//     "/srv/oc -> ~/.openclaw/agents/main/sessions" is an OpenClaw sessions directory), and
+//     a root whose own name has "sessions" as a word ("sessions_legacy_layout",
+//     "bot-sessions") also stands for a directory named "sessions". Only the root is read
+//     this way: below it, every name counts as it is.
 //
 // A leading '.' is matched like any other character. Temps are base-name patterns.
 
@@ -126,15 +133,7 @@ func (r *Rule) Covers(root, p string) bool {
 		return false
 	}
 	relSegs := splitPath(rel)
-	absSegs := splitPath(filepath.ToSlash(filepath.Clean(p)))
-	matched := false
-	for _, m := range r.Match {
-		if matchPattern(m, relSegs, absSegs) {
-			matched = true
-			break
-		}
-	}
-	if !matched {
+	if !r.matches(root, p, relSegs) {
 		return false
 	}
 	for _, x := range r.Exclude {
@@ -144,6 +143,81 @@ func (r *Rule) Covers(root, p string) bool {
 	}
 	return true
 }
+
+// matches reports whether one of the rule's Match patterns matches the file p, rel being
+// its segments below root. A leading "**/" pattern is tried against p's own absolute path
+// first, then against each other location of the root (see [rootLocations]).
+func (r *Rule) matches(root, p string, rel []string) bool {
+	abs := splitPath(filepath.ToSlash(filepath.Clean(p)))
+	reaching := false
+	for _, m := range r.Match {
+		if matchPattern(m, rel, abs) {
+			return true
+		}
+		reaching = reaching || strings.HasPrefix(m, "**/")
+	}
+	if !reaching || filepath.Clean(root) == filepath.Clean(p) {
+		return false
+	}
+	return rootLocations(root, func(loc []string) bool {
+		full := slices.Concat(loc, rel)
+		for _, m := range r.Match {
+			if strings.HasPrefix(m, "**/") && matchPattern(m, rel, full) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// rootLocations calls try with each other segment list a rule root's own directory names
+// are read as, besides its path as written, until try reports true: the same path with its
+// last name read as "sessions" when that name has "sessions" as a word; then, when the root
+// resolves through a symlink (itself or a directory on its way), the resolved path, read the
+// same two ways. The resolution happens at the root only: names below it are never
+// resolved, and the filesystem is not consulted when a name alone answers.
+//
+// A directory named like a sessions directory is taken at its word only when the rule names
+// it: the same directory met below a rule's root (an app home, say) counts by its real name,
+// so an app's home never starts matching a directory that only resembles a sessions one.
+func rootLocations(root string, try func(loc []string) bool) bool {
+	root = filepath.Clean(root)
+	read := func(p string) bool {
+		segs := splitPath(filepath.ToSlash(p))
+		if len(segs) == 0 || segs[0] == "" {
+			return false
+		}
+		if p != root && try(segs) {
+			return true
+		}
+		last := segs[len(segs)-1]
+		return last != "sessions" && namesSessions(last) && try(append(segs[:len(segs)-1:len(segs)-1], "sessions"))
+	}
+	if read(root) {
+		return true
+	}
+	real, err := filepath.EvalSymlinks(root)
+	return err == nil && real != root && filepath.IsAbs(real) && read(real)
+}
+
+// namesSessions reports whether a directory name has "sessions" as a word: delimited by the
+// start or end of the name or by a character that is not a letter or a digit
+// ("sessions_legacy_layout", "bot-sessions", "Sessions.old"; not "mysessions").
+func namesSessions(name string) bool {
+	lower := strings.ToLower(name)
+	const w = "sessions"
+	for i := 0; i+len(w) <= len(lower); i++ {
+		if lower[i:i+len(w)] != w {
+			continue
+		}
+		if (i == 0 || !isAlnum(lower[i-1])) && (i+len(w) == len(lower) || !isAlnum(lower[i+len(w)])) {
+			return true
+		}
+	}
+	return false
+}
+
+func isAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c >= 0x80 }
 
 // IsTemp reports whether a base name is a temp file of the app (Temps) or sessionmedic's
 // own ([OwnTempPattern]). Temp files are never validated as sessions.

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -187,6 +189,94 @@ func TestOwnTemp(t *testing.T) {
 	} {
 		if got := IsOwnTemp(base); got != want {
 			t.Errorf("IsOwnTemp(%q) = %v", base, got)
+		}
+	}
+}
+
+func TestNamesSessions(t *testing.T) {
+	for name, want := range map[string]bool{
+		"sessions":               true,
+		"sessions_legacy_layout": true,
+		"bot-sessions":           true,
+		"Sessions.old":           true,
+		"copaw sessions":         true,
+		"mysessions":             false,
+		"sessionsbot":            false,
+		"session":                false, // OpenViking's legacy name is matched by its own patterns
+		"session_spill":          false, // PraisonAI's spill directory is not a sessions directory
+		"2sessions":              false,
+		".copaw":                 false,
+	} {
+		if got := namesSessions(name); got != want {
+			t.Errorf("namesSessions(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestCoversThroughTheRootsLocation: a root's own directory names are read through a
+// symlink at the root and as "sessions" when its name says so; names below the root never
+// are.
+func TestCoversThroughTheRootsLocation(t *testing.T) {
+	tmp := t.TempDir()
+	mk := func(rel string) string {
+		p := filepath.Join(tmp, rel)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	link := func(name, target string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ocSessions := mk("data/.openclaw/agents/main/sessions")
+	ocAgents := filepath.Dir(filepath.Dir(ocSessions))
+	cpSessions := mk("data/.copaw/workspaces/default/sessions")
+	renamed := mk("srv/bot-sessions")
+	mk("srv/x")
+	toOC := link("srv/oc", ocSessions)
+	toAgents := link("srv/agents-link", ocAgents)
+	toCopaw := link("srv/chats", cpSessions)
+	toRenamed := link("srv/x/plain", renamed)
+	dangling := link("srv/gone", filepath.Join(tmp, "nowhere"))
+	// A symlink below a root is never read: here "link-in" inside a home points at a
+	// sessions dir, but the home's rule only sees the name "link-in".
+	home := mk("data/.copaw2")
+	os.Symlink(cpSessions, filepath.Join(home, "link-in"))
+
+	openclaw, _ := PresetRule("openclaw", fakeEnv(nil))
+	copaw, _ := PresetRule("copaw", fakeEnv(nil))
+	praison, _ := PresetRule("praisonai", fakeEnv(nil))
+	for _, tc := range []struct {
+		name string
+		r    Rule
+		root string
+		rel  string
+		want bool
+	}{
+		{"openclaw, symlink to its sessions dir", openclaw, toOC, "sessions.json", true},
+		{"openclaw, symlink to its sessions dir, transcript", openclaw, toOC, "22b12a33-f522-4b4e-8a49-9caac0c99f8c.jsonl", true},
+		{"openclaw, symlink to its sessions dir, excluded", openclaw, toOC, "a.trajectory.jsonl", false},
+		{"openclaw, symlink on the way", openclaw, filepath.Join(toAgents, "main"), "sessions/sessions.json", true},
+		{"openclaw, symlink on the way, not a session", openclaw, filepath.Join(toAgents, "main"), "agent/models.json", false},
+		{"openclaw, a sessions dir under another name is not its place", openclaw, renamed, "sessions.json", false},
+		{"copaw, symlink to a sessions dir", copaw, toCopaw, "console/a.json", true},
+		{"copaw, sessions dir under another name", copaw, renamed, "a.json", true},
+		{"copaw, sessions dir under another name, channel", copaw, renamed, "console/a.json", true},
+		{"copaw, sessions dir under another name, weixin originals", copaw, renamed, ".weixin-legacy/weixin--a.json", false},
+		{"copaw, symlink to a sessions dir under another name", copaw, toRenamed, "a.json", true},
+		{"copaw, a dangling symlink stays its name", copaw, dangling, "a.json", false},
+		{"copaw, no symlink below the root is read", copaw, home, "link-in/a.json", false},
+		{"praisonai, sessions dir under another name", praison, renamed, "parent-chat.json", true},
+		{"praisonai, sessions dir under another name, quarantined copy", praison, renamed, "parent-chat.json.corrupt-1795246945167", false},
+		{"praisonai, symlink to a sessions dir", praison, toCopaw, "parent-chat.json", true},
+	} {
+		p := filepath.Join(tc.root, tc.rel)
+		if got := tc.r.Covers(tc.root, p); got != tc.want {
+			t.Errorf("%s: Covers(%s, %s) = %v, want %v", tc.name, tc.root, p, got, tc.want)
 		}
 	}
 }

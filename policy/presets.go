@@ -26,7 +26,9 @@ func presetChoices() []string {
 //
 // Patterns (see [Rule.Covers]) match a preset's files at any depth below a rule's path, and
 // through the path's own directory names, so a path may be the app's home, a workspace or
-// a sessions directory itself.
+// a sessions directory itself; a path that is a symlink is read as the directory it points
+// to, and one whose name has "sessions" as a word (a copy, the samples'
+// sessions_legacy_layout) as a sessions directory.
 func PresetRule(name string, env Env) (Rule, bool) {
 	if canon, ok := presetAliases[name]; ok {
 		name = canon
