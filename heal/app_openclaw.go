@@ -21,7 +21,13 @@ var (
 
 // openclawSQLiteEra returns why a file of a SQLite-era install must be left alone, or "".
 func openclawSQLiteEra(path string) string {
-	agentDir := filepath.Dir(filepath.Dir(path)) // <state>/agents/<id>
+	sessions := filepath.Dir(path)
+	if filepath.Base(sessions) != "sessions" || filepath.Base(filepath.Dir(filepath.Dir(sessions))) != "agents" {
+		// Not <state>/agents/<id>/sessions as written: a symlinked rule root; the layout is
+		// where it points.
+		sessions = resolved(sessions)
+	}
+	agentDir := filepath.Dir(sessions) // <state>/agents/<id>
 	if _, err := os.Lstat(filepath.Join(agentDir, "agent", "openclaw-agent.sqlite")); err == nil {
 		return "openclaw SQLite era: legacy file left for `openclaw doctor --fix` to import"
 	}

@@ -35,12 +35,22 @@ func (e *Engine) takeLock(ctx context.Context, rule *policy.Rule, path string, t
 	case "nanobot":
 		dir := filepath.Dir(path)
 		if !nanobotNamespaceRe.MatchString(filepath.Base(dir)) {
+			// Through a symlinked rule root the namespace has the name the link points to.
+			dir = resolved(dir)
+		}
+		if !nanobotNamespaceRe.MatchString(filepath.Base(dir)) {
 			return noLock{}, nil // eras A–C have no lock
 		}
 		h, err = lock.Flock(ctx, filepath.Join(dir, ".session-files.lock"), true, o)
 	case "openviking":
 		sid := filepath.Dir(path)
-		h, err = lock.OpenViking(ctx, sid, vikingRoot(sid), o)
+		root := vikingRoot(sid)
+		if root == "" {
+			// Through a symlinked rule root, the tree above the session is where it points.
+			sid = resolved(sid)
+			root = vikingRoot(sid)
+		}
+		h, err = lock.OpenViking(ctx, sid, root, o)
 	case "openclaw":
 		if o.Stale == 0 {
 			o.Stale = 30 * time.Second

@@ -265,11 +265,7 @@ func runShape(t *testing.T, c shapeContent, s shape) map[string]shapeResult {
 // knownGaps are divergences the matching cannot fix: code that reads an ancestor's name from
 // the file's path as written, not through a symlinked root. Each is asserted exactly, so a
 // fix shows up here as a failure to remove the entry.
-var knownGaps = map[string]string{
-	// openclawSQLiteEra looks for <sessions>/../agent/openclaw-agent.sqlite lexically: through
-	// a symlink to the sessions directory itself it looks next to the symlink.
-	"openclaw/21-sqlite-plus-legacy-json/symlink to the sessions dir": `  sessions.json: check "", want "skipped"`,
-}
+var knownGaps = map[string]string{}
 
 // shapeFigures collects "files matched" per app and shape for the log.
 type shapeFigure struct {
