@@ -289,6 +289,7 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 	select {
 	case <-w.Ready():
 	case <-ctx.Done():
+		d.stopping(ctx)
 		return nil
 	}
 	d.scanAll(true)
@@ -314,8 +315,7 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 		select {
 		case <-ctx.Done():
-			d.o.Notify("STOPPING=1")
-			d.log.Info("sessionmedic.stopping")
+			d.stopping(ctx)
 			return nil
 		case out <- next:
 			d.queue = d.queue[1:]
@@ -355,6 +355,17 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 			d.sendStatus()
 		}
 	}
+}
+
+// stopping says why the loop stops: the cause of ctx's end (the signal, with cmd's
+// signal context).
+func (d *loop) stopping(ctx context.Context) {
+	d.o.Notify("STOPPING=1")
+	reason := "stopped"
+	if c := context.Cause(ctx); c != nil && c != context.Canceled {
+		reason = c.Error()
+	}
+	d.log.Info("sessionmedic.stopping", "reason", reason)
 }
 
 func watchChans(w *watcher.Watcher) (<-chan watcher.Event, <-chan string, <-chan error) {

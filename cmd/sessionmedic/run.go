@@ -16,9 +16,6 @@ import (
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
-// shutdownGrace bounds a clean shutdown; a second signal exits at once.
-const shutdownGrace = 10 * time.Second
-
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -71,32 +68,24 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		levelVar = nil // the flag wins over the policy, on reload too
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// SIGINT and SIGTERM cancel ctx (signalContext); SIGHUP reloads.
 	reload := make(chan struct{}, 1)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	hupDone := make(chan struct{})
+	defer close(hupDone)
 	go func() {
-		stopping := false
-		for s := range sigs {
-			if s == syscall.SIGHUP {
+		for {
+			select {
+			case <-hup:
 				select {
 				case reload <- struct{}{}:
 				default:
 				}
-				continue
+			case <-hupDone:
+				return
 			}
-			if stopping {
-				fmt.Fprintln(stderr, "sessionmedic: second signal, exiting now")
-				os.Exit(exitInternal)
-			}
-			stopping = true
-			cancel()
-			time.AfterFunc(shutdownGrace, func() {
-				fmt.Fprintln(stderr, "sessionmedic: shutdown took too long, exiting")
-				os.Exit(exitInternal)
-			})
 		}
 	}()
 	err = daemon.Run(ctx, daemon.Options{
