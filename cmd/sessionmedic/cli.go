@@ -177,8 +177,11 @@ func buildVersion() string {
 	return version
 }
 
-// configError: the policy file could not be read. Like a bad policy, exit 2.
+// configError: the policy file could not be read, or what it names cannot be used (an
+// unusable state_dir). Like a bad policy, exit 2.
 type configError struct{ error }
+
+func (e configError) Unwrap() error { return e.error }
 
 // parseInterleaved parses flags that may stand before or after the positional arguments.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {

@@ -46,6 +46,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		return 0, err
 	}
 	writes := doHeal && !dry
+	if err := checkStateDir(cfg.StateDir, writes); err != nil {
+		return 0, err
+	}
 	eng := heal.New(cfg)
 	eng.OneShot = true // each file is inspected once: no incremental state to keep
 	eng.Step = stepHook
@@ -208,6 +211,9 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	cfg, err := loadPolicy(c.config, stderr, true)
 	if err != nil {
+		return 0, err
+	}
+	if err := checkStateDir(cfg.StateDir, pos[0] == "restore"); err != nil {
 		return 0, err
 	}
 	eng := heal.New(cfg)

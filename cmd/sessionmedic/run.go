@@ -47,7 +47,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		cfg, skipped := policy.Default(env).Existing(env)
 		return cfg, skipped, nil
 	}
-	cfg, _, err := load()
+	cfg, skipped, err := load()
 	if err != nil {
 		return 0, err
 	}
@@ -66,6 +66,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if fixedLevel {
 		lv.Set(levelOf(*level))
 		levelVar = nil // the flag wins over the policy, on reload too
+	}
+
+	if err := checkStateDir(cfg.StateDir, true); err != nil {
+		return 0, err
 	}
 
 	// SIGINT and SIGTERM cancel ctx (signalContext); SIGHUP reloads.
@@ -88,8 +92,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 			}
 		}
 	}()
+	// The policy whose state_dir was checked is the one the daemon starts with; later loads
+	// are reloads.
+	first := true
 	err = daemon.Run(ctx, daemon.Options{
-		Load: load, Source: source, Log: log, Level: levelVar, Reload: reload, Version: buildVersion(),
+		Load: func() (*policy.Config, []string, error) {
+			if first {
+				first = false
+				return cfg, skipped, nil
+			}
+			return load()
+		},
+		Source: source, Log: log, Level: levelVar, Reload: reload, Version: buildVersion(),
 		Step: stepHook,
 	})
 	if err != nil {
