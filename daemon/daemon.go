@@ -50,6 +50,13 @@ type Options struct {
 	Ready chan<- struct{}
 }
 
+// ConfigError is a start-up failure the configuration must fix rather than a fault of the
+// program: the policy's http.listen address cannot be bound (in use, or not this host's).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // job is one inspection to run.
 type job struct {
 	t         heal.Target
@@ -82,6 +89,19 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// Bind the HTTP address first: an address in use is a start-up error, before anything
+	// else is said or done.
+	var ln net.Listener
+	if cfg.HTTP.Listen != "" {
+		if ln, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
+			return &ConfigError{fmt.Errorf("http listen %s: %w", cfg.HTTP.Listen, err)}
+		}
+		defer func() {
+			if ln != nil {
+				ln.Close()
+			}
+		}()
+	}
 	d := &loop{o: o, log: o.Log, m: newMetrics(), alive: time.Now()}
 	d.setPolicy(cfg)
 	if rec, err := d.eng.Recover(); err != nil {
@@ -103,11 +123,9 @@ func Run(ctx context.Context, o Options) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if cfg.HTTP.Listen != "" {
-		srv, err := d.serveHTTP(cfg.HTTP.Listen)
-		if err != nil {
-			return err
-		}
+	if ln != nil {
+		srv := d.serveHTTP(ln)
+		ln = nil // the server closes it
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -420,8 +438,8 @@ func (d *loop) sendStatus() {
 		dirs, d.counts.checked, d.counts.healed, d.counts.refused))
 }
 
-// serveHTTP starts /metrics, /healthz and /readyz.
-func (d *loop) serveHTTP(addr string) (*http.Server, error) {
+// serveHTTP serves /metrics, /healthz and /readyz on ln.
+func (d *loop) serveHTTP(ln net.Listener) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", d.m.handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -441,10 +459,6 @@ func (d *loop) serveHTTP(addr string) (*http.Server, error) {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("http listen %s: %w", addr, err)
-	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -452,5 +466,5 @@ func (d *loop) serveHTTP(addr string) (*http.Server, error) {
 		}
 	}()
 	d.log.Info("http.listening", "addr", ln.Addr().String())
-	return srv, nil
+	return srv
 }

@@ -147,6 +147,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		err = usageError{fmt.Sprintf("unknown command %q", args[0])}
 	}
 	if err != nil {
+		var le loggedError
+		if errors.As(err, &le) {
+			return le.code // already in the log
+		}
 		fmt.Fprintf(stderr, "sessionmedic: %v\n", err)
 		var ue usageError
 		var pe *policy.Error
@@ -178,10 +182,17 @@ func buildVersion() string {
 }
 
 // configError: the policy file could not be read, or what it names cannot be used (an
-// unusable state_dir). Like a bad policy, exit 2.
+// unusable state_dir, an address in use). Like a bad policy, exit 2.
 type configError struct{ error }
 
 func (e configError) Unwrap() error { return e.error }
+
+// loggedError is a fatal error already written to the log (as sessionmedic.fatal): run only
+// turns it into its exit code.
+type loggedError struct {
+	error
+	code int
+}
 
 // parseInterleaved parses flags that may stand before or after the positional arguments.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {

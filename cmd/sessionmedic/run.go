@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,6 +50,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	cfg, skipped, err := load()
 	if err != nil {
+		if *format != "" { // the policy could not say its log format; the flag did
+			return fatal(slog.New(logHandler(stderr, *format, nil)), err)
+		}
 		return 0, err
 	}
 	lv := new(slog.LevelVar)
@@ -69,7 +73,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 
 	if err := checkStateDir(cfg.StateDir, true); err != nil {
-		return 0, err
+		return fatal(log, err)
 	}
 
 	// SIGINT and SIGTERM cancel ctx (signalContext); SIGHUP reloads.
@@ -107,9 +111,28 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		Step: stepHook,
 	})
 	if err != nil {
-		return 0, err
+		return fatal(log, err)
 	}
 	return exitOK, nil
+}
+
+// fatal ends `run` on an error that keeps it from starting. Under a JSON log it is one
+// sessionmedic.fatal line of that log (a jq pipeline reading the log still parses it);
+// otherwise run prints it as a plain line, as for every command.
+func fatal(log *slog.Logger, err error) (int, error) {
+	code := exitInternal
+	var pe *policy.Error
+	if errors.As(err, new(configError)) || errors.As(err, &pe) || errors.As(err, new(*daemon.ConfigError)) {
+		code = exitUsage
+	}
+	if _, ok := log.Handler().(*slog.JSONHandler); !ok {
+		if code == exitUsage {
+			return 0, configError{err}
+		}
+		return code, err
+	}
+	log.Error("sessionmedic.fatal", "err", err)
+	return code, loggedError{err, code}
 }
 
 func levelOf(s string) slog.Level {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,5 +122,60 @@ func TestStateDirWithoutPermission(t *testing.T) {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, o.String(), e.String(), want)
 			}
 		}
+	}
+}
+
+// fatalLine runs `run` expecting it not to start, and returns its one JSON stderr line.
+func fatalLine(t *testing.T, home string, wantCode int, args ...string) map[string]any {
+	t.Helper()
+	out, errOut, code := sm(t, home, append([]string{"run"}, args...)...)
+	var m map[string]any
+	if code != wantCode || out != "" || strings.Count(errOut, "\n") != 1 || json.Unmarshal([]byte(errOut), &m) != nil {
+		t.Fatalf("run %v: exit %d (want %d), stdout %q, stderr %q: not one JSON line", args, code, wantCode, out, errOut)
+	}
+	if m["msg"] != "sessionmedic.fatal" || m["level"] != "ERROR" || m["time"] == nil {
+		t.Errorf("run %v: %v is not a sessionmedic.fatal line", args, m)
+	}
+	return m
+}
+
+// TestFatalErrorsInTheLogFormat: when the log is JSON, an error that keeps `run` from
+// starting is one sessionmedic.fatal line of it; as text it stays one plain line.
+func TestFatalErrorsInTheLogFormat(t *testing.T) {
+	home := t.TempDir()
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, []byte("x"), 0o644)
+
+	bad := stateDirPolicy(t, filepath.Join(file, "state"), "")
+	m := fatalLine(t, home, exitUsage, "-log-format", "json", "-config", bad)
+	if want := "state_dir " + filepath.Join(file, "state") + ": " + file + " is not a directory"; m["err"] != want {
+		t.Errorf("err %q, want %q", m["err"], want)
+	}
+	// The policy's own log.format says json.
+	bad = stateDirPolicy(t, filepath.Join(file, "state"), "log: {format: json}\n")
+	fatalLine(t, home, exitUsage, "-config", bad)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	inUse := stateDirPolicy(t, filepath.Join(t.TempDir(), "state"), fmt.Sprintf("http: {listen: %q}\n", l.Addr().String()))
+	m = fatalLine(t, home, exitUsage, "-log-format", "json", "-config", inUse)
+	if want := "http listen " + l.Addr().String() + ": "; !strings.HasPrefix(fmt.Sprint(m["err"]), want) ||
+		!strings.HasSuffix(fmt.Sprint(m["err"]), "address already in use") {
+		t.Errorf("err %q, want %s...address already in use", m["err"], want)
+	}
+	_, errOut, code := sm(t, home, "run", "-log-format", "text", "-config", inUse)
+	if code != exitUsage || !strings.HasPrefix(errOut, "sessionmedic: http listen ") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("as text: exit %d, stderr %q", code, errOut)
+	}
+
+	// A policy that does not load cannot say its format: the flag does.
+	fifo := filepath.Join(t.TempDir(), "p.fifo")
+	syscall.Mkfifo(fifo, 0o600)
+	m = fatalLine(t, home, exitUsage, "-log-format", "json", "-config", fifo)
+	if want := "read policy: " + fifo + ": not a regular file (a named pipe)"; m["err"] != want {
+		t.Errorf("err %q, want %q", m["err"], want)
 	}
 }
