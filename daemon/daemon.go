@@ -400,6 +400,13 @@ func (d *loop) reload(ctx context.Context, w *watcher.Watcher, stop func()) (*wa
 		d.log.Error("policy.invalid", "path", d.o.Source, "err", err)
 		return nil, nil, false
 	}
+	// The running daemon holds its state_dir's lock and resolved its journal at start; a
+	// reload cannot move it there.
+	if cfg.StateDir != d.cfg.StateDir {
+		d.log.Error("policy.invalid", "path", d.o.Source, "err", fmt.Sprintf(
+			"state_dir changed from %s to %s: a reload keeps the state directory; restart to move it", d.cfg.StateDir, cfg.StateDir))
+		return nil, nil, false
+	}
 	d.o.Notify("RELOADING=1")
 	stop()
 	old := d.cfg

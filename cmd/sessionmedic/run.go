@@ -75,6 +75,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if err := checkStateDir(cfg.StateDir, true); err != nil {
 		return fatal(log, err)
 	}
+	lock, err := lockStateDir(cfg.StateDir)
+	if err != nil {
+		return fatal(log, err)
+	}
+	defer lock.Close() // held until the daemon has stopped
 
 	// SIGINT and SIGTERM cancel ctx (signalContext); SIGHUP reloads.
 	reload := make(chan struct{}, 1)
@@ -96,8 +101,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 			}
 		}
 	}()
-	// The policy whose state_dir was checked is the one the daemon starts with; later loads
-	// are reloads.
+	// The policy whose state_dir was checked and locked is the one the daemon starts with;
+	// later loads are reloads, and the daemon refuses one that moves state_dir.
 	first := true
 	err = daemon.Run(ctx, daemon.Options{
 		Load: func() (*policy.Config, []string, error) {

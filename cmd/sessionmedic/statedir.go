@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,4 +80,43 @@ func errno(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// lockStateDir takes state_dir/lock (DESIGN §8: one daemon per state dir) and writes this
+// process's pid into it. The lock lasts as long as the returned file stays open; the kernel
+// drops it when the process dies, however it dies.
+func lockStateDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, configError{fmt.Errorf("state_dir %s: lock: %w", dir, errno(err))}
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, configError{fmt.Errorf("another sessionmedic (pid %s) is running on state_dir %s", lockHolder(path), dir)}
+		}
+		return nil, configError{fmt.Errorf("state_dir %s: lock: %w", dir, err)}
+	}
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, configError{fmt.Errorf("state_dir %s: lock: %w", dir, errno(err))}
+	}
+	return f, nil
+}
+
+// lockHolder reads the pid the lock's holder wrote, waiting briefly for a holder that has
+// just taken the lock and not written it yet.
+func lockHolder(path string) string {
+	for range 50 {
+		b, _ := os.ReadFile(path)
+		if pid := strings.TrimSpace(string(b)); pid != "" {
+			return pid
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return "unknown"
 }
