@@ -50,6 +50,13 @@ type Options struct {
 	Ready chan<- struct{}
 }
 
+// ConfigError is a start-up failure the configuration must fix rather than a fault of the
+// program: the policy's http.listen address cannot be bound (in use, or not this host's).
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string { return e.Err.Error() }
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // job is one inspection to run.
 type job struct {
 	t         heal.Target
@@ -82,6 +89,19 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// Bind the HTTP address first: an address in use is a start-up error, before anything
+	// else is said or done.
+	var ln net.Listener
+	if cfg.HTTP.Listen != "" {
+		if ln, err = net.Listen("tcp", cfg.HTTP.Listen); err != nil {
+			return &ConfigError{fmt.Errorf("http listen %s: %w", cfg.HTTP.Listen, err)}
+		}
+		defer func() {
+			if ln != nil {
+				ln.Close()
+			}
+		}()
+	}
 	d := &loop{o: o, log: o.Log, m: newMetrics(), alive: time.Now()}
 	d.setPolicy(cfg)
 	if rec, err := d.eng.Recover(); err != nil {
@@ -106,11 +126,9 @@ func Run(ctx context.Context, o Options) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if cfg.HTTP.Listen != "" {
-		srv, err := d.serveHTTP(cfg.HTTP.Listen)
-		if err != nil {
-			return err
-		}
+	if ln != nil {
+		srv := d.serveHTTP(ln)
+		ln = nil // the server closes it
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -294,6 +312,7 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 	select {
 	case <-w.Ready():
 	case <-ctx.Done():
+		d.stopping(ctx)
 		return nil
 	}
 	d.scanAll(true)
@@ -319,8 +338,7 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 		select {
 		case <-ctx.Done():
-			d.o.Notify("STOPPING=1")
-			d.log.Info("sessionmedic.stopping")
+			d.stopping(ctx)
 			return nil
 		case out <- next:
 			d.queue = d.queue[1:]
@@ -362,6 +380,17 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 }
 
+// stopping says why the loop stops: the cause of ctx's end (the signal, with cmd's
+// signal context).
+func (d *loop) stopping(ctx context.Context) {
+	d.o.Notify("STOPPING=1")
+	reason := "stopped"
+	if c := context.Cause(ctx); c != nil && c != context.Canceled {
+		reason = c.Error()
+	}
+	d.log.Info("sessionmedic.stopping", "reason", reason)
+}
+
 func watchChans(w *watcher.Watcher) (<-chan watcher.Event, <-chan string, <-chan error) {
 	if w == nil {
 		return nil, nil, nil
@@ -374,6 +403,13 @@ func (d *loop) reload(ctx context.Context, w *watcher.Watcher, stop func()) (*wa
 	cfg, _, err := d.o.Load()
 	if err != nil {
 		d.log.Error("policy.invalid", "path", d.o.Source, "err", err)
+		return nil, nil, false
+	}
+	// The running daemon holds its state_dir's lock and resolved its journal at start; a
+	// reload cannot move it there.
+	if cfg.StateDir != d.cfg.StateDir {
+		d.log.Error("policy.invalid", "path", d.o.Source, "err", fmt.Sprintf(
+			"state_dir changed from %s to %s: a reload keeps the state directory; restart to move it", d.cfg.StateDir, cfg.StateDir))
 		return nil, nil, false
 	}
 	d.o.Notify("RELOADING=1")
@@ -414,8 +450,8 @@ func (d *loop) sendStatus() {
 		dirs, d.counts.checked, d.counts.healed, d.counts.refused))
 }
 
-// serveHTTP starts /metrics, /healthz and /readyz.
-func (d *loop) serveHTTP(addr string) (*http.Server, error) {
+// serveHTTP serves /metrics, /healthz and /readyz on ln.
+func (d *loop) serveHTTP(ln net.Listener) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", d.m.handler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -435,10 +471,6 @@ func (d *loop) serveHTTP(addr string) (*http.Server, error) {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("http listen %s: %w", addr, err)
-	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -446,5 +478,5 @@ func (d *loop) serveHTTP(addr string) (*http.Server, error) {
 		}
 	}()
 	d.log.Info("http.listening", "addr", ln.Addr().String())
-	return srv, nil
+	return srv
 }

@@ -13,10 +13,13 @@ package policy
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -146,13 +149,70 @@ func (e *Error) Error() string {
 // Load reads a policy file and decodes it with the system environment.
 func Load(path string) (*Config, error) { return LoadEnv(path, SystemEnv()) }
 
-// LoadEnv reads a policy file and decodes it with env.
+// MaxFileBytes bounds a policy file; a larger one is refused unread.
+const MaxFileBytes = 1 << 20
+
+// LoadEnv reads a policy file and decodes it with env. Only a regular file of at most
+// [MaxFileBytes] is read: a FIFO would block the read for ever and /dev/zero never ends.
 func LoadEnv(path string, env Env) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnv(path, data, env)
+}
+
+// readFile opens without blocking (a FIFO with no writer opens at once), then refuses
+// anything but a regular file of at most MaxFileBytes, and reads no more than that even if
+// the file grows meanwhile.
+func readFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENXIO) { // a socket cannot be opened at all: say what it is
+		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("read policy: %s: not a regular file (%s)", path, fileKind(fi.Mode()))
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read policy: %w", err)
 	}
-	return ParseEnv(path, data, env)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read policy: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read policy: %s: not a regular file (%s)", path, fileKind(fi.Mode()))
+	}
+	tooBig := func() error {
+		return fmt.Errorf("read policy: %s: larger than 1 MiB", path)
+	}
+	if fi.Size() > MaxFileBytes {
+		return nil, tooBig()
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read policy: %w", err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, tooBig()
+	}
+	return data, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	}
+	return "mode " + m.Type().String()
 }
 
 // Parse decodes a policy with the system environment; name is used in errors and as Source.

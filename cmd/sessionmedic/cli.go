@@ -8,11 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/sessionmedic/sessionmedic/policy"
+	"golang.org/x/sys/unix"
 )
 
 // Exit codes (DESIGN §3).
@@ -37,6 +41,67 @@ const usage = `usage:
   sessionmedic demo
   sessionmedic version
 `
+
+// graceFor bounds the stop of a command after its first signal: the daemon lets its
+// inspections in flight finish (DESIGN: it stops within 10 s); a one-shot command ends within
+// a second, whatever it is doing: a heal still in progress then is cut as by a crash, which
+// its journal resolves at the next start.
+func graceFor(args []string) time.Duration {
+	if len(args) > 0 && (args[0] == "run" || args[0] == "demo") {
+		return 10 * time.Second
+	}
+	return time.Second
+}
+
+// interrupted is the cause of a command's context ending on SIGINT or SIGTERM. A command cut
+// short by it exits 128 + the signal's number (130, 143), as a shell reports a process the
+// signal killed; `run` stops cleanly instead and exits 0.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return "interrupted by " + unix.SignalName(i.sig) }
+
+// Is makes an interruption a cancellation for code that only knows context.Canceled.
+func (interrupted) Is(target error) bool { return target == context.Canceled }
+
+func (i interrupted) code() int { return 128 + int(i.sig) }
+
+// signalContext returns a context cancelled, with an interrupted cause, by the first SIGINT
+// or SIGTERM. signal.NotifyContext would do, but its cause does not carry the signal, and the
+// exit code does. Whatever the command is doing, a second signal, or grace after the first,
+// exits at once: the heal protocol's journal covers a heal cut short.
+func signalContext(parent context.Context, stderr io.Writer, grace time.Duration) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		var first interrupted
+		var deadline <-chan time.Time
+		for {
+			select {
+			case s := <-sigs:
+				sig := s.(syscall.Signal)
+				if deadline != nil {
+					fmt.Fprintf(stderr, "sessionmedic: second signal (%s), exiting now\n", unix.SignalName(sig))
+					os.Exit(interrupted{sig}.code())
+				}
+				first = interrupted{sig}
+				cancel(first)
+				deadline = time.After(grace)
+			case <-deadline:
+				fmt.Fprintf(stderr, "sessionmedic: not stopped %v after %s, exiting now\n", grace, unix.SignalName(first.sig))
+				os.Exit(first.code())
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
 
 // usageError is a mistake in the command line: exit 2.
 type usageError struct{ msg string }
@@ -82,10 +147,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		err = usageError{fmt.Sprintf("unknown command %q", args[0])}
 	}
 	if err != nil {
+		var le loggedError
+		if errors.As(err, &le) {
+			return le.code // already in the log
+		}
 		fmt.Fprintf(stderr, "sessionmedic: %v\n", err)
 		var ue usageError
 		var pe *policy.Error
+		var ie interrupted
 		switch {
+		case errors.As(err, &ie):
+			return ie.code()
 		case errors.As(err, &ue):
 			fmt.Fprint(stderr, usage)
 			return exitUsage
@@ -109,8 +181,18 @@ func buildVersion() string {
 	return version
 }
 
-// configError: the policy file could not be read. Like a bad policy, exit 2.
+// configError: the policy file could not be read, or what it names cannot be used (an
+// unusable state_dir, an address in use). Like a bad policy, exit 2.
 type configError struct{ error }
+
+func (e configError) Unwrap() error { return e.error }
+
+// loggedError is a fatal error already written to the log (as sessionmedic.fatal): run only
+// turns it into its exit code.
+type loggedError struct {
+	error
+	code int
+}
 
 // parseInterleaved parses flags that may stand before or after the positional arguments.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -47,11 +48,15 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if cfg, err = withPreset(cfg, c.preset, paths); err != nil {
 		return 0, err
 	}
+	writes := doHeal && !dry
+	if err := checkStateDir(cfg.StateDir, writes); err != nil {
+		return 0, err
+	}
 	eng := heal.New(cfg)
 	eng.OneShot = true // each file is inspected once: no incremental state to keep
 	eng.Step = stepHook
 	log := newLogger(stderr)
-	if doHeal && !dry {
+	if writes {
 		rec, err := eng.Recover()
 		if err != nil {
 			return 0, fmt.Errorf("journal recovery: %w", err)
@@ -64,7 +69,10 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if len(paths) > 0 {
 		resolve = byExtension
 	}
-	targets, errs := eng.Targets(paths, resolve)
+	targets, errs, err := walk(ctx, eng, paths, resolve)
+	if err != nil {
+		return 0, fmt.Errorf("%w while listing the files", err)
+	}
 	if len(paths) > 0 {
 		// The operator named these: a restore of theirs no longer holds them back.
 		for i := range targets {
@@ -94,7 +102,27 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	var counts = map[string]int{}
 	code := exitOK
 	reports := inspectAll(ctx, eng, targets, doHeal, dry)
-	for r := range reports {
+	// On a signal, a command that writes nothing stops at once; a heal lets the heals in
+	// progress finish (inspectAll starts no new one) and reports them.
+	var stop <-chan struct{}
+	if !writes {
+		stop = ctx.Done()
+	}
+	done := 0
+	for {
+		var r heal.Report
+		var ok bool
+		select {
+		case r, ok = <-reports:
+		case <-stop:
+		}
+		if !ok {
+			break
+		}
+		if r.Path == "" {
+			continue // not inspected: interrupted
+		}
+		done++
 		counts[string(r.Verdict)]++
 		if r.Action == heal.ActionHealed {
 			counts["healed"]++
@@ -116,10 +144,11 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 			}
 		}
 	}
-	if ctx.Err() != nil {
-		return exitInternal, ctx.Err()
+	if done < len(targets) && ctx.Err() != nil {
+		tw.Flush() // the reports so far stand
+		return 0, fmt.Errorf("%w after %d of %d files", context.Cause(ctx), done, len(targets))
 	}
-	if doHeal && !dry {
+	if writes {
 		if err := eng.Prune(); err != nil {
 			fmt.Fprintf(stderr, "sessionmedic: state retention: %v\n", err)
 		}
@@ -226,6 +255,9 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return 0, err
 	}
+	if err := checkStateDir(cfg.StateDir, pos[0] == "restore"); err != nil {
+		return 0, err
+	}
 	eng := heal.New(cfg)
 	switch {
 	case pos[0] == "list" && len(pos) == 1:
@@ -267,6 +299,9 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 		}
 		q, err := eng.Restore(ctx, m, heal.Target{Path: m.Path, Rule: rule})
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return 0, fmt.Errorf("restore %s: %w", m.ID, context.Cause(ctx))
+		}
 		if err != nil {
 			return exitDamage, fmt.Errorf("restore %s: %w", m.ID, err)
 		}
@@ -312,6 +347,27 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 	return exitOK, nil
 }
 
+// walk lists the targets. The walk takes no context, so it runs in its own goroutine and a
+// signal ends the command at once even in the middle of a long walk: the walk only reads,
+// and the process exits right after.
+func walk(ctx context.Context, eng *heal.Engine, paths []string, resolve heal.Resolver) ([]heal.Target, []error, error) {
+	type walked struct {
+		targets []heal.Target
+		errs    []error
+	}
+	c := make(chan walked, 1)
+	go func() {
+		t, e := eng.Targets(paths, resolve)
+		c <- walked{t, e}
+	}()
+	select {
+	case w := <-c:
+		return w.targets, w.errs, nil
+	case <-ctx.Done():
+		return nil, nil, context.Cause(ctx)
+	}
+}
+
 // inspectAll checks (or heals) the targets on as many workers as there are CPUs and yields
 // the reports in target order. The files of one directory go to one worker, in order: a
 // heal of a session's messages may change its metadata file next to it.
@@ -338,7 +394,7 @@ func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, do
 				for _, i := range groups[g] {
 					switch {
 					case ctx.Err() != nil:
-						reports[i] = heal.Report{Path: targets[i].Path, Verdict: heal.Skipped, Detail: "interrupted", Offset: -1}
+						// Interrupted: no new inspection starts; the empty report is not printed.
 					case doHeal:
 						reports[i] = healRetrying(ctx, eng, targets[i], dry)
 					default:

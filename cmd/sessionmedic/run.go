@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,9 +16,6 @@ import (
 	"github.com/sessionmedic/sessionmedic/daemon"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
-
-// shutdownGrace bounds a clean shutdown; a second signal exits at once.
-const shutdownGrace = 10 * time.Second
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -50,8 +48,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		cfg, skipped := policy.Default(env).Existing(env)
 		return cfg, skipped, nil
 	}
-	cfg, _, err := load()
+	cfg, skipped, err := load()
 	if err != nil {
+		if *format != "" { // the policy could not say its log format; the flag did
+			return fatal(slog.New(logHandler(stderr, *format, nil)), err)
+		}
 		return 0, err
 	}
 	lv := new(slog.LevelVar)
@@ -71,42 +72,72 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		levelVar = nil // the flag wins over the policy, on reload too
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	if err := checkStateDir(cfg.StateDir, true); err != nil {
+		return fatal(log, err)
+	}
+	lock, err := lockStateDir(cfg.StateDir)
+	if err != nil {
+		return fatal(log, err)
+	}
+	defer lock.Close() // held until the daemon has stopped
+
+	// SIGINT and SIGTERM cancel ctx (signalContext); SIGHUP reloads.
 	reload := make(chan struct{}, 1)
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	hupDone := make(chan struct{})
+	defer close(hupDone)
 	go func() {
-		stopping := false
-		for s := range sigs {
-			if s == syscall.SIGHUP {
+		for {
+			select {
+			case <-hup:
 				select {
 				case reload <- struct{}{}:
 				default:
 				}
-				continue
+			case <-hupDone:
+				return
 			}
-			if stopping {
-				fmt.Fprintln(stderr, "sessionmedic: second signal, exiting now")
-				os.Exit(exitInternal)
-			}
-			stopping = true
-			cancel()
-			time.AfterFunc(shutdownGrace, func() {
-				fmt.Fprintln(stderr, "sessionmedic: shutdown took too long, exiting")
-				os.Exit(exitInternal)
-			})
 		}
 	}()
+	// The policy whose state_dir was checked and locked is the one the daemon starts with;
+	// later loads are reloads, and the daemon refuses one that moves state_dir.
+	first := true
 	err = daemon.Run(ctx, daemon.Options{
-		Load: load, Source: source, Log: log, Level: levelVar, Reload: reload, Version: buildVersion(),
+		Load: func() (*policy.Config, []string, error) {
+			if first {
+				first = false
+				return cfg, skipped, nil
+			}
+			return load()
+		},
+		Source: source, Log: log, Level: levelVar, Reload: reload, Version: buildVersion(),
 		Step: stepHook,
 	})
 	if err != nil {
-		return 0, err
+		return fatal(log, err)
 	}
 	return exitOK, nil
+}
+
+// fatal ends `run` on an error that keeps it from starting. Under a JSON log it is one
+// sessionmedic.fatal line of that log (a jq pipeline reading the log still parses it);
+// otherwise run prints it as a plain line, as for every command.
+func fatal(log *slog.Logger, err error) (int, error) {
+	code := exitInternal
+	var pe *policy.Error
+	if errors.As(err, new(configError)) || errors.As(err, &pe) || errors.As(err, new(*daemon.ConfigError)) {
+		code = exitUsage
+	}
+	if _, ok := log.Handler().(*slog.JSONHandler); !ok {
+		if code == exitUsage {
+			return 0, configError{err}
+		}
+		return code, err
+	}
+	log.Error("sessionmedic.fatal", "err", err)
+	return code, loggedError{err, code}
 }
 
 func levelOf(s string) slog.Level {

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// stateDirPolicy writes a policy over one healthy session with the given state_dir.
+func stateDirPolicy(t *testing.T, stateDir string, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	sessions := filepath.Join(dir, "sessions")
+	os.MkdirAll(sessions, 0o755)
+	os.WriteFile(filepath.Join(sessions, "s.jsonl"), []byte("{\"a\":1}\n"), 0o644)
+	p := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(p, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\n%srules:\n  - {name: j, format: jsonl, paths: [%s]}\n", stateDir, extra, sessions)), 0o644)
+	return p
+}
+
+// every command that uses the state directory, with what it needs of it.
+var stateDirCommands = [][]string{
+	{"check"}, {"heal"}, {"heal", "-dry-run"}, {"run", "-log-format", "text"},
+	{"quarantine", "list"}, {"quarantine", "show", "x"}, {"quarantine", "restore", "x"},
+}
+
+// TestUnusableStateDir: a state_dir that cannot be used is a configuration error of one line,
+// before any file is looked at.
+func TestUnusableStateDir(t *testing.T) {
+	home := t.TempDir()
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, tc := range []struct{ stateDir, why string }{
+		{filepath.Join(file, "state"), file + " is not a directory"},
+		{filepath.Join(file, "deeper", "state"), file + " is not a directory"},
+		{file, "not a directory"},
+	} {
+		policyFile := stateDirPolicy(t, tc.stateDir, "")
+		for _, args := range stateDirCommands {
+			args := append(append([]string(nil), args...), "-config", policyFile)
+			start := time.Now()
+			out, errOut, code := sm(t, home, args...)
+			want := fmt.Sprintf("sessionmedic: state_dir %s: %s\n", tc.stateDir, tc.why)
+			if code != exitUsage || errOut != want || out != "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("%v took %v", args, d)
+			}
+		}
+	}
+}
+
+// TestStateDirWithoutPermission runs the commands as a user who may not write where the
+// state directory is (as nobody when the tests run as root, for whom permission bits do not
+// count).
+func TestStateDirWithoutPermission(t *testing.T) {
+	base, err := os.MkdirTemp("", "sessionmedic-perm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(base, "ro"), 0o755); os.RemoveAll(base) })
+	os.Chmod(base, 0o755)
+	bin := filepath.Join(base, "sessionmedic")
+	b, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bin, b, 0o755)
+	ro := filepath.Join(base, "ro")
+	os.MkdirAll(filepath.Join(ro, "existing"), 0o755)
+	sessions := filepath.Join(base, "sessions")
+	os.MkdirAll(sessions, 0o755)
+	os.WriteFile(filepath.Join(sessions, "s.jsonl"), []byte("{\"a\":1}\n"), 0o644)
+	os.Chmod(ro, 0o555)
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	for _, tc := range []struct {
+		stateDir     string
+		write, check string
+	}{
+		{filepath.Join(ro, "state"), "cannot be created: permission denied", "cannot be created in " + ro + ": permission denied"},
+		{filepath.Join(ro, "existing"), "cannot be written: permission denied", ""},
+	} {
+		policyFile := filepath.Join(base, "policy.yaml")
+		os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nrules:\n  - {name: j, format: jsonl, paths: [%s]}\n", tc.stateDir, sessions)), 0o644)
+		for _, args := range stateDirCommands {
+			args := append(append([]string(nil), args...), "-config", policyFile)
+			cmd := exec.Command(bin, args...)
+			cmd.Env = []string{"HOME=" + base, "PATH=" + os.Getenv("PATH")}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+			var o, e strings.Builder
+			cmd.Stdout, cmd.Stderr = &o, &e
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Skipf("cannot run as another user: %v", err)
+			}
+			why := tc.write
+			if args[0] == "check" || args[1] == "-dry-run" || args[1] == "list" || args[1] == "show" {
+				why = tc.check
+			}
+			if why == "" { // readable: these commands need no more
+				if code == exitUsage {
+					t.Errorf("%v: exit 2: %s", args, e.String())
+				}
+				continue
+			}
+			want := fmt.Sprintf("sessionmedic: state_dir %s: %s\n", tc.stateDir, why)
+			if code != exitUsage || e.String() != want || o.String() != "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, o.String(), e.String(), want)
+			}
+		}
+	}
+}
+
+// fatalLine runs `run` expecting it not to start, and returns its one JSON stderr line.
+func fatalLine(t *testing.T, home string, wantCode int, args ...string) map[string]any {
+	t.Helper()
+	out, errOut, code := sm(t, home, append([]string{"run"}, args...)...)
+	var m map[string]any
+	if code != wantCode || out != "" || strings.Count(errOut, "\n") != 1 || json.Unmarshal([]byte(errOut), &m) != nil {
+		t.Fatalf("run %v: exit %d (want %d), stdout %q, stderr %q: not one JSON line", args, code, wantCode, out, errOut)
+	}
+	if m["msg"] != "sessionmedic.fatal" || m["level"] != "ERROR" || m["time"] == nil {
+		t.Errorf("run %v: %v is not a sessionmedic.fatal line", args, m)
+	}
+	return m
+}
+
+// TestFatalErrorsInTheLogFormat: when the log is JSON, an error that keeps `run` from
+// starting is one sessionmedic.fatal line of it; as text it stays one plain line.
+func TestFatalErrorsInTheLogFormat(t *testing.T) {
+	home := t.TempDir()
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, []byte("x"), 0o644)
+
+	bad := stateDirPolicy(t, filepath.Join(file, "state"), "")
+	m := fatalLine(t, home, exitUsage, "-log-format", "json", "-config", bad)
+	if want := "state_dir " + filepath.Join(file, "state") + ": " + file + " is not a directory"; m["err"] != want {
+		t.Errorf("err %q, want %q", m["err"], want)
+	}
+	// The policy's own log.format says json.
+	bad = stateDirPolicy(t, filepath.Join(file, "state"), "log: {format: json}\n")
+	fatalLine(t, home, exitUsage, "-config", bad)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	inUse := stateDirPolicy(t, filepath.Join(t.TempDir(), "state"), fmt.Sprintf("http: {listen: %q}\n", l.Addr().String()))
+	m = fatalLine(t, home, exitUsage, "-log-format", "json", "-config", inUse)
+	if want := "http listen " + l.Addr().String() + ": "; !strings.HasPrefix(fmt.Sprint(m["err"]), want) ||
+		!strings.HasSuffix(fmt.Sprint(m["err"]), "address already in use") {
+		t.Errorf("err %q, want %s...address already in use", m["err"], want)
+	}
+	_, errOut, code := sm(t, home, "run", "-log-format", "text", "-config", inUse)
+	if code != exitUsage || !strings.HasPrefix(errOut, "sessionmedic: http listen ") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("as text: exit %d, stderr %q", code, errOut)
+	}
+
+	// A policy that does not load cannot say its format: the flag does.
+	fifo := filepath.Join(t.TempDir(), "p.fifo")
+	syscall.Mkfifo(fifo, 0o600)
+	m = fatalLine(t, home, exitUsage, "-log-format", "json", "-config", fifo)
+	if want := "read policy: " + fifo + ": not a regular file (a named pipe)"; m["err"] != want {
+		t.Errorf("err %q, want %q", m["err"], want)
+	}
+}
