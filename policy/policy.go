@@ -5,9 +5,11 @@
 // preset's full rule), then the YAML on top, strictly: unknown keys, wrong types and values
 // out of range are errors that name the file, the line and the field path. The result is
 // plain data; nothing here touches the files a rule covers, except that [SystemEnv] answers
-// whether a directory exists and reads one app's config to find its default location.
+// whether a directory exists and reads one app's config to find its default location, and
+// that matching resolves a rule's root through a symlink when its names alone do not match.
 //
-// Caveats: paths are compared lexically (cleaned, never resolved through symlinks), and
+// Caveats: paths below a rule's root are compared lexically (cleaned, never resolved through
+// symlinks); only the root itself is read where it points (see [Rule.Covers]).
 // [Config.RuleFor] expects an absolute path.
 package policy
 
