@@ -35,7 +35,7 @@ func SystemEnv() Env {
 			return err == nil
 		},
 		Root:     os.Geteuid() == 0 || os.Getenv("STATE_DIRECTORY") != "",
-		ReadFile: os.ReadFile,
+		ReadFile: readFile, // a FIFO or a device where a config should be is refused, never read
 	}
 }
 
