@@ -408,6 +408,11 @@ func (e *Engine) verify(t Target, in *inspection) {
 		if err != nil || !same || v.Status != Healthy || !t.Rule.KeepLastGood || (lg > 0 && id.Size > lg) || id.Size > planLimit {
 			return
 		}
+		// Validated: read whole only to keep the copy, if it is still that version.
+		if data, rid, err := readStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil && rid.Same(id) {
+			_ = e.LastGood.Put(t.Path, data)
+		}
+		return
 	}
 	if data, _, err := readStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {
 		if inspectBytes(&c, data).Status == Healthy && t.Rule.KeepLastGood {
