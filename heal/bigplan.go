@@ -238,9 +238,6 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 		in.verdict = busy("file changed while it was read")
 		return true
 	}
-	if appendOnly(in.ctx.typ) {
-		e.inc.full.Add(1)
-	}
 	if v.Status == Healthy {
 		if in.ctx.typ.jsonl() {
 			if id.Size <= streamThreshold {
@@ -253,7 +250,13 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 			return false // read whole for the last-good copy
 		}
 		in.id, in.verdict, in.incremental = id, v, true // no bytes held
+		if appendOnly(in.ctx.typ) {
+			e.inc.full.Add(1)
+		}
 		return true
+	}
+	if appendOnly(in.ctx.typ) {
+		e.inc.full.Add(1)
 	}
 	e.inc.drop(t.Path)
 	in.id, in.verdict, in.big, in.bigEnd = id, v, true, firstEnd
