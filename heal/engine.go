@@ -1,7 +1,6 @@
 package heal
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -41,6 +40,10 @@ type Engine struct {
 	// Step, when set, is called at each step of the heal protocol ("locked", "quarantined",
 	// "journaled", "temp-written", "renamed", "verified"); crash tests stop the process there.
 	Step func(step, path string)
+
+	// bigThreshold, when set, replaces bigFile: files larger than it are planned and healed
+	// streaming (tests lower it to run small files through that path).
+	bigThreshold int64
 }
 
 // New returns an engine whose state lives under cfg.StateDir.
@@ -93,6 +96,9 @@ func (e *Engine) inspect(t Target) *inspection {
 	in := &inspection{ctx: fileCtx{path: t.Path, typ: classify(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
 	if id, ok := e.inc.tryIncremental(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok {
 		in.id, in.incremental, in.verdict = id, true, healthy()
+		return in
+	}
+	if bigEligible(in.ctx.typ) && e.inspectBig(t, in) {
 		return in
 	}
 	// Files up to the streaming size (append-only logs) or the planning size (the rest) are
@@ -259,7 +265,14 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	if in.ctx.lastGood == nil {
 		in.ctx.lastGood = e.LastGood.Load(t.Path)
 	}
-	plans := makePlans(t.Rule, in)
+	plans, err := e.plans(t.Rule, in)
+	if err != nil {
+		r.Action, r.Reason = ActionRefused, err.Error()
+		if errors.Is(err, errBusy) {
+			r.Verdict, r.Action = Busy, ActionNone
+		}
+		return r
+	}
 	p := best(plans)
 	if p == nil {
 		r.Action, r.Reason = ActionRefused, "no strategy of the rule yields a valid file (report-only)"
@@ -287,7 +300,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	case err == nil:
 		r.Action, r.Quarantine = ActionHealed, q
 		for _, ed := range p.edits {
-			r.QuarantinedBytes += int64(len(ed.old))
+			r.QuarantinedBytes += ed.oldSize()
 		}
 	case errors.Is(err, errBusy):
 		r.Verdict, r.Action, r.Reason = Busy, ActionNone, err.Error()
@@ -336,16 +349,23 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 	entry := &journalEntry{ID: newID(now), Created: now.UTC()}
 	var first string
 	for i, ed := range p.edits {
-		je := journalEdit{Path: ed.path, Temp: tempName(ed.path), Missing: ed.missing, NewSHA256: sha(ed.data)}
+		je := journalEdit{Path: ed.path, Temp: tempName(ed.path), Missing: ed.missing, NewSHA256: ed.newSHA()}
 		if !ed.missing {
-			je.OldSHA256 = sha(ed.old)
+			je.OldSHA256 = ed.oldSHA()
 			m := &Manifest{Path: ed.path, Rule: t.Rule.Name, Identity: ed.oldID, Kind: in.verdict.Kind,
 				Offset: in.verdict.Offset, Detail: in.verdict.Detail, Strategy: p.strategy,
 				NewSHA256: je.NewSHA256, LostBytes: p.lostBytes, LostRecords: p.lostRecords}
 			if i > 0 {
 				m.Detail = "changed with " + p.edits[0].path
 			}
-			dir, err := e.Quarantine.Put(m, ed.old, now)
+			var dir string
+			var err error
+			if ed.big != nil {
+				// The old bytes are copied from the file, the version the plan was made from.
+				dir, err = e.Quarantine.putFile(m, ed.path, ed.oldID, ed.big.oldSHA, now)
+			} else {
+				dir, err = e.Quarantine.Put(m, ed.old, now)
+			}
 			if err != nil {
 				return "", err
 			}
@@ -398,15 +418,38 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		return first, err
 	}
 	e.step("done", t.Path)
-	// Verify: the result must validate, and becomes the new last-good copy.
+	e.verify(t, in)
+	return first, nil
+}
+
+// verify: the result must validate, and becomes the new last-good copy. A big result is
+// validated streaming, and read whole only for a last-good copy it fits in.
+func (e *Engine) verify(t Target, in *inspection) {
+	c := in.ctx
+	c.lastGood = nil
+	if id, err := statIdentity(t.Path); err == nil && bigEligible(c.typ) && id.Size > e.bigAbove() {
+		f, err := openStable(t.Path, id)
+		if err != nil {
+			return
+		}
+		v, _, err := streamVerdict(f, 0, id.Size, c.typ)
+		same := stillSame(f, id)
+		f.Close()
+		lg := e.LastGood.MaxFileBytes
+		if err != nil || !same || v.Status != Healthy || !t.Rule.KeepLastGood || (lg > 0 && id.Size > lg) || id.Size > planLimit {
+			return
+		}
+		// Validated: read whole only to keep the copy, if it is still that version.
+		if data, rid, err := readStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil && rid.Same(id) {
+			_ = e.LastGood.Put(t.Path, data)
+		}
+		return
+	}
 	if data, _, err := readStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {
-		c := in.ctx
-		c.lastGood = nil
 		if inspectBytes(&c, data).Status == Healthy && t.Rule.KeepLastGood {
 			_ = e.LastGood.Put(t.Path, data)
 		}
 	}
-	return first, nil
 }
 
 func (e *Engine) dropQuarantine(entry *journalEntry) {
@@ -453,14 +496,18 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 			if pids := e.OpenWriters(ed.oldID.Dev, ed.oldID.Ino); len(pids) > 0 {
 				// A rename would strand the writer's later writes in the old inode: only a
 				// pure tail cut, in place, is allowed.
-				if !bytes.HasPrefix(ed.old, ed.data) {
+				if !ed.tailCut() {
 					return false, Identity{}, busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
 				}
 				return e.truncate(d, ed, target)
 			}
 		}
 	}
-	tmpID, err := writeTemp(d, tmp, ed.data, mode, uid, gid)
+	var want string
+	if ed.big != nil {
+		want = ed.big.newSHA
+	}
+	tmpID, err := writeTemp(d, tmp, ed.content(), old, want, mode, uid, gid)
 	if err != nil {
 		return false, Identity{}, err
 	}
@@ -519,6 +566,7 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 // truncate cuts the file in place to the plan's prefix, after the same identity check.
 // It reports whether the file was changed (the cut happened), even when a later step failed.
 func (e *Engine) truncate(d *parentDir, ed edit, target string) (bool, Identity, error) {
+	size := ed.newSize()
 	f, err := d.openFile(filepath.Base(ed.path), os.O_WRONLY, 0)
 	if err != nil {
 		return false, Identity{}, busyErr("%s: %v", ed.path, err)
@@ -528,7 +576,7 @@ func (e *Engine) truncate(d *parentDir, ed edit, target string) (bool, Identity,
 	if err != nil || !identityOf(fi).Same(ed.oldID) {
 		return false, Identity{}, busyErr("%s changed before the truncate", ed.path)
 	}
-	if err := orFault("truncate", ed.path, func() error { return f.Truncate(int64(len(ed.data))) }); err != nil {
+	if err := orFault("truncate", ed.path, func() error { return f.Truncate(size) }); err != nil {
 		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
 	}
 	if err := orFault("fsync", ed.path, f.Sync); err != nil {
@@ -581,12 +629,9 @@ func (e *Engine) putBack(d *parentDir, old *os.File, ed edit, ours Identity) err
 	if now, err := d.stat(name); err != nil || !now.sameWrite(ours) {
 		return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
 	}
-	buf := make([]byte, fi.Size())
-	if _, err := old.ReadAt(buf, 0); err != nil && fi.Size() > 0 {
-		return err
-	}
+	// Copied from the old inode streaming: whatever its size, it is not held in memory.
 	tmp := tempName(ed.path)
-	if _, err := writeTemp(d, tmp, buf, os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
+	if _, err := writeTemp(d, tmp, rangeContent{0, fi.Size()}, old, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
 		return err
 	}
 	if err := orFault("rename", ed.path, func() error { return d.rename(filepath.Base(tmp), filepath.Base(ed.path)) }); err != nil {

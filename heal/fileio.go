@@ -1,10 +1,12 @@
 package heal
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -204,8 +206,10 @@ func syncDir(dir string) error {
 }
 
 // writeTemp creates the temp file tmp (a full path) in the directory d with the given mode
-// and owner, writes data and fsyncs it. The caller renames or removes it.
-func writeTemp(d *parentDir, tmp string, data []byte, mode os.FileMode, uid, gid int) (Identity, error) {
+// and owner, writes c (reading the original, when c needs it, from src) and fsyncs it. When
+// want is set, what was written must have that sha256 (the bytes the plan was made from).
+// The caller renames or removes it.
+func writeTemp(d *parentDir, tmp string, c content, src io.ReaderAt, want string, mode os.FileMode, uid, gid int) (Identity, error) {
 	name := filepath.Base(tmp)
 	if err := fault("create", tmp); err != nil {
 		return Identity{}, fmt.Errorf("create temp: %w", err)
@@ -227,7 +231,13 @@ func writeTemp(d *parentDir, tmp string, data []byte, mode os.FileMode, uid, gid
 	if err := orFault("chmod", tmp, func() error { return f.Chmod(mode) }); err != nil {
 		return Identity{}, fail(fmt.Errorf("chmod temp: %w", err))
 	}
-	if err := orFault("write", tmp, func() error { _, err := f.Write(data); return err }); err != nil {
+	if err := orFault("write", tmp, func() error {
+		got, err := c.writeTo(f, src)
+		if err == nil && want != "" && got != "" && got != want {
+			err = busyErr("the bytes to write changed since they were planned")
+		}
+		return err
+	}); err != nil {
 		return Identity{}, fail(fmt.Errorf("write temp: %w", err))
 	}
 	if err := orFault("fsync", tmp, f.Sync); err != nil {
@@ -318,4 +328,39 @@ func mkdirAllSync(dir string) error {
 		return err
 	}
 	return syncDir(filepath.Dir(dir))
+}
+
+// writeNewFrom is writeNew for content streamed from src (with the same fault points); it
+// returns the sha256 of what it wrote, and fsyncs the file and its directory.
+func writeDurableFrom(path string, c content, src io.ReaderAt, mode os.FileMode) (string, error) {
+	if err := fault("create", path); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	if err != nil {
+		return "", err
+	}
+	var sum string
+	err = orFault("write", path, func() error {
+		w := bufio.NewWriterSize(f, streamBuf)
+		var err error
+		if sum, err = c.writeTo(w, src); err == nil {
+			err = w.Flush()
+		}
+		return err
+	})
+	if err == nil {
+		err = orFault("fsync", path, f.Sync)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", err
+	}
+	return sum, nil
 }

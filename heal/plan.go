@@ -19,6 +19,7 @@ type edit struct {
 	oldID   Identity // zero when missing
 	missing bool
 	data    []byte
+	big     *bigEdit // a big file's edit (bigplan.go): old is nil, and data too unless held in memory
 }
 
 // plan is one strategy's proposed repair.
@@ -46,8 +47,10 @@ type inspection struct {
 	missing bool
 	verdict Verdict
 
-	incremental bool // validated without holding the bytes (incremental or streaming); data is nil
-	tooLarge    bool // damaged, and too large to plan a repair in memory
+	incremental bool  // validated without holding the bytes (incremental or streaming); data is nil
+	tooLarge    bool  // damaged, and too large to plan a repair in memory
+	big         bool  // damaged, judged streaming and planned from the file (bigplan.go); data is nil
+	bigEnd      int64 // big JSON with trailing garbage: the end of its first value, else -1
 }
 
 // candidateOK reports whether bytes would be a healthy file at c's path.

@@ -71,6 +71,47 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 	return dir, nil
 }
 
+// putFile is Put for a file too big to hold: its bytes are copied streaming from the file at
+// path, which must be the version id names, and hash to wantSHA (the bytes the plan was made
+// from). Anything else is busy: the file changed.
+func (q Quarantine) putFile(m *Manifest, path string, id Identity, wantSHA string, now time.Time) (string, error) {
+	f, err := openStable(path, id)
+	if errors.Is(err, errChanged) {
+		return "", busyErr("%s changed since it was read", path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("quarantine: %w", err)
+	}
+	defer f.Close()
+	if m.ID == "" {
+		m.ID = newID(now)
+	}
+	m.Created = now.UTC()
+	m.Size = id.Size
+	m.File = filepath.Base(m.Path)
+	dir := filepath.Join(q.Root, now.UTC().Format("2006-01-02"), m.ID)
+	if err := mkdirAllSync(dir); err != nil {
+		return "", fmt.Errorf("quarantine: %w", err)
+	}
+	sum, err := writeDurableFrom(filepath.Join(dir, m.File), rangeContent{0, id.Size}, f, 0o600)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("quarantine: %w", err)
+	}
+	if sum != wantSHA || !stillSame(f, id) {
+		os.RemoveAll(dir)
+		return "", busyErr("%s changed since it was read", path)
+	}
+	m.SHA256 = sum
+	mj, _ := json.MarshalIndent(m, "", "  ")
+	if err := writeDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("quarantine manifest: %w", err)
+	}
+	m.Dir = dir
+	return dir, nil
+}
+
 // List returns every entry, oldest first.
 func (q Quarantine) List() ([]*Manifest, error) {
 	days, err := os.ReadDir(q.Root)

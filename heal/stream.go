@@ -77,7 +77,11 @@ func streamLines(r *bufio.Reader, t fileType) Verdict {
 		terminated := len(line) > 0 && line[len(line)-1] == '\n'
 		body := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
 		if len(bytes.TrimSpace(body)) > 0 {
-			if verr := jsonv.Valid(body, d); verr != nil {
+			verr := jsonv.Valid(body, d)
+			if verr == nil && bytes.TrimSpace(body)[0] != '{' {
+				verr = errNotObject // as inspectJSONL: an unterminated one is a torn last line
+			}
+			if verr != nil {
 				if !terminated {
 					return damaged(KindTruncated, off, "torn last line %d: %v", n, verr)
 				}
@@ -85,9 +89,6 @@ func streamLines(r *bufio.Reader, t fileType) Verdict {
 					return damaged(KindInvalidUTF8, off+e.Offset, "line %d: %s", n, e.Msg)
 				}
 				return damaged(KindMalformedRecord, off, "line %d: %v", n, verr)
-			}
-			if bytes.TrimSpace(body)[0] != '{' {
-				return damaged(KindMalformedRecord, off, "line %d: %v", n, errNotObject)
 			}
 			if !terminated {
 				return damaged(KindTruncated, off+int64(len(line)), "last line %d has no terminating newline", n)

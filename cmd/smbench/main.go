@@ -6,6 +6,7 @@
 //	go run ./cmd/smbench -quick     # small sizes, seconds to a few minutes
 //	go run ./cmd/smbench -only validate,append -json
 //	go run ./cmd/smbench -only growth   # how cost grows with file size, file count, write rate
+//	go run ./cmd/smbench -only healrss  # heal peak RSS by size: 1, 16, 200 MB, CLI and daemon
 //
 // Everything happens in a temp dir, which is removed at the end unless -keep is given.
 // The exit status is 0 when every measurement ran (whether or not its target is met), 1 when
@@ -37,7 +38,7 @@ func main() {
 }
 
 // workloads in the order they run. growth goes last: it reuses the scan tree when scan ran.
-var workloads = []string{"validate", "append", "scan", "idle", "latency", "bigfile", "growth"}
+var workloads = []string{"validate", "append", "scan", "idle", "latency", "bigfile", "healrss", "growth"}
 
 type options struct {
 	json, quick, keep bool
@@ -171,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	res := Result{Machine: machine, Quick: o.quick, Started: started.UTC().Format(time.RFC3339)}
 	failed := false
 	needBin := false
-	for _, n := range []string{"scan", "idle", "latency", "bigfile", "growth"} {
+	for _, n := range []string{"scan", "idle", "latency", "bigfile", "healrss", "growth"} {
 		needBin = needBin || o.selected(n)
 	}
 	if needBin {
@@ -232,7 +233,7 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 	limit := map[string]time.Duration{
 		"validate": 5 * time.Minute, "append": 5 * time.Minute, "scan": 60 * time.Minute,
 		"idle": 40 * time.Minute, "latency": 5 * time.Minute, "bigfile": 10 * time.Minute,
-		"growth": 20 * time.Minute,
+		"healrss": 15 * time.Minute, "growth": 20 * time.Minute,
 	}[name]
 	if b.o.quick {
 		limit = min(limit, 5*time.Minute)
@@ -252,6 +253,8 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 		return b.latency(ctx)
 	case "bigfile":
 		return b.bigfile(ctx)
+	case "healrss":
+		return b.healrss(ctx)
 	case "growth":
 		return b.growth(ctx)
 	}
