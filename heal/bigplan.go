@@ -211,6 +211,22 @@ func eachLine(r io.Reader, fn func(start int64, line []byte, terminated bool) er
 // caller is to go on with its own reading: the file is small, not there, not regular, over
 // max_file_size, cannot be judged streaming, or is healthy and wanted whole (for its last-good
 // copy, or for the JSONL checks against that copy).
+// wholeLimit is the largest plain JSON or JSONL file read whole: a healthy one needs its
+// bytes up to there (JSONL: the line-aligned prefix check against last-good; JSON: its
+// last-good copy), and a larger one is judged streaming.
+func (e *Engine) wholeLimit(r *policy.Rule, typ fileType) int64 {
+	if typ.jsonl() {
+		return streamThreshold
+	}
+	if lg := e.LastGood.MaxFileBytes; r.KeepLastGood && r.Mode != "observe" {
+		if lg == 0 {
+			return planLimit
+		}
+		return min(lg, planLimit)
+	}
+	return e.bigAbove()
+}
+
 func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 	st, err := statIdentity(t.Path)
 	maxSize := t.Rule.Limits.MaxFileSize

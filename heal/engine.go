@@ -98,16 +98,22 @@ func (e *Engine) inspect(t Target) *inspection {
 		in.id, in.incremental, in.verdict = id, true, healthy()
 		return in
 	}
-	if bigEligible(in.ctx.typ) && e.inspectBig(t, in) {
-		return in
-	}
 	// Files up to the streaming size (append-only logs) or the planning size (the rest) are
 	// read whole; larger ones are streamed, and read whole only to plan a repair they need.
+	// Plain JSON and JSONL are read whole only as far as a healthy one needs its bytes (the
+	// last-good copy, the line-aligned prefix check); beyond, and for any damaged one over
+	// the big-file size, they are judged and planned streaming (inspectBig).
 	big := int64(planLimit)
 	if appendOnly(in.ctx.typ) {
 		big = streamThreshold
 	}
+	if bigEligible(in.ctx.typ) {
+		big = min(big, e.wholeLimit(t.Rule, in.ctx.typ))
+	}
 	data, id, err := readStableBelow(t.Path, t.Rule.Limits.MaxFileSize, big)
+	if errors.Is(err, errBig) && bigEligible(in.ctx.typ) && e.inspectBig(t, in) {
+		return in
+	}
 	if errors.Is(err, errBig) {
 		if appendOnly(in.ctx.typ) {
 			v, sid, serr := streamInspect(t.Path, in.ctx.typ)
@@ -143,6 +149,16 @@ func (e *Engine) inspect(t Target) *inspection {
 	case err == nil:
 		in.data, in.id = data, id
 		in.verdict = inspectBytes(&in.ctx, data)
+		if in.verdict.Status == Damaged && bigEligible(in.ctx.typ) && id.Size > e.bigAbove() {
+			// Planned streaming: the bytes read are let go, the plan reads the file again.
+			*in = inspection{ctx: in.ctx}
+			in.ctx.lastGood = nil
+			if e.inspectBig(t, in) {
+				return in
+			}
+			in.data, in.id = data, id
+			in.verdict = inspectBytes(&in.ctx, data)
+		}
 		if appendOnly(in.ctx.typ) {
 			e.inc.full.Add(1)
 			if in.verdict.Status == Healthy && !e.OneShot {
