@@ -195,9 +195,7 @@ type loop struct {
 
 func (d *loop) setPolicy(cfg *policy.Config) {
 	d.cfg = cfg
-	d.eng = heal.New(cfg)
-	d.eng.Step = d.o.Step
-	d.eng.QuietCheck = 20 * time.Millisecond
+	d.eng = heal.New(cfg, heal.Options{Step: d.o.Step})
 	if d.o.Level != nil {
 		d.o.Level.Set(levelOf(cfg.Log.Level))
 	}

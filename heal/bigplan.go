@@ -259,7 +259,7 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 			if id.Size <= streamThreshold {
 				return false // read whole: the line-aligned prefix check against last-good
 			}
-			if !e.OneShot {
+			if !e.oneShot {
 				e.inc.rememberFile(t.Path, in.ctx.typ, id)
 			}
 		} else if lg := e.LastGood.MaxFileBytes; t.Rule.KeepLastGood && t.Rule.Mode != "observe" && (lg == 0 || id.Size <= lg) && id.Size <= planLimit {

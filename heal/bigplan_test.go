@@ -27,7 +27,7 @@ func bigEngine(t *testing.T, threshold int64) (*Engine, string) {
 	dir := t.TempDir()
 	root := filepath.Join(dir, "sessions")
 	os.MkdirAll(root, 0o755)
-	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, "state")})
+	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, "state")}, Options{})
 	e.bigThreshold = threshold
 	return e, root
 }
@@ -217,7 +217,7 @@ func bigTarget(t *testing.T, e *Engine, root, data string) Target {
 func TestBigTailCutBesideAWriter(t *testing.T) {
 	e, root := bigEngine(t, 1)
 	tg := bigTarget(t, e, root, bigTorn)
-	e.OpenWriters = func(dev, ino uint64) []int { return []int{4242} }
+	e.findWriters = func(dev, ino uint64) []int { return []int{4242} }
 	before, _ := os.Stat(tg.Path)
 	r := e.Heal(context.Background(), tg, false)
 	after, _ := os.Stat(tg.Path)
@@ -241,7 +241,7 @@ func TestBigAppWriteIsPutBack(t *testing.T) {
 	tg := bigTarget(t, e, root, bigTorn)
 	newer := "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n{\"d\":4}\n"
 	var held *os.File
-	e.Step = func(s, path string) {
+	e.onStep = func(s, path string) {
 		if s == "temp-written" {
 			held, _ = os.OpenFile(path, os.O_WRONLY, 0) // the app opened the old inode...
 		}
@@ -271,9 +271,9 @@ func TestBigCrashAtEveryStep(t *testing.T) {
 				e, root := bigEngine(t, 1)
 				tg := bigTarget(t, e, root, bigTorn)
 				if writer {
-					e.OpenWriters = func(dev, ino uint64) []int { return []int{4242} }
+					e.findWriters = func(dev, ino uint64) []int { return []int{4242} }
 				}
-				e.Step = func(s, path string) {
+				e.onStep = func(s, path string) {
 					if s == step {
 						panic("crash at " + s)
 					}
@@ -282,7 +282,7 @@ func TestBigCrashAtEveryStep(t *testing.T) {
 					defer func() { recover() }()
 					e.Heal(context.Background(), tg, false)
 				}()
-				e2 := New(e.Policy)
+				e2 := New(e.Policy, Options{})
 				e2.bigThreshold = 1
 				rec, err := e2.Recover()
 				if err != nil {
@@ -339,7 +339,7 @@ func TestBigIOFaults(t *testing.T) {
 				e, root := bigEngine(t, 1)
 				tg := bigTarget(t, e, root, bigTorn)
 				if op == "truncate" {
-					e.OpenWriters = func(dev, ino uint64) []int { return []int{4242} }
+					e.findWriters = func(dev, ino uint64) []int { return []int{4242} }
 				}
 				fired := 0
 				SetFaultHook(func(o, path string) error {
@@ -391,7 +391,7 @@ func TestBigChangedDuringQuarantine(t *testing.T) {
 	e, root := bigEngine(t, 1)
 	tg := bigTarget(t, e, root, bigTorn)
 	newer := bigTorn + "3}\n"
-	e.Step = func(s, path string) {
+	e.onStep = func(s, path string) {
 		if s == "locked" {
 			os.WriteFile(path, []byte(newer), 0o600)
 		}

@@ -17,7 +17,7 @@ func TestHealWaitsForAnotherHealerOfThePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiting := make(chan struct{})
-	e.Step = func(step, _ string) {
+	e.onStep = func(step, _ string) {
 		if step == "path-busy" {
 			close(waiting)
 		}

@@ -15,7 +15,8 @@ import (
 )
 
 // Engine inspects and heals files under one policy. It is safe for concurrent use on
-// different paths; the caller must not heal the same path twice at once.
+// different paths; the caller must not heal the same path twice at once. Build it with
+// [New]: every default is there, and the daemon and the CLI get the same ones.
 type Engine struct {
 	Policy     *policy.Config
 	StateDir   string
@@ -26,29 +27,56 @@ type Engine struct {
 
 	inc incCache // append-only files last seen healthy
 
-	// OneShot: every file is inspected once (the CLI), so no incremental state is kept.
-	OneShot bool
-
-	// QuietCheck, for files of apps with no lock, is how long the file must stay unchanged
-	// once more right before it is quarantined and replaced: a save that began after the
-	// file settled (a CoPaw open(w) caught between its truncate and its write) is seen.
-	QuietCheck time.Duration
-
-	// OpenWriters finds other processes holding a file open for writing (default: /proc).
-	OpenWriters func(dev, ino uint64) []int
-
-	// Step, when set, is called at each step of the heal protocol ("locked", "quarantined",
-	// "journaled", "temp-written", "renamed", "verified"); crash tests stop the process there.
-	Step func(step, path string)
+	oneShot     bool
+	quietCheck  time.Duration
+	findWriters func(dev, ino uint64) []int
+	onStep      func(step, path string)
 
 	// bigThreshold, when set, replaces bigFile: files larger than it are planned and healed
 	// streaming (tests lower it to run small files through that path).
 	bigThreshold int64
 }
 
+// DefaultQuietCheck is the quiet check of files of apps without a lock (see
+// [Options.QuietCheck]).
+const DefaultQuietCheck = 20 * time.Millisecond
+
+// Options tune an Engine; the zero value is what the daemon and the CLI both run with.
+type Options struct {
+	// OneShot: every file is inspected once (the CLI), so no incremental state is kept.
+	OneShot bool
+
+	// QuietCheck, for files of apps with no lock, is how long the file must stay unchanged
+	// once more right before it is quarantined and replaced: a save that began after the
+	// file settled (a CoPaw open(w) caught between its truncate and its write) is seen.
+	// 0 means DefaultQuietCheck; a negative value turns it off.
+	QuietCheck time.Duration
+
+	// OpenWriters finds other processes holding a file open for writing (nil: /proc).
+	OpenWriters func(dev, ino uint64) []int
+
+	// Step, when set, is called at each step of the heal protocol ("path-busy", "locked",
+	// "quarantined", "journaled", "temp-written", "renamed", "done"); crash tests stop the
+	// process there.
+	Step func(step, path string)
+
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
 // New returns an engine whose state lives under cfg.StateDir.
-func New(cfg *policy.Config) *Engine {
-	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: time.Now, OpenWriters: openWriters}
+func New(cfg *policy.Config, o Options) *Engine {
+	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: o.Now, oneShot: o.OneShot,
+		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.quietCheck == 0 {
+		e.quietCheck = DefaultQuietCheck
+	}
+	if e.findWriters == nil {
+		e.findWriters = openWriters
+	}
 	e.Quarantine = Quarantine{Root: filepath.Join(cfg.StateDir, "quarantine")}
 	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal")}
 	e.LastGood = LastGood{Root: filepath.Join(cfg.StateDir, "last-good"), MaxFileBytes: cfg.LastGood.MaxFileBytes, idx: &lgIndex{}}
@@ -56,8 +84,8 @@ func New(cfg *policy.Config) *Engine {
 }
 
 func (e *Engine) step(name, path string) {
-	if e.Step != nil {
-		e.Step(name, path)
+	if e.onStep != nil {
+		e.onStep(name, path)
 	}
 }
 
@@ -124,7 +152,7 @@ func (e *Engine) inspect(t Target) *inspection {
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v
 				e.inc.full.Add(1)
-				if !e.OneShot {
+				if !e.oneShot {
 					e.inc.rememberFile(t.Path, in.ctx.typ, sid)
 				}
 				in.incremental = true // no bytes held: no last-good copy of a file this large
@@ -161,7 +189,7 @@ func (e *Engine) inspect(t Target) *inspection {
 		}
 		if appendOnly(in.ctx.typ) {
 			e.inc.full.Add(1)
-			if in.verdict.Status == Healthy && !e.OneShot {
+			if in.verdict.Status == Healthy && !e.oneShot {
 				e.inc.remember(t.Path, in.ctx.typ, id, data)
 			} else {
 				e.inc.drop(t.Path)
@@ -352,8 +380,8 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		return "", err
 	}
 	defer held.Release()
-	if _, unlocked := held.(noLock); unlocked && e.QuietCheck > 0 {
-		time.Sleep(e.QuietCheck)
+	if _, unlocked := held.(noLock); unlocked && e.quietCheck > 0 {
+		time.Sleep(e.quietCheck)
 	}
 	e.step("locked", t.Path)
 	for _, ed := range p.edits {
@@ -508,8 +536,8 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 		if err != nil || !identityOf(fi).Same(ed.oldID) {
 			return false, Identity{}, busyErr("%s changed before the replace", ed.path)
 		}
-		if e.OpenWriters != nil {
-			if pids := e.OpenWriters(ed.oldID.Dev, ed.oldID.Ino); len(pids) > 0 {
+		if e.findWriters != nil {
+			if pids := e.findWriters(ed.oldID.Dev, ed.oldID.Ino); len(pids) > 0 {
 				// A rename would strand the writer's later writes in the old inode: only a
 				// pure tail cut, in place, is allowed.
 				if !ed.tailCut() {
@@ -625,10 +653,10 @@ func oldChanged(old *os.File, was Identity) bool {
 // awaitWriters waits, for up to a second, until no other process holds the inode open for
 // writing.
 func (e *Engine) awaitWriters(id Identity) {
-	if e.OpenWriters == nil {
+	if e.findWriters == nil {
 		return
 	}
-	for i := 0; i < 100 && len(e.OpenWriters(id.Dev, id.Ino)) > 0; i++ {
+	for i := 0; i < 100 && len(e.findWriters(id.Dev, id.Ino)) > 0; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 }

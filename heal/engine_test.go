@@ -60,7 +60,7 @@ func TestHealBacksOffWhenTheFileMoves(t *testing.T) {
 	newer := []byte(`{"session_id": "s", "messages": [{"role": "user", "content": "hi", "timestamp": 1, "metadata": {}}]}`)
 	for _, step := range []string{"locked", "quarantined"} {
 		os.WriteFile(p, []byte(garbage), 0o600)
-		e.Step = func(s, path string) {
+		e.onStep = func(s, path string) {
 			if s == step {
 				os.WriteFile(p, newer, 0o600) // the app writes meanwhile
 			}
@@ -90,7 +90,7 @@ func copawDamaged(t *testing.T) (*Engine, string) {
 func TestNewBytesWrittenIntoTheOldInodeArePutBack(t *testing.T) {
 	e, p := copawDamaged(t)
 	var held *os.File
-	e.Step = func(s, path string) {
+	e.onStep = func(s, path string) {
 		if s == "temp-written" {
 			held, _ = os.OpenFile(p, os.O_WRONLY, 0) // the app opened the old inode...
 		}
@@ -126,7 +126,7 @@ func TestReportWroteIsTheHealsOwnVersion(t *testing.T) {
 	}
 
 	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
-	e.Step = func(s, path string) {
+	e.onStep = func(s, path string) {
 		if s == "renamed" {
 			os.WriteFile(p, []byte(`{"agent": {"n": 1}}{"ag`), 0o644) // open "w", in place
 		}
@@ -147,7 +147,7 @@ func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
 	e, p := copawDamaged(t)
 	app := []byte(`{"agent": {"n": 2}}`)
 	var writing atomic.Bool
-	e.OpenWriters = func(dev, ino uint64) []int {
+	e.findWriters = func(dev, ino uint64) []int {
 		if writing.Load() {
 			return []int{4242}
 		}
@@ -192,7 +192,7 @@ func TestPutBackNeverCoversANewerSave(t *testing.T) {
 	older, newer := []byte(`{"agent": {"n": 1}}`), []byte(`{"agent": {"n": 1, "m": 2}}`)
 	var held *os.File
 	var writing atomic.Bool
-	e.OpenWriters = func(dev, ino uint64) []int {
+	e.findWriters = func(dev, ino uint64) []int {
 		if writing.Load() {
 			// Polled after the rename: the app finishes its save into the old inode,
 			// then saves again, through the path.
@@ -229,7 +229,7 @@ func TestCrashAtEveryStepLeavesOldOrNew(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			e, p := praisonEngine(t)
 			os.WriteFile(p, []byte(garbage), 0o600)
-			e.Step = func(s, path string) {
+			e.onStep = func(s, path string) {
 				if s == step {
 					panic("crash at " + s)
 				}
@@ -239,7 +239,7 @@ func TestCrashAtEveryStepLeavesOldOrNew(t *testing.T) {
 				e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
 			}()
 			// The flock died with the "process": take it again as a restart would.
-			e2 := New(e.Policy)
+			e2 := New(e.Policy, Options{})
 			if _, err := e2.Recover(); err != nil {
 				t.Fatal(err)
 			}
@@ -311,7 +311,7 @@ func TestMaxLossRefuses(t *testing.T) {
 	os.WriteFile(p, []byte("{\"a\":1}\nnope\nnope\nnope\n"), 0o644)
 	r := fuzzRule("jsonl")
 	r.Limits.MaxLoss = 0.25
-	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")})
+	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")}, Options{})
 	rep := e.Heal(context.Background(), Target{Path: p, Rule: r}, false)
 	if rep.Action != ActionRefused || rep.LostRecords != 3 {
 		t.Fatalf("want refused over max_loss: %+v", rep)
@@ -348,8 +348,8 @@ func TestOpenWriterAllowsOnlyATailCut(t *testing.T) {
 	defer w.Close()
 	fi, _ := w.Stat()
 	ino := identityOf(fi).Ino
-	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")})
-	e.OpenWriters = func(dev, i uint64) []int {
+	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")}, Options{})
+	e.findWriters = func(dev, i uint64) []int {
 		if i == ino {
 			return []int{4242}
 		}

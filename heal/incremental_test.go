@@ -22,7 +22,7 @@ func jsonlLines(from, n int) []byte {
 
 func incEngine(t testing.TB) (*Engine, Target) {
 	dir := t.TempDir()
-	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")})
+	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")}, Options{})
 	r := fuzzRule("jsonl")
 	r.KeepLastGood = false
 	r.Limits.MaxFileSize = 1 << 30

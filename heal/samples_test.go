@@ -74,7 +74,7 @@ func testEngine(t *testing.T, preset, root string) *Engine {
 	r.Name, r.Paths = preset, []string{root}
 	r.Lock.Wait = 500 * time.Millisecond
 	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{r}}
-	return New(cfg)
+	return New(cfg, Options{})
 }
 
 type snap struct {
@@ -430,7 +430,7 @@ func TestSamples(t *testing.T) {
 			copyTree(t, src, root2)
 			e2 := testEngine(t, sc.preset, root2)
 			e2.Policy.StateDir = e.StateDir + "-lg"
-			e2 = New(e2.Policy)
+			e2 = New(e2.Policy, Options{})
 			for _, f := range lg {
 				os.WriteFile(filepath.Join(root2, f.file), read(t, filepath.Join(samples, f.lgFrom)), 0o644)
 			}

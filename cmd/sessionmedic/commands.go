@@ -52,9 +52,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if err := checkStateDir(cfg.StateDir, writes); err != nil {
 		return 0, err
 	}
-	eng := heal.New(cfg)
-	eng.OneShot = true // each file is inspected once: no incremental state to keep
-	eng.Step = stepHook
+	eng := heal.New(cfg, heal.Options{OneShot: true, Step: stepHook}) // each file is inspected once
 	log := newLogger(stderr)
 	if writes {
 		rec, err := eng.Recover()
@@ -258,7 +256,7 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err := checkStateDir(cfg.StateDir, pos[0] == "restore"); err != nil {
 		return 0, err
 	}
-	eng := heal.New(cfg)
+	eng := heal.New(cfg, heal.Options{Step: stepHook})
 	switch {
 	case pos[0] == "list" && len(pos) == 1:
 		all, err := eng.Quarantine.List()
@@ -335,8 +333,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 		cfg = policy.Default(policy.SystemEnv())
 	}
 	// What each rule path guards today: a missing path, or one holding no matching file.
-	eng := heal.New(cfg)
-	eng.OneShot = true
+	eng := heal.New(cfg, heal.Options{OneShot: true})
 	targets, _ := eng.Targets(nil, nil)
 	daemon.Announce(newLogger(stderr), heal.Coverage(cfg, targets))
 	fmt.Fprintf(stdout, "# effective policy from %s\n", cfg.Source)

@@ -56,7 +56,7 @@ func (b *bench) appendBench(ctx context.Context) ([]Row, error) {
 	rule := benchRule()
 	target := heal.Target{Path: path, Rule: rule}
 	newEngine := func(n int) *heal.Engine {
-		return heal.New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, fmt.Sprintf("state-%d", n))})
+		return heal.New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, fmt.Sprintf("state-%d", n))}, heal.Options{})
 	}
 	fi, _ := os.Stat(path)
 	b.logf("[append] %s JSONL, %d cycles of 1 full + %d incremental checks", fmtBytes(fi.Size()), cycles, perCycle)

@@ -185,7 +185,7 @@ func (b *bench) growthSize(ctx context.Context, plan growthPlan) ([]Row, error) 
 			if err := ctx.Err(); err != nil {
 				return rows, err
 			}
-			eng = heal.New(cfg)
+			eng = heal.New(cfg, heal.Options{})
 			runtime.GC()
 			c0, t0 := selfCPU(), time.Now()
 			r := eng.Check(target)

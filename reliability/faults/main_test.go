@@ -332,13 +332,11 @@ func newEngine(t *testing.T, s sample, caseDir, state string, settle time.Durati
 	r.Settle, r.MaxWait = settle, time.Second
 	r.Lock.Wait = 500 * time.Millisecond
 	cfg := &policy.Config{Version: 1, StateDir: state, Rules: []policy.Rule{r}, Log: policy.Log{Format: "json", Level: "debug"}}
-	e := heal.New(cfg)
+	writers := func(dev, ino uint64) []int { return nil }
 	if s.writer {
-		e.OpenWriters = func(dev, ino uint64) []int { return []int{1} }
-	} else {
-		e.OpenWriters = func(dev, ino uint64) []int { return nil }
+		writers = func(dev, ino uint64) []int { return []int{1} }
 	}
-	return e
+	return heal.New(cfg, heal.Options{OpenWriters: writers})
 }
 
 // healAll heals every target of the engine's rules, as `sessionmedic heal` does; at calls

@@ -134,7 +134,7 @@ func fullStateInProcess(t *testing.T) {
 		return nil
 	})
 	defer heal.SetFaultHook(nil)
-	eng := heal.New(cfg)
+	eng := heal.New(cfg, heal.Options{})
 	targets, _ := eng.Targets(nil, nil)
 	for _, tg := range targets {
 		r := eng.Heal(context.Background(), tg, false)
@@ -179,7 +179,7 @@ func TestStateWriteFaults(t *testing.T) {
 				})
 				defer heal.SetFaultHook(nil)
 				before := snapshot(t, []string{state}, root)
-				eng := heal.New(cfg)
+				eng := heal.New(cfg, heal.Options{})
 				targets, _ := eng.Targets(nil, nil)
 				var r heal.Report
 				for _, tg := range targets {

@@ -89,14 +89,13 @@ func TestSymlinkSwapDuringHeal(t *testing.T) {
 						sw.prepare(t, target, outside)
 					}
 					before := snapshot(t, nil, outside)
-					eng := heal.New(cfg)
 					swapped := false
-					eng.Step = func(s, p string) {
+					eng := heal.New(cfg, heal.Options{Step: func(s, p string) {
 						if s == step && p == target && !swapped {
 							swapped = true
 							sw.do(t, target, outside)
 						}
-					}
+					}})
 					targets, errs := eng.Targets(nil, nil)
 					if len(errs) > 0 || len(targets) != 1 {
 						t.Fatalf("targets %v %v", targets, errs)
