@@ -11,13 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/watcher"
 )
@@ -220,7 +220,7 @@ func (d *loop) startWatcher(ctx context.Context) (*watcher.Watcher, func(), erro
 		Roots: cfg.Roots(),
 		Filter: func(p string, isDir bool) bool {
 			if isDir {
-				return !within(cfg.StateDir, p)
+				return !pathx.Within(cfg.StateDir, p)
 			}
 			if _, _, ok := cfg.RuleFor(p); ok {
 				return true
@@ -259,11 +259,6 @@ func (d *loop) startWatcher(ctx context.Context) (*watcher.Watcher, func(), erro
 	}()
 	d.watchDir = w.Dirs
 	return w, func() { cancel(); <-done }, nil
-}
-
-func within(root, p string) bool {
-	rel, err := filepath.Rel(root, p)
-	return err == nil && rel != ".." && !filepath.IsAbs(rel) && (rel == "." || len(rel) < 3 || rel[:3] != "../")
 }
 
 func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {

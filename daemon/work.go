@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/watcher"
 )
 
@@ -28,7 +29,7 @@ func (d *loop) scanAll(initial bool) {
 func (d *loop) onRescan(root string) {
 	for _, r := range d.cfg.Rules {
 		for _, p := range r.Paths {
-			if p == root || within(root, p) || within(p, root) {
+			if p == root || pathx.Within(root, p) || pathx.Within(p, root) {
 				d.log.Warn("watch.overflow", "rule", r.Name)
 				d.m.overflows.WithLabelValues(r.Name).Inc()
 			}

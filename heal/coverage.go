@@ -2,9 +2,8 @@ package heal
 
 import (
 	"os"
-	"path/filepath"
-	"strings"
 
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -29,7 +28,7 @@ func Coverage(cfg *policy.Config, targets []Target) []RootCoverage {
 			continue
 		}
 		for _, root := range t.Rule.Paths {
-			if under(root, t.Path) {
+			if pathx.Within(root, t.Path) {
 				count[key{t.Rule.Name, root}]++
 			}
 		}
@@ -48,16 +47,4 @@ func Coverage(cfg *policy.Config, targets []Target) []RootCoverage {
 		}
 	}
 	return out
-}
-
-// under reports whether p is root or below it.
-func under(root, p string) bool {
-	root, p = filepath.Clean(root), filepath.Clean(p)
-	if p == root {
-		return true
-	}
-	if !strings.HasSuffix(root, string(filepath.Separator)) {
-		root += string(filepath.Separator)
-	}
-	return strings.HasPrefix(p, root)
 }

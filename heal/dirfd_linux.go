@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,8 +30,8 @@ var errMoved = errors.New("a directory on the way to the file was replaced or mo
 
 func openParent(root, file string) (*parentDir, error) {
 	dir := filepath.Dir(file)
-	rel, err := filepath.Rel(root, dir)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	rel, ok := pathx.Rel(root, dir)
+	if !ok {
 		root, rel = dir, "."
 	}
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // follows a symlinked root

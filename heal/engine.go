@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -716,7 +716,7 @@ func (e *Engine) Recover() ([]Recovered, error) { return e.Journal.Recover() }
 func ruleRoot(r *policy.Rule, path string) string {
 	best := ""
 	for _, p := range r.Paths {
-		if rel, err := filepath.Rel(p, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && len(p) > len(best) {
+		if pathx.Within(p, path) && len(p) > len(best) {
 			best = p
 		}
 	}

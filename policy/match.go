@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 )
 
 // Glob patterns (Match, Exclude) are slash-separated and match the path of a file relative
@@ -107,30 +109,16 @@ func matchSegments(pat, name []string) bool {
 	return len(name) == 0
 }
 
-// within returns the slash-separated path of p relative to root, or its base name when p is
-// root itself; ok is false when p is not root or below it. Both are cleaned first.
-func within(root, p string) (rel string, ok bool) {
-	root, p = filepath.Clean(root), filepath.Clean(p)
-	if p == root {
-		return filepath.Base(p), true
-	}
-	prefix := root
-	if !strings.HasSuffix(prefix, string(filepath.Separator)) {
-		prefix += string(filepath.Separator)
-	}
-	if !strings.HasPrefix(p, prefix) {
-		return "", false
-	}
-	return filepath.ToSlash(p[len(prefix):]), true
-}
-
 // Covers reports whether the rule covers the file p under root (one of its paths): p is
 // root or below it, its path matches one of Match and none of Exclude, and its base name is
 // not a temp file (the app's Temps or [OwnTempPattern]).
 func (r *Rule) Covers(root, p string) bool {
-	rel, ok := within(root, p)
+	rel, ok := pathx.Rel(root, p)
 	if !ok || r.IsTemp(filepath.Base(p)) {
 		return false
+	}
+	if rel == "." {
+		rel = filepath.Base(filepath.Clean(p)) // a rule path naming one file: patterns see its name
 	}
 	relSegs := splitPath(rel)
 	if !r.matches(root, p, relSegs) {
@@ -266,7 +254,7 @@ func (c *Config) TempRuleFor(p string) (rule *Rule, root string, ok bool) {
 			continue
 		}
 		for _, root := range r.Paths {
-			if _, in := within(root, p); in {
+			if pathx.Within(root, p) {
 				return r, root, true
 			}
 		}

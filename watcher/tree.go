@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 )
 
 // dir is one watched directory. A directory is watched for either or both of two reasons: it
@@ -41,7 +42,7 @@ func (l *loop) created(p string) {
 	}
 	var wake []string
 	for root, at := range l.waits {
-		if at == filepath.Dir(p) && within(root, p) {
+		if at == filepath.Dir(p) && pathx.Within(p, root) {
 			wake = append(wake, root)
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 )
 
 // Event says that a path changed and is now quiet (or has been changing for too long).
@@ -307,7 +308,7 @@ func (l *loop) sourceError(err error) {
 // rescanRoots asks for a rescan of every root that contains path.
 func (l *loop) rescanRoots(path string) {
 	for _, r := range l.w.roots {
-		if within(path, r) {
+		if pathx.Within(r, path) {
 			l.out.addRescan(r)
 		}
 	}
@@ -315,15 +316,4 @@ func (l *loop) rescanRoots(path string) {
 
 func (l *loop) allow(path string, isDir bool) bool {
 	return l.w.filter == nil || l.w.filter(path, isDir)
-}
-
-// within reports whether path is dir or below it.
-func within(path, dir string) bool {
-	if path == dir {
-		return true
-	}
-	if dir == string(filepath.Separator) {
-		return filepath.IsAbs(path)
-	}
-	return len(path) > len(dir) && path[len(dir)] == filepath.Separator && path[:len(dir)] == dir
 }

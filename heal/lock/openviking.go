@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 )
 
 // OpenViking PathLock file names (crates/ragfs core/internal_names.rs).
@@ -192,8 +194,7 @@ func OpenViking(ctx context.Context, sid, root string, o Options) (Held, error) 
 		if root, err = filepath.Abs(root); err != nil {
 			return nil, err
 		}
-		rel, err := filepath.Rel(root, sid)
-		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		if !pathx.Within(root, sid) {
 			return nil, fmt.Errorf("openviking lock: %s is not inside root %s", sid, root)
 		}
 	}
