@@ -218,7 +218,7 @@ func (e *Engine) wholeLimit(r *policy.Rule, typ fileType) int64 {
 	if typ.jsonl() {
 		return streamThreshold
 	}
-	if lg := e.LastGood.MaxFileBytes; r.KeepLastGood && r.Mode != "observe" {
+	if lg := e.LastGood.MaxFileBytes; r.KeepLastGood && r.Mode != policy.ModeObserve {
 		if lg == 0 {
 			return planLimit
 		}
@@ -262,7 +262,7 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 			if !e.oneShot {
 				e.inc.rememberFile(t.Path, in.ctx.typ, id)
 			}
-		} else if lg := e.LastGood.MaxFileBytes; t.Rule.KeepLastGood && t.Rule.Mode != "observe" && (lg == 0 || id.Size <= lg) && id.Size <= planLimit {
+		} else if lg := e.LastGood.MaxFileBytes; t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve && (lg == 0 || id.Size <= lg) && id.Size <= planLimit {
 			return false // read whole for the last-good copy
 		}
 		in.id, in.verdict, in.incremental = id, v, true // no bytes held
@@ -459,7 +459,7 @@ func (f *firstNonWS) Write(p []byte) (int, error) {
 
 // memCand is a candidate held in memory (a backup, the last-good copy).
 type memCand struct {
-	strategy string
+	strategy policy.Strategy
 	data     []byte
 	prefix   *prefixMatch
 	kept     map[string]bool // JSONL: its records
@@ -479,9 +479,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		}
 		var data []byte
 		switch s {
-		case "backup":
+		case policy.Backup:
 			data = fromBackup(rule, c)
-		case "last-good":
+		case policy.LastGoodCopy:
 			if lg := c.lastGood; lg != nil && candidateOK(c, lg) {
 				data = lg
 			}
@@ -610,7 +610,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 			salvLostB -= tornLen
 		}
 	}
-	bigPlan := func(s string, src content, newSHA string, newSize int64, prefix bool) *plan {
+	bigPlan := func(s policy.Strategy, src content, newSHA string, newSize int64, prefix bool) *plan {
 		return &plan{strategy: s, edits: []edit{{path: c.path, oldID: in.id,
 			big: &bigEdit{src: src, oldSHA: oldSHA, newSHA: newSHA, newSize: newSize, prefix: prefix}}}}
 	}
@@ -621,7 +621,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		}
 		var p *plan
 		switch s {
-		case "salvage":
+		case policy.Salvage:
 			if c.typ.jsonl() && salvKeep > 0 {
 				p = bigPlan(s, validLines{typ: c.typ, size: size}, hex.EncodeToString(salvLines.Sum(nil)), salvSize, salvPrefix)
 				p.keep, p.total, p.lostRecords, p.lostBytes = salvKeep, total, salvLost, salvLostB
@@ -630,7 +630,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 				p.keep = jsonRecords(salvFirst)
 				p.lostBytes = size - in.bigEnd
 			}
-		case "normalize":
+		case policy.Normalize:
 			if bomLess {
 				p = bigPlan(s, rangeContent{3, size - 3}, normH.sum(), size-3, false)
 				p.lostBytes = 3
@@ -643,7 +643,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 					p.keep = jsonRecords(normFirst)
 				}
 			}
-		case "backup", "last-good":
+		case policy.Backup, policy.LastGoodCopy:
 			for _, mc := range cands {
 				if mc.strategy != s {
 					continue

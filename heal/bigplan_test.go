@@ -16,7 +16,7 @@ import (
 // bigRule: the strategies that apply to generic JSON and JSONL.
 func bigRule(format, root string) *policy.Rule {
 	return &policy.Rule{Name: "big-" + format, Format: format, Paths: []string{root}, Lock: policy.Lock{Protocol: "none"},
-		Strategies: []string{"salvage", "normalize", "last-good"}, KeepLastGood: true, Mode: "heal",
+		Strategies: []policy.Strategy{"salvage", "normalize", "last-good"}, KeepLastGood: true, Mode: "heal",
 		Limits: policy.Limits{MaxLoss: 1}}
 }
 

@@ -262,7 +262,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	in := e.inspect(t)
 	fill(&r, in.verdict)
 	r.Action = ActionNone
-	if in.verdict.Status == Damaged && t.Rule.Mode != "observe" {
+	if in.verdict.Status == Damaged && t.Rule.Mode != policy.ModeObserve {
 		if !dryRun {
 			// Another process healing under the same state directory (the daemon, a second
 			// `heal`, a quarantine restore) may be at this file: wait for it, then look again.
@@ -294,7 +294,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	case Healthy:
 		// An incremental pass read only the appended bytes: the last-good copy stays the
 		// older prefix (the union of last-good and salvage covers what came after it).
-		if !dryRun && !in.incremental && t.Rule.KeepLastGood && t.Rule.Mode != "observe" {
+		if !dryRun && !in.incremental && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
 			_ = e.LastGood.Put(t.Path, in.data)
 		}
 		return r
@@ -322,7 +322,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		r.Action, r.Reason = ActionRefused, "no strategy of the rule yields a valid file (report-only)"
 		return r
 	}
-	r.Strategy, r.LostBytes, r.LostRecords = p.strategy, p.lostBytes, p.lostRecords
+	r.Strategy, r.LostBytes, r.LostRecords = string(p.strategy), p.lostBytes, p.lostRecords
 	for _, ed := range p.edits[1:] {
 		r.Also = append(r.Also, ed.path)
 	}
@@ -331,8 +331,8 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		r.Reason = fmt.Sprintf("%s would drop %d of %d records, over max_loss %g%%", p.strategy, p.lostRecords, p.total, t.Rule.Limits.MaxLoss*100)
 		return r
 	}
-	if t.Rule.Mode == "observe" {
-		r.Action, r.Reason = ActionRefused, "observe mode: would heal with "+p.strategy
+	if t.Rule.Mode == policy.ModeObserve {
+		r.Action, r.Reason = ActionRefused, "observe mode: would heal with "+string(p.strategy)
 		return r
 	}
 	if dryRun {
@@ -397,7 +397,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		if !ed.missing {
 			je.OldSHA256 = ed.oldSHA()
 			m := &Manifest{Path: ed.path, Rule: t.Rule.Name, Identity: ed.oldID, Kind: in.verdict.Kind,
-				Offset: in.verdict.Offset, Detail: in.verdict.Detail, Strategy: p.strategy,
+				Offset: in.verdict.Offset, Detail: in.verdict.Detail, Strategy: string(p.strategy),
 				NewSHA256: je.NewSHA256, LostBytes: p.lostBytes, LostRecords: p.lostRecords}
 			if i > 0 {
 				m.Detail = "changed with " + p.edits[0].path

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 func TestDropInvalidEntries(t *testing.T) {
@@ -15,7 +16,7 @@ func TestDropInvalidEntries(t *testing.T) {
 	copyTree(t, filepath.Join(samples, "openclaw/10-bad-entries/state"), root)
 	e := testEngine(t, "openclaw", root)
 	r := &e.Policy.Rules[0]
-	r.Strategies = []string{"salvage", "backup", "last-good", "drop-invalid-entries"}
+	r.Strategies = []policy.Strategy{"salvage", "backup", "last-good", "drop-invalid-entries"}
 	r.Limits.MaxLoss = 1
 	p := filepath.Join(root, "agents/main/sessions/sessions.json")
 	rep := e.Heal(context.Background(), Target{Path: p, Rule: r}, false)
@@ -39,7 +40,7 @@ func TestRestoreFieldsFromLastGood(t *testing.T) {
 	copyTree(t, filepath.Join(samples, "praisonai/healthy"), root)
 	e := testEngine(t, "praisonai", root)
 	r := &e.Policy.Rules[0]
-	r.Strategies = []string{"salvage", "last-good", "restore-fields", "reconcile"} // restore-fields first: it includes reconcile
+	r.Strategies = []policy.Strategy{"salvage", "last-good", "restore-fields", "reconcile"} // restore-fields first: it includes reconcile
 	p := filepath.Join(root, "sessions/parent-chat.json")
 	e.Heal(context.Background(), Target{Path: p, Rule: r}, false) // healthy: last-good kept
 	wiped := read(t, filepath.Join(samples, "praisonai/extended_fields_wiped/sessions/parent-chat.json"))

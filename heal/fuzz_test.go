@@ -13,7 +13,7 @@ import (
 
 func fuzzRule(format string) *policy.Rule {
 	return &policy.Rule{Name: "fuzz-" + format, Format: format, Lock: policy.Lock{Protocol: "none"},
-		Strategies: []string{"salvage", "last-good"}, KeepLastGood: true, Mode: "heal",
+		Strategies: []policy.Strategy{"salvage", "last-good"}, KeepLastGood: true, Mode: "heal",
 		Limits: policy.Limits{MaxLoss: 1, MaxFileSize: 1 << 20}}
 }
 

@@ -26,13 +26,13 @@ func (e *Engine) takeLock(ctx context.Context, rule *policy.Rule, path string, t
 	var h lock.Held
 	var err error
 	switch rule.Lock.Protocol {
-	case "", "none":
+	case "", policy.LockNone:
 		return noLock{}, nil
-	case "flock":
+	case policy.LockFlock:
 		h, err = lock.Flock(ctx, policy.ExpandTemplate(rule.Lock.Path, path), false, o)
-	case "lockfile":
+	case policy.LockFile:
 		h, err = lock.LockFile(ctx, policy.ExpandTemplate(rule.Lock.Path, path), o)
-	case "nanobot":
+	case policy.LockNanobot:
 		dir := filepath.Dir(path)
 		if !nanobotNamespaceRe.MatchString(filepath.Base(dir)) {
 			// Through a symlinked rule root the namespace has the name the link points to.
@@ -42,7 +42,7 @@ func (e *Engine) takeLock(ctx context.Context, rule *policy.Rule, path string, t
 			return noLock{}, nil // eras A–C have no lock
 		}
 		h, err = lock.Flock(ctx, filepath.Join(dir, ".session-files.lock"), true, o)
-	case "openviking":
+	case policy.LockOpenViking:
 		sid := filepath.Dir(path)
 		root := vikingRoot(sid)
 		if root == "" {
@@ -51,7 +51,7 @@ func (e *Engine) takeLock(ctx context.Context, rule *policy.Rule, path string, t
 			root = vikingRoot(sid)
 		}
 		h, err = lock.OpenViking(ctx, sid, root, o)
-	case "openclaw":
+	case policy.LockOpenClaw:
 		if o.Stale == 0 {
 			o.Stale = 30 * time.Second
 		}
@@ -62,7 +62,7 @@ func (e *Engine) takeLock(ctx context.Context, rule *policy.Rule, path string, t
 			h, err = lock.OpenClaw(ctx, path+".lock", true, o)
 		}
 	default:
-		return nil, errors.New("unknown lock protocol " + rule.Lock.Protocol)
+		return nil, errors.New("unknown lock protocol " + string(rule.Lock.Protocol))
 	}
 	if errors.Is(err, lock.ErrBusy) {
 		return nil, busyErr("app lock is held")

@@ -24,7 +24,7 @@ type edit struct {
 
 // plan is one strategy's proposed repair.
 type plan struct {
-	strategy    string
+	strategy    policy.Strategy
 	edits       []edit // edits[0] is the inspected file
 	lostBytes   int64
 	lostRecords int
@@ -60,50 +60,80 @@ func candidateOK(c *fileCtx, data []byte) bool {
 	return inspectBytes(&cc, data).Status == Healthy
 }
 
+// planState is what one strategy's plan leaves for the next ones: the salvaged bytes (the
+// last-good strategy's union with them) and plans made on the side.
+type planState struct {
+	salvaged []byte
+	extra    []*plan
+}
+
+// A planner is one strategy: the repaired bytes of the inspected file, or nil when the
+// strategy does not apply to it.
+type planner func(rule *policy.Rule, in *inspection, st *planState) []byte
+
+// planners implements every strategy a policy may name but clean-temp, which acts on app
+// temp files (see cleanTemp), never on a session file. It is never written to.
+var planners = map[policy.Strategy]planner{
+	policy.Salvage: func(_ *policy.Rule, in *inspection, st *planState) []byte {
+		st.salvaged = salvage(&in.ctx, in.data, in.missing)
+		return st.salvaged
+	},
+	policy.Backup: func(rule *policy.Rule, in *inspection, _ *planState) []byte {
+		return fromBackup(rule, &in.ctx)
+	},
+	policy.LastGoodCopy: func(rule *policy.Rule, in *inspection, st *planState) []byte {
+		lg := in.ctx.lastGood
+		if lg == nil || !candidateOK(&in.ctx, lg) {
+			return nil
+		}
+		if u := union(&in.ctx, lg, st.salvaged); u != nil && !bytes.Equal(u, lg) {
+			if p := newPlan(rule, in, "salvage+last-good", u); p != nil {
+				st.extra = append(st.extra, p)
+			}
+		}
+		return lg
+	},
+	policy.Reconcile: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
+		return reconcile(&in.ctx, in.data, in.missing, in.verdict.Kind)
+	},
+	policy.DropInvalidEntries: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
+		if in.ctx.typ == ftOpenClawStore && !in.missing {
+			return openclawDropInvalid(in.data)
+		}
+		return nil
+	},
+	policy.RestoreFields: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
+		if in.ctx.typ == ftPraison && !in.missing && in.ctx.lastGood != nil {
+			return praisonRestoreFields(in.ctx.path, in.data, in.ctx.lastGood)
+		}
+		return nil
+	},
+	policy.Normalize: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
+		if bytes.HasPrefix(in.data, bom) && candidateOK(&in.ctx, in.data[3:]) {
+			return in.data[3:]
+		}
+		return nil
+	},
+}
+
 // makePlans asks each strategy the rule allows, in policy order, for a repair.
 func makePlans(rule *policy.Rule, in *inspection) []*plan {
 	var out []*plan
-	var salvaged []byte
+	var st planState
 	// A file whose own content is sound and newest, and only disagrees with its neighbours,
 	// is repaired in place, never replaced by an older copy.
 	crossFile := in.verdict.Kind == KindDanglingReference || in.verdict.Kind == KindStaleLiveRecords || in.verdict.Kind == KindMetadataLag
 	for _, s := range rule.Strategies {
-		if crossFile && (s == "backup" || s == "last-good") {
+		if crossFile && (s == policy.Backup || s == policy.LastGoodCopy) {
 			continue
 		}
-		var data []byte
-		switch s {
-		case "salvage":
-			data = salvage(&in.ctx, in.data, in.missing)
-			salvaged = data
-		case "backup":
-			data = fromBackup(rule, &in.ctx)
-		case "last-good":
-			lg := in.ctx.lastGood
-			if lg == nil || !candidateOK(&in.ctx, lg) {
-				break
-			}
-			data = lg
-			if u := union(&in.ctx, lg, salvaged); u != nil && !bytes.Equal(u, lg) {
-				if p := newPlan(rule, in, "salvage+last-good", u); p != nil {
-					out = append(out, p)
-				}
-			}
-		case "reconcile":
-			data = reconcile(&in.ctx, in.data, in.missing, in.verdict.Kind)
-		case "drop-invalid-entries":
-			if in.ctx.typ == ftOpenClawStore && !in.missing {
-				data = openclawDropInvalid(in.data)
-			}
-		case "restore-fields":
-			if in.ctx.typ == ftPraison && !in.missing && in.ctx.lastGood != nil {
-				data = praisonRestoreFields(in.ctx.path, in.data, in.ctx.lastGood)
-			}
-		case "normalize":
-			if bytes.HasPrefix(in.data, bom) && candidateOK(&in.ctx, in.data[3:]) {
-				data = in.data[3:]
-			}
+		pl := planners[s]
+		if pl == nil {
+			continue // clean-temp
 		}
+		data := pl(rule, in, &st)
+		out = append(out, st.extra...)
+		st.extra = nil
 		if data == nil || (!in.missing && bytes.Equal(data, in.data)) {
 			continue
 		}
@@ -125,7 +155,7 @@ func best(plans []*plan) *plan {
 	return b
 }
 
-func newPlan(rule *policy.Rule, in *inspection, strategy string, data []byte) *plan {
+func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data []byte) *plan {
 	if !candidateOK(&in.ctx, data) {
 		return nil
 	}

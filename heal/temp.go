@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // KindStaleTemp marks an app temp file left behind by a crash before its rename.
@@ -59,8 +60,8 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 	if v.Status != Damaged {
 		return
 	}
-	r.Strategy = "clean-temp"
-	if t.Rule.Mode == "observe" {
+	r.Strategy = string(policy.CleanTemp)
+	if t.Rule.Mode == policy.ModeObserve {
 		r.Action, r.Reason = ActionRefused, "observe mode: would move the temp file to quarantine"
 		return
 	}
@@ -82,7 +83,7 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		r.Verdict, r.Reason = Busy, "temp file changed"
 		return
 	}
-	m := &Manifest{Path: t.Path, Rule: t.Rule.Name, Identity: id, Kind: KindStaleTemp, Offset: -1, Detail: v.Detail, Strategy: "clean-temp"}
+	m := &Manifest{Path: t.Path, Rule: t.Rule.Name, Identity: id, Kind: KindStaleTemp, Offset: -1, Detail: v.Detail, Strategy: string(policy.CleanTemp)}
 	dir, err := e.Quarantine.Put(m, data, e.Now())
 	if err != nil {
 		r.Action, r.Reason = ActionRefused, err.Error()

@@ -180,7 +180,7 @@ func (e *Engine) targetFor(p string, ruleFor func(string) *policy.Rule) (Target,
 	if r := ruleFor(p); r != nil {
 		return Target{Path: p, Rule: r}, true
 	}
-	if r, _, ok := e.Policy.TempRuleFor(p); ok && r.HasStrategy("clean-temp") {
+	if r, _, ok := e.Policy.TempRuleFor(p); ok && r.HasStrategy(policy.CleanTemp) {
 		return Target{Path: p, Rule: r, Temp: true}, true
 	}
 	return Target{}, false

@@ -28,7 +28,7 @@ func baseRule() Rule {
 		Settle:       DefaultSettle,
 		MaxWait:      DefaultMaxWait,
 		Lock:         Lock{Protocol: "none"},
-		Strategies:   []string{"salvage", "last-good"},
+		Strategies:   []Strategy{Salvage, LastGoodCopy},
 		Limits:       Limits{MaxLoss: DefaultMaxLoss, MaxFileSize: DefaultMaxFileSize},
 		KeepLastGood: true,
 		Mode:         "heal",
@@ -86,18 +86,18 @@ func (d *decoder) rule(n *yaml.Node, field string) (Rule, *yaml.Node) {
 		case "backups":
 			r.Backups = d.strings(v, f, func(s string) (string, error) { return s, checkTemplate(s, true) })
 		case "strategies":
-			r.Strategies = d.strings(v, f, func(s string) (string, error) {
-				if !contains(Strategies, s) {
-					return "", fmt.Errorf("unknown strategy %q (want %s)", s, strings.Join(Strategies, ", "))
+			r.Strategies = typed[Strategy](d.strings(v, f, func(s string) (string, error) {
+				if !contains(names(Strategies), s) {
+					return "", fmt.Errorf("unknown strategy %q (want %s)", s, strings.Join(names(Strategies), ", "))
 				}
 				return s, nil
-			})
+			}))
 		case "limits":
 			d.limits(v, f, &r.Limits)
 		case "keep_last_good":
 			r.KeepLastGood = d.boolean(v, f)
 		case "mode":
-			r.Mode = d.oneOf(v, f, "mode", modes)
+			r.Mode = Mode(d.oneOf(v, f, "mode", modes))
 		case "temp_age":
 			r.TempAge = d.duration(v, f)
 		case "temps":
@@ -171,10 +171,10 @@ func (d *decoder) lock(n *yaml.Node, field string) Lock {
 			}
 			kind = k
 			if key == "protocol" {
-				l.Protocol = d.oneOf(v, f, "lock protocol", []string{"none", "nanobot", "openviking", "openclaw"})
+				l.Protocol = LockProtocol(d.oneOf(v, f, "lock protocol", names([]LockProtocol{LockNone, LockNanobot, LockOpenViking, LockOpenClaw})))
 				return
 			}
-			l.Protocol, l.Path = key, d.str(v, f)
+			l.Protocol, l.Path = LockProtocol(key), d.str(v, f)
 			if err := checkTemplate(l.Path, false); err != nil {
 				d.fail(v, f, "%s", err)
 			}

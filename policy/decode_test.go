@@ -62,7 +62,7 @@ func TestCustomRuleDefaults(t *testing.T) {
 	want := baseRule()
 	want.Name, want.Format, want.Paths, want.Match = "a", "jsonl", []string{"/srv/a"}, []string{"*.jsonl"}
 	if r.Name != want.Name || r.Settle != want.Settle || r.MaxWait != want.MaxWait || r.Lock != want.Lock ||
-		strings.Join(r.Strategies, ",") != "salvage,last-good" || r.Limits != want.Limits || !r.KeepLastGood ||
+		strings.Join(names(r.Strategies), ",") != "salvage,last-good" || r.Limits != want.Limits || !r.KeepLastGood ||
 		r.Mode != "heal" || r.TempAge != DefaultTempAge || strings.Join(r.Match, ",") != "*.jsonl" ||
 		r.Backups != nil || r.Temps != nil || r.Exclude != nil || r.Preset != "" {
 		t.Errorf("got %+v", r)

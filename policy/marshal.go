@@ -66,13 +66,13 @@ func marshalRule(r *Rule) *yaml.Node {
 		"max_wait", str(FormatDuration(r.MaxWait)),
 		"lock", marshalLock(r.Lock),
 		"backups", list(r.Backups, true),
-		"strategies", list(r.Strategies, true),
+		"strategies", list(names(r.Strategies), true),
 		"limits", flow(mapping(
 			"max_loss", str(formatFraction(r.Limits.MaxLoss)),
 			"max_file_size", str(FormatSize(r.Limits.MaxFileSize)),
 		)),
 		"keep_last_good", boolNode(r.KeepLastGood),
-		"mode", str(r.Mode),
+		"mode", str(string(r.Mode)),
 		"temp_age", str(FormatDuration(r.TempAge)),
 		"temps", list(r.Temps, true),
 	)
@@ -85,9 +85,9 @@ func marshalLock(l Lock) *yaml.Node {
 	case "none", "":
 		return str("none")
 	case "flock", "lockfile":
-		n = mapping(l.Protocol, str(l.Path))
+		n = mapping(string(l.Protocol), str(l.Path))
 	default:
-		n = mapping("protocol", str(l.Protocol))
+		n = mapping("protocol", str(string(l.Protocol)))
 	}
 	switch l.Protocol {
 	case "lockfile", "openviking", "openclaw":

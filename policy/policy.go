@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -63,18 +64,18 @@ type Rule struct {
 	Settle       time.Duration // quiet time before inspecting; default 2s
 	MaxWait      time.Duration // inspect (read-only) after this even under writes; default 30s; >= Settle
 	Lock         Lock
-	Backups      []string // glob templates with {file} {dir} {name}, e.g. "{file}.bak.*"
-	Strategies   []string // tried in order
+	Backups      []string   // glob templates with {file} {dir} {name}, e.g. "{file}.bak.*"
+	Strategies   []Strategy // tried in order
 	Limits       Limits
 	KeepLastGood bool          // default true
-	Mode         string        // heal (default) | observe
+	Mode         Mode          // heal (default) | observe
 	TempAge      time.Duration // clean-temp only moves app temp files older than this; default 5m
 	Temps        []string      // base-name globs of the app's own temp files: never validated
 }
 
 // Lock is the app's lock protocol, which a heal honours.
 type Lock struct {
-	Protocol string        // none | flock | lockfile | nanobot | openviking | openclaw
+	Protocol LockProtocol  // none | flock | lockfile | nanobot | openviking | openclaw
 	Path     string        // template for flock/lockfile, e.g. "{dir}/.session-files.lock"
 	Stale    time.Duration // lockfile, openviking, openclaw: a lock older than this is stale
 	Wait     time.Duration // how long to try before reporting busy; default 2s
@@ -93,20 +94,54 @@ const (
 	GiB int64 = 1 << 30
 )
 
-// Strategy names, in the order the documentation lists them.
-var Strategies = []string{
-	"salvage", "backup", "last-good", "reconcile",
-	"normalize", "restore-fields", "drop-invalid-entries", "clean-temp",
-}
+// Strategy names a repair a rule allows.
+type Strategy string
+
+// The strategies, in the order the documentation lists them.
+const (
+	Salvage            Strategy = "salvage"
+	Backup             Strategy = "backup"
+	LastGoodCopy       Strategy = "last-good"
+	Reconcile          Strategy = "reconcile"
+	Normalize          Strategy = "normalize"
+	RestoreFields      Strategy = "restore-fields"
+	DropInvalidEntries Strategy = "drop-invalid-entries"
+	CleanTemp          Strategy = "clean-temp"
+)
+
+// Strategies lists every strategy a policy may name.
+var Strategies = []Strategy{Salvage, Backup, LastGoodCopy, Reconcile, Normalize, RestoreFields, DropInvalidEntries, CleanTemp}
+
+// Mode says whether a rule heals or only reports.
+type Mode string
+
+const (
+	ModeHeal    Mode = "heal"
+	ModeObserve Mode = "observe" // inspect and report, never write
+)
+
+// LockProtocol names how a rule takes the app's lock before a heal.
+type LockProtocol string
+
+// The lock protocols: none, a flock or an O_EXCL lock file at a templated path, and the
+// apps' own protocols.
+const (
+	LockNone       LockProtocol = "none"
+	LockFlock      LockProtocol = "flock"
+	LockFile       LockProtocol = "lockfile"
+	LockNanobot    LockProtocol = "nanobot"
+	LockOpenViking LockProtocol = "openviking"
+	LockOpenClaw   LockProtocol = "openclaw"
+)
 
 // Formats are the valid values of Rule.Format.
 var Formats = []string{"json", "jsonl", "copaw", "nanobot", "praisonai", "openviking", "openclaw"}
 
-// Lock protocols.
-var LockProtocols = []string{"none", "flock", "lockfile", "nanobot", "openviking", "openclaw"}
+// LockProtocols lists every lock protocol a policy may name.
+var LockProtocols = []LockProtocol{LockNone, LockFlock, LockFile, LockNanobot, LockOpenViking, LockOpenClaw}
 
 var (
-	modes      = []string{"heal", "observe"}
+	modes      = []string{string(ModeHeal), string(ModeObserve)}
 	logFormats = []string{"auto", "text", "json"}
 	logLevels  = []string{"debug", "info", "warn", "error"}
 )
@@ -279,7 +314,7 @@ func (r Rule) clone() Rule {
 	r.Match = cloneStrings(r.Match)
 	r.Exclude = cloneStrings(r.Exclude)
 	r.Backups = cloneStrings(r.Backups)
-	r.Strategies = cloneStrings(r.Strategies)
+	r.Strategies = slices.Clone(r.Strategies)
 	r.Temps = cloneStrings(r.Temps)
 	return r
 }
@@ -292,7 +327,7 @@ func cloneStrings(s []string) []string {
 }
 
 // HasStrategy reports whether the rule allows the named strategy.
-func (r *Rule) HasStrategy(name string) bool {
+func (r *Rule) HasStrategy(name Strategy) bool {
 	for _, s := range r.Strategies {
 		if s == name {
 			return true
@@ -309,6 +344,27 @@ func ExpandTemplate(tmpl, file string) string {
 		"{dir}", filepath.Dir(file),
 		"{name}", filepath.Base(file),
 	).Replace(tmpl)
+}
+
+// names returns typed names as plain strings.
+func names[T ~string](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = string(x)
+	}
+	return out
+}
+
+// typed returns plain strings as typed names.
+func typed[T ~string](xs []string) []T {
+	if xs == nil {
+		return nil
+	}
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = T(x)
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {

@@ -123,7 +123,7 @@ func TestEveryKey(t *testing.T) {
 			MaxWait:    time.Minute,
 			Lock:       Lock{Protocol: "lockfile", Path: "{dir}/sessions.json.lock", Stale: 45 * time.Second, Wait: 3 * time.Second},
 			Backups:    []string{"{dir}/sessions.json.bak.*", "{file}.orig"},
-			Strategies: []string{"backup", "salvage", "drop-invalid-entries", "restore-fields", "clean-temp"},
+			Strategies: []Strategy{"backup", "salvage", "drop-invalid-entries", "restore-fields", "clean-temp"},
 			Limits:     Limits{MaxLoss: 0.25, MaxFileSize: 256 * MiB},
 			Mode:       "observe",
 			TempAge:    10 * time.Minute,
@@ -136,7 +136,7 @@ func TestEveryKey(t *testing.T) {
 			Settle:       DefaultSettle,
 			MaxWait:      DefaultMaxWait,
 			Lock:         Lock{Protocol: "flock", Path: "{file}.lock", Wait: 500 * time.Millisecond},
-			Strategies:   []string{"salvage", "last-good"},
+			Strategies:   []Strategy{"salvage", "last-good"},
 			Limits:       Limits{MaxLoss: DefaultMaxLoss, MaxFileSize: DefaultMaxFileSize},
 			KeepLastGood: true,
 			Mode:         "heal",
@@ -149,7 +149,7 @@ func TestEveryKey(t *testing.T) {
 			Settle:       DefaultSettle,
 			MaxWait:      DefaultMaxWait,
 			Lock:         Lock{Protocol: "openviking", Stale: time.Minute, Wait: time.Second},
-			Strategies:   []string{"salvage", "last-good"},
+			Strategies:   []Strategy{"salvage", "last-good"},
 			Limits:       Limits{MaxLoss: DefaultMaxLoss, MaxFileSize: DefaultMaxFileSize},
 			KeepLastGood: true,
 			Mode:         "heal",
@@ -240,7 +240,7 @@ rules:
 	}
 	want, _ := PresetRule("copaw", env)
 	want.Name = "qp"
-	want.Strategies = []string{"salvage"}
+	want.Strategies = []Strategy{"salvage"}
 	want.Exclude = nil
 	want.Lock = Lock{Protocol: "lockfile", Path: "{file}.lock", Stale: DefaultLockStale, Wait: DefaultLockWait}
 	want.Limits.MaxFileSize = 10_000_000

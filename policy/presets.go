@@ -42,7 +42,7 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Paths = copawPaths(env)
 		r.Match = []string{"**/sessions/*.json", "**/sessions/*/*.json"}
 		r.Exclude = []string{"**/.weixin-legacy/**", "**/dialog/**", "chats.json"}
-		r.Strategies = []string{"salvage", "last-good"}
+		r.Strategies = []Strategy{Salvage, LastGoodCopy}
 	case "nanobot":
 		// Eras A–C: <workspace>/sessions/<stem>.jsonl (and the old global sessions/);
 		// era D: ~/.nanobot/sessions/<workspace id>/<stem>.jsonl. Any *.jsonl counts, so a
@@ -53,8 +53,8 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Match = []string{"*.jsonl"}
 		r.Exclude = []string{"**/.migration-conflicts/**"}
 		r.Temps = []string{".*.jsonl.*.tmp", "*.jsonl.tmp"}
-		r.Lock = Lock{Protocol: "nanobot", Wait: DefaultLockWait}
-		r.Strategies = []string{"salvage", "last-good", "clean-temp"}
+		r.Lock = Lock{Protocol: LockNanobot, Wait: DefaultLockWait}
+		r.Strategies = []Strategy{Salvage, LastGoodCopy, CleanTemp}
 	case "praisonai":
 		// <data dir>/sessions/<safe_id>.json, under a never-unlinked <file>.lock flock the
 		// app waits 5 s for. Its .corrupt-<ms> copies and spilled turns are evidence.
@@ -62,8 +62,8 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Match = []string{"**/sessions/*.json"}
 		r.Exclude = []string{"**/session_spill/**", "*.corrupt-*"}
 		r.Temps = []string{"tmp*.tmp"}
-		r.Lock = Lock{Protocol: "flock", Path: "{file}.lock", Wait: DefaultLockWait}
-		r.Strategies = []string{"salvage", "last-good", "reconcile", "clean-temp"}
+		r.Lock = Lock{Protocol: LockFlock, Path: "{file}.lock", Wait: DefaultLockWait}
+		r.Strategies = []Strategy{Salvage, LastGoodCopy, Reconcile, CleanTemp}
 	case "openviking":
 		// <workspace>/viking/<account>/user/<user>/sessions/<sid>/{messages.jsonl,.meta.json},
 		// and the legacy <account>/session/[<user>/]<sid>/. Archives under history/ are
@@ -75,8 +75,8 @@ func PresetRule(name string, env Env) (Rule, bool) {
 			"**/session/*/*/messages.jsonl", "**/session/*/*/.meta.json",
 		}
 		r.Exclude = []string{"**/history/archive_*/**"}
-		r.Lock = Lock{Protocol: "openviking", Stale: DefaultLockStale, Wait: DefaultLockWait}
-		r.Strategies = []string{"reconcile", "salvage", "last-good"}
+		r.Lock = Lock{Protocol: LockOpenViking, Stale: DefaultLockStale, Wait: DefaultLockWait}
+		r.Strategies = []Strategy{Reconcile, Salvage, LastGoodCopy}
 	case "openclaw":
 		// <state>/agents/<agent>/sessions/{sessions.json,<sessionId>.jsonl}. Archives,
 		// corrupt-header copies, checkpoints and trajectories are not live session files.
@@ -85,8 +85,8 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Exclude = []string{"*.corrupt-*", "*.checkpoint.*.jsonl", "*.trajectory.jsonl"}
 		r.Temps = []string{"sessions.json.*.tmp", "*.jsonl.compact.*.tmp"}
 		r.Backups = []string{"{dir}/sessions.json.bak.*"}
-		r.Lock = Lock{Protocol: "openclaw", Stale: DefaultLockStale, Wait: DefaultLockWait}
-		r.Strategies = []string{"salvage", "backup", "last-good", "normalize"}
+		r.Lock = Lock{Protocol: LockOpenClaw, Stale: DefaultLockStale, Wait: DefaultLockWait}
+		r.Strategies = []Strategy{Salvage, Backup, LastGoodCopy, Normalize}
 	default:
 		return Rule{}, false
 	}

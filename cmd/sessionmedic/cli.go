@@ -273,7 +273,7 @@ func withPreset(cfg *policy.Config, preset string, paths []string) (*policy.Conf
 func autoRule(format string) *policy.Rule {
 	return &policy.Rule{
 		Name: "auto-" + format, Format: format, Lock: policy.Lock{Protocol: "none"},
-		Strategies: []string{"salvage", "last-good"}, KeepLastGood: true, Mode: "heal",
+		Strategies: []policy.Strategy{"salvage", "last-good"}, KeepLastGood: true, Mode: "heal",
 		Limits: policy.Limits{MaxLoss: 0.5, MaxFileSize: 1 << 30},
 	}
 }

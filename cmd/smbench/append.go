@@ -23,7 +23,7 @@ const (
 func benchRule() *policy.Rule {
 	return &policy.Rule{
 		Name: "bench", Format: "jsonl", Lock: policy.Lock{Protocol: "none"},
-		Strategies: []string{"salvage"}, Mode: "heal",
+		Strategies: []policy.Strategy{"salvage"}, Mode: "heal",
 		Limits: policy.Limits{MaxLoss: 0.5, MaxFileSize: 1 << 30},
 	}
 }
