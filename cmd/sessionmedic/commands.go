@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/daemon"
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -382,45 +383,26 @@ func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, do
 	// Workers take whole directories; each finished directory is handed to the output in
 	// target order, one hand-off per directory rather than per file.
 	reports := make([]heal.Report, len(targets))
-	done := make([]chan struct{}, len(groups))
-	for g := range done {
-		done[g] = make(chan struct{})
-	}
-	work := make(chan int)
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(groups)))
-	for w := 0; w < workers; w++ {
-		go func() {
-			for g := range work {
-				for _, i := range groups[g] {
-					switch {
-					case ctx.Err() != nil:
-						// Interrupted: no new inspection starts; the empty report is not printed.
-					case doHeal:
-						reports[i] = healRetrying(ctx, eng, targets[i], dry)
-					default:
-						reports[i] = eng.Check(targets[i])
-					}
-				}
-				close(done[g])
-			}
-		}()
-	}
-	go func() {
-		for g := range groups {
-			work <- g
-		}
-		close(work)
-	}()
 	out := make(chan heal.Report, 256)
 	go func() {
 		defer close(out)
-		for g, idx := range groups {
-			<-done[g]
-			for _, i := range idx {
+		workpool.Ordered(len(groups), runtime.GOMAXPROCS(0), func(g int) {
+			for _, i := range groups[g] {
+				switch {
+				case ctx.Err() != nil:
+					// Interrupted: no new inspection starts; the empty report is not printed.
+				case doHeal:
+					reports[i] = healRetrying(ctx, eng, targets[i], dry)
+				default:
+					reports[i] = eng.Check(targets[i])
+				}
+			}
+		}, func(g int) {
+			for _, i := range groups[g] {
 				out <- reports[i]
 				reports[i] = heal.Report{} // emitted: not kept until the end
 			}
-		}
+		})
 	}()
 	return out
 }
