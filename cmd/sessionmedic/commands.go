@@ -8,14 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/sessionmedic/sessionmedic/daemon"
+	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
@@ -63,7 +62,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 			return 0, fmt.Errorf("journal recovery: %w", err)
 		}
 		for _, r := range rec {
-			log.Warn("journal.recovered", "path", r.Path, "id", r.ID, "outcome", r.Outcome)
+			log.Warn(events.JournalRecovered, "path", r.Path, "id", r.ID, "outcome", r.Outcome)
 		}
 	}
 	var resolve heal.Resolver
@@ -87,11 +86,11 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if len(paths) == 0 {
 		// What each rule path guards: a path that is missing or holds nothing is said.
 		cov = heal.Coverage(cfg, targets)
-		daemon.Announce(log, cov)
+		events.Announce(log, cov)
 		if len(cfg.Rules) == 0 && c.config == "" {
 			env := policy.SystemEnv()
 			_, lookedAt := policy.Default(env).Existing(env)
-			daemon.AnnounceNothing(log, lookedAt)
+			events.AnnounceNothing(log, lookedAt)
 		}
 	}
 	// Reports are written through a buffer, flushed whenever none is waiting: a line per
@@ -131,7 +130,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		if unresolved(r, doHeal, dry) {
 			code = exitDamage
 		}
-		logReport(log, r, doHeal && !dry)
+		events.Report(log, r)
 		if c.json {
 			if err := enc.Encode(r); err != nil {
 				return exitInternal, err
@@ -216,27 +215,6 @@ func printReport(w io.Writer, r heal.Report) {
 			reason = r.Reason
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Verdict, r.Rule, r.Path, reason)
-	}
-}
-
-// logReport writes the event catalog's lines for one file (DESIGN §9).
-func logReport(log *slog.Logger, r heal.Report, healing bool) {
-	if r.Verdict != heal.Damaged {
-		return
-	}
-	switch r.Action {
-	case heal.ActionHealed:
-		log.Warn("file.healed", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "strategy", r.Strategy,
-			"quarantine", r.Quarantine, "lost_bytes", r.LostBytes, "lost_records", r.LostRecords)
-	case heal.ActionRefused:
-		log.Error("file.heal_refused", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "reason", r.Reason)
-	default:
-		if r.HandsOff {
-			log.Warn("file.damaged", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "offset", r.Offset, "detail", r.Detail,
-				"hands_off", true, "quarantine", r.Quarantine)
-		} else if !healing {
-			log.Warn("file.damaged", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "offset", r.Offset, "detail", r.Detail)
-		}
 	}
 }
 
@@ -339,7 +317,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 	eng := heal.New(cfg)
 	eng.OneShot = true
 	targets, _ := eng.Targets(nil, nil)
-	daemon.Announce(newLogger(stderr), heal.Coverage(cfg, targets))
+	events.Announce(newLogger(stderr), heal.Coverage(cfg, targets))
 	fmt.Fprintf(stdout, "# effective policy from %s\n", cfg.Source)
 	_, err = stdout.Write(policy.Marshal(cfg))
 	if err != nil {
