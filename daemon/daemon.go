@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/policy"
@@ -108,19 +109,19 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("journal recovery: %w", err)
 	} else {
 		for _, r := range rec {
-			d.log.Warn("journal.recovered", "path", r.Path, "id", r.ID, "outcome", r.Outcome)
+			d.log.Warn(events.JournalRecovered, "path", r.Path, "id", r.ID, "outcome", r.Outcome)
 		}
 	}
 	paths := []string{}
 	for _, r := range cfg.Rules {
 		paths = append(paths, r.Paths...)
 	}
-	d.log.Info("sessionmedic.started", "version", o.Version, "policy", o.Source, "rules", len(cfg.Rules), "paths", paths, "state_dir", cfg.StateDir)
+	d.log.Info(events.Started, "version", o.Version, "policy", o.Source, "rules", len(cfg.Rules), "paths", paths, "state_dir", cfg.StateDir)
 	if len(skipped) > 0 {
-		d.log.Info("sessionmedic.skipped_defaults", "paths", skipped)
+		d.log.Info(events.SkippedDefaults, "paths", skipped)
 	}
 	if len(cfg.Rules) == 0 {
-		AnnounceNothing(d.log, skipped)
+		events.AnnounceNothing(d.log, skipped)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -254,7 +255,7 @@ func (d *loop) startWatcher(ctx context.Context) (*watcher.Watcher, func(), erro
 	go func() {
 		defer close(done)
 		if err := w.Run(wctx); err != nil && wctx.Err() == nil {
-			d.log.Error("watch.error", "err", err)
+			d.log.Error(events.WatchError, "err", err)
 		}
 	}()
 	d.watchDir = w.Dirs
@@ -345,7 +346,7 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 			if !ok {
 				// The watcher stopped (it could not start, or lost its source): the periodic
 				// rescan still finds damage, only later.
-				d.log.Error("watch.error", "err", "the watcher stopped; damage is found by the periodic rescan only")
+				d.log.Error(events.WatchError, "err", "the watcher stopped; damage is found by the periodic rescan only")
 				evC, rsC, erC = nil, nil, nil
 				continue
 			}
@@ -356,7 +357,7 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 			}
 		case err, ok := <-erC:
 			if ok {
-				d.log.Error("watch.error", "err", err)
+				d.log.Error(events.WatchError, "err", err)
 			}
 		case <-rescan.C:
 			d.scanAll(false)
@@ -381,7 +382,7 @@ func (d *loop) stopping(ctx context.Context) {
 	if c := context.Cause(ctx); c != nil && c != context.Canceled {
 		reason = c.Error()
 	}
-	d.log.Info("sessionmedic.stopping", "reason", reason)
+	d.log.Info(events.Stopping, "reason", reason)
 }
 
 func watchChans(w *watcher.Watcher) (<-chan watcher.Event, <-chan string, <-chan error) {
@@ -395,13 +396,13 @@ func watchChans(w *watcher.Watcher) (<-chan watcher.Event, <-chan string, <-chan
 func (d *loop) reload(ctx context.Context, w *watcher.Watcher, stop func()) (*watcher.Watcher, func(), bool) {
 	cfg, _, err := d.o.Load()
 	if err != nil {
-		d.log.Error("policy.invalid", "path", d.o.Source, "err", err)
+		d.log.Error(events.PolicyInvalid, "path", d.o.Source, "err", err)
 		return nil, nil, false
 	}
 	// The running daemon holds its state_dir's lock and resolved its journal at start; a
 	// reload cannot move it there.
 	if cfg.StateDir != d.cfg.StateDir {
-		d.log.Error("policy.invalid", "path", d.o.Source, "err", fmt.Sprintf(
+		d.log.Error(events.PolicyInvalid, "path", d.o.Source, "err", fmt.Sprintf(
 			"state_dir changed from %s to %s: a reload keeps the state directory; restart to move it", d.cfg.StateDir, cfg.StateDir))
 		return nil, nil, false
 	}
@@ -411,11 +412,11 @@ func (d *loop) reload(ctx context.Context, w *watcher.Watcher, stop func()) (*wa
 	d.setPolicy(cfg)
 	nw, nstop, err := d.startWatcher(ctx)
 	if err != nil {
-		d.log.Error("policy.invalid", "path", d.o.Source, "err", err)
+		d.log.Error(events.PolicyInvalid, "path", d.o.Source, "err", err)
 		d.setPolicy(old)
 		nw, nstop, err = d.startWatcher(ctx)
 		if err != nil {
-			d.log.Error("watch.error", "err", err)
+			d.log.Error(events.WatchError, "err", err)
 		}
 		d.o.Notify("READY=1")
 		if nstop == nil {
@@ -423,7 +424,7 @@ func (d *loop) reload(ctx context.Context, w *watcher.Watcher, stop func()) (*wa
 		}
 		return nw, nstop, true
 	}
-	d.log.Info("policy.reloaded", "path", d.o.Source, "rules", len(cfg.Rules))
+	d.log.Info(events.PolicyReloaded, "path", d.o.Source, "rules", len(cfg.Rules))
 	select {
 	case <-nw.Ready():
 	case <-ctx.Done():
@@ -467,9 +468,9 @@ func (d *loop) serveHTTP(ln net.Listener) *http.Server {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error("http.error", "err", err)
+			d.log.Error(events.HTTPError, "err", err)
 		}
 	}()
-	d.log.Info("http.listening", "addr", ln.Addr().String())
+	d.log.Info(events.HTTPListening, "addr", ln.Addr().String())
 	return srv
 }

@@ -9,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
+	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/watcher"
 )
 
@@ -19,9 +21,9 @@ import (
 func (d *loop) scanAll(initial bool) {
 	targets, errs := d.eng.Targets(nil, nil)
 	for _, err := range errs {
-		d.log.Error("watch.error", "err", err)
+		d.log.Error(events.WatchError, "err", err)
 	}
-	Announce(d.log, heal.Coverage(d.cfg, targets))
+	events.Announce(d.log, heal.Coverage(d.cfg, targets))
 	d.startScan(targets, initial)
 }
 
@@ -29,8 +31,8 @@ func (d *loop) scanAll(initial bool) {
 func (d *loop) onRescan(root string) {
 	for _, r := range d.cfg.Rules {
 		for _, p := range r.Paths {
-			if p == root || pathx.Within(root, p) || pathx.Within(p, root) {
-				d.log.Warn("watch.overflow", "rule", r.Name)
+			if pathx.Within(root, p) || pathx.Within(p, root) {
+				d.log.Warn(events.WatchOverflow, "rule", r.Name)
 				d.m.overflows.WithLabelValues(r.Name).Inc()
 			}
 		}
@@ -38,7 +40,7 @@ func (d *loop) onRescan(root string) {
 	targets, errs := d.eng.Targets([]string{root}, nil)
 	for _, err := range errs {
 		if !errors.Is(err, os.ErrNotExist) {
-			d.log.Error("watch.error", "err", err)
+			d.log.Error(events.WatchError, "err", err)
 		}
 	}
 	d.startScan(targets, false)
@@ -76,7 +78,7 @@ func (d *loop) endScans() {
 			initialLeft = initialLeft || s.initial
 			continue
 		}
-		d.log.Info("scan.finished", "rule", s.rule, "files", s.files, "damaged", s.damaged, "duration", time.Since(s.start))
+		d.log.Info(events.ScanFinished, "rule", s.rule, "files", s.files, "damaged", s.damaged, "duration", time.Since(s.start))
 	}
 	finished := len(kept) < len(d.scans)
 	d.scans = kept
@@ -143,7 +145,7 @@ func (d *loop) onEvent(ev watcher.Event) {
 		d.enqueue(job{t: heal.Target{Path: p, Rule: r}, forced: ev.Forced, since: time.Now()})
 		return
 	}
-	if r, _, ok := d.cfg.TempRuleFor(p); ok && r.HasStrategy("clean-temp") {
+	if r, _, ok := d.cfg.TempRuleFor(p); ok && r.HasStrategy(policy.CleanTemp) {
 		d.enqueue(job{t: heal.Target{Path: p, Rule: r, Temp: true}, forced: ev.Forced, since: time.Now()})
 	}
 }
@@ -178,6 +180,8 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 			j.scan.damaged++
 		}
 	}
+	// The report's own lines (events.Report) name the rule and the path themselves: they
+	// take d.log; log is for the daemon's other lines about this file.
 	log := d.log.With("rule", rule, "path", p)
 	switch {
 	case r.Verdict == heal.Damaged && r.Action == heal.ActionHealed:
@@ -185,8 +189,7 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
 		d.m.heals.WithLabelValues(rule, r.Strategy, "healed").Inc()
 		d.m.quarantineBytes.Add(float64(r.QuarantinedBytes))
-		log.Warn("file.healed", "kind", r.Kind, "strategy", r.Strategy, "quarantine", r.Quarantine,
-			"lost_bytes", r.LostBytes, "lost_records", r.LostRecords)
+		events.Report(d.log, r)
 		// Only the version the heal itself left is ours (taken at the replace, not now: an
 		// app may have written over it since, and that write's event must be seen).
 		for path, id := range r.Wrote {
@@ -199,21 +202,21 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
 		d.m.refused.WithLabelValues(rule, r.Kind).Inc()
 		d.m.heals.WithLabelValues(rule, r.Strategy, "refused").Inc()
-		log.Error("file.heal_refused", "kind", r.Kind, "reason", r.Reason)
+		events.Report(d.log, r)
 	case r.Verdict == heal.Damaged && r.HandsOff:
 		// An operator restored these bytes: said once, then reported as damage left alone.
 		if d.restored[p] != r.Quarantine {
 			d.restored[p] = r.Quarantine
-			log.Warn("file.restored", "quarantine", r.Quarantine)
+			log.Warn(events.FileRestored, "quarantine", r.Quarantine)
 		}
 		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
-		log.Warn("file.damaged", "kind", r.Kind, "offset", r.Offset, "detail", r.Detail, "hands_off", true)
+		events.Report(d.log, r)
 	case r.Verdict == heal.Damaged:
 		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
-		log.Warn("file.damaged", "kind", r.Kind, "offset", r.Offset, "detail", r.Detail)
+		events.Report(d.log, r)
 	case r.Verdict == heal.Busy:
 		d.m.heals.WithLabelValues(rule, r.Strategy, "busy").Inc()
-		log.Debug("file.busy", "detail", r.Detail, "reason", r.Reason)
+		log.Debug(events.FileBusy, "detail", r.Detail, "reason", r.Reason)
 		d.later(job{t: j.t, since: time.Now()}, retry, ctx, wg)
 	default:
 		delete(d.retries, p)
@@ -270,7 +273,7 @@ func (d *loop) breaker(t heal.Target, log interface {
 	d.heals[t.Path] = recent
 	if len(recent) > d.o.FlapHeals {
 		if _, open := d.flapping[t.Path]; !open {
-			log.Error("file.flapping", "heals", len(recent), "window", d.o.FlapWindow.String())
+			log.Error(events.FileFlapping, "heals", len(recent), "window", d.o.FlapWindow.String())
 			d.m.flapping.WithLabelValues(t.Rule.Name).Inc()
 		}
 		d.flapping[t.Path] = now.Add(d.o.FlapWindow)

@@ -8,8 +8,8 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"sync"
 
+	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -96,22 +96,9 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 		var subdirs []string
 		parts := []found{top(root, &subdirs)}
 		subs := make([]found, len(subdirs))
-		next := make(chan int)
-		var wg sync.WaitGroup
-		for w := 0; w < min(runtime.GOMAXPROCS(0), len(subdirs)); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for k := range next {
-					subs[k] = visit(root, subdirs[k])
-				}
-			}()
-		}
-		for k := range subdirs {
-			next <- k
-		}
-		close(next)
-		wg.Wait()
+		workpool.Run(len(subdirs), runtime.GOMAXPROCS(0), func(k int) {
+			subs[k] = visit(root, subdirs[k])
+		})
 		for _, f := range append(parts, subs...) {
 			for _, t := range f.ts {
 				add(t)

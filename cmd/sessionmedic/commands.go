@@ -8,15 +8,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/sessionmedic/sessionmedic/daemon"
+	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -60,7 +60,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 			return 0, fmt.Errorf("journal recovery: %w", err)
 		}
 		for _, r := range rec {
-			log.Warn("journal.recovered", "path", r.Path, "id", r.ID, "outcome", r.Outcome)
+			log.Warn(events.JournalRecovered, "path", r.Path, "id", r.ID, "outcome", r.Outcome)
 		}
 	}
 	var resolve heal.Resolver
@@ -84,11 +84,11 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if len(paths) == 0 {
 		// What each rule path guards: a path that is missing or holds nothing is said.
 		cov = heal.Coverage(cfg, targets)
-		daemon.Announce(log, cov)
+		events.Announce(log, cov)
 		if len(cfg.Rules) == 0 && c.config == "" {
 			env := policy.SystemEnv()
 			_, lookedAt := policy.Default(env).Existing(env)
-			daemon.AnnounceNothing(log, lookedAt)
+			events.AnnounceNothing(log, lookedAt)
 		}
 	}
 	// Reports are written through a buffer, flushed whenever none is waiting: a line per
@@ -128,7 +128,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		if unresolved(r, doHeal, dry) {
 			code = exitDamage
 		}
-		logReport(log, r, doHeal && !dry)
+		events.Report(log, r)
 		if c.json {
 			if err := enc.Encode(r); err != nil {
 				return exitInternal, err
@@ -213,27 +213,6 @@ func printReport(w io.Writer, r heal.Report) {
 			reason = r.Reason
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Verdict, r.Rule, r.Path, reason)
-	}
-}
-
-// logReport writes the event catalog's lines for one file (DESIGN §9).
-func logReport(log *slog.Logger, r heal.Report, healing bool) {
-	if r.Verdict != heal.Damaged {
-		return
-	}
-	switch r.Action {
-	case heal.ActionHealed:
-		log.Warn("file.healed", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "strategy", r.Strategy,
-			"quarantine", r.Quarantine, "lost_bytes", r.LostBytes, "lost_records", r.LostRecords)
-	case heal.ActionRefused:
-		log.Error("file.heal_refused", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "reason", r.Reason)
-	default:
-		if r.HandsOff {
-			log.Warn("file.damaged", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "offset", r.Offset, "detail", r.Detail,
-				"hands_off", true, "quarantine", r.Quarantine)
-		} else if !healing {
-			log.Warn("file.damaged", "rule", r.Rule, "path", r.Path, "kind", r.Kind, "offset", r.Offset, "detail", r.Detail)
-		}
 	}
 }
 
@@ -335,7 +314,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 	// What each rule path guards today: a missing path, or one holding no matching file.
 	eng := heal.New(cfg, heal.Options{OneShot: true})
 	targets, _ := eng.Targets(nil, nil)
-	daemon.Announce(newLogger(stderr), heal.Coverage(cfg, targets))
+	events.Announce(newLogger(stderr), heal.Coverage(cfg, targets))
 	fmt.Fprintf(stdout, "# effective policy from %s\n", cfg.Source)
 	_, err = stdout.Write(policy.Marshal(cfg))
 	if err != nil {
@@ -379,45 +358,26 @@ func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, do
 	// Workers take whole directories; each finished directory is handed to the output in
 	// target order, one hand-off per directory rather than per file.
 	reports := make([]heal.Report, len(targets))
-	done := make([]chan struct{}, len(groups))
-	for g := range done {
-		done[g] = make(chan struct{})
-	}
-	work := make(chan int)
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(groups)))
-	for w := 0; w < workers; w++ {
-		go func() {
-			for g := range work {
-				for _, i := range groups[g] {
-					switch {
-					case ctx.Err() != nil:
-						// Interrupted: no new inspection starts; the empty report is not printed.
-					case doHeal:
-						reports[i] = healRetrying(ctx, eng, targets[i], dry)
-					default:
-						reports[i] = eng.Check(targets[i])
-					}
-				}
-				close(done[g])
-			}
-		}()
-	}
-	go func() {
-		for g := range groups {
-			work <- g
-		}
-		close(work)
-	}()
 	out := make(chan heal.Report, 256)
 	go func() {
 		defer close(out)
-		for g, idx := range groups {
-			<-done[g]
-			for _, i := range idx {
+		workpool.Ordered(len(groups), runtime.GOMAXPROCS(0), func(g int) {
+			for _, i := range groups[g] {
+				switch {
+				case ctx.Err() != nil:
+					// Interrupted: no new inspection starts; the empty report is not printed.
+				case doHeal:
+					reports[i] = healRetrying(ctx, eng, targets[i], dry)
+				default:
+					reports[i] = eng.Check(targets[i])
+				}
+			}
+		}, func(g int) {
+			for _, i := range groups[g] {
 				out <- reports[i]
 				reports[i] = heal.Report{} // emitted: not kept until the end
 			}
-		}
+		})
 	}()
 	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lmittmann/tint"
 	"github.com/sessionmedic/sessionmedic/daemon"
+	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -136,7 +137,7 @@ func fatal(log *slog.Logger, err error) (int, error) {
 		}
 		return code, err
 	}
-	log.Error("sessionmedic.fatal", "err", err)
+	log.Error(events.Fatal, "err", err)
 	return code, loggedError{err, code}
 }
 

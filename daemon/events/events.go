@@ -1,0 +1,41 @@
+// Package events is the log event catalog (DESIGN §9), a contract operators alert on:
+// every event name sessionmedic logs is a constant here, and README.md's "Logs as an alert
+// source" table lists exactly these (a test ties the two). It also writes the lines that
+// more than one caller logs — one file's report, and the rule paths that guard nothing —
+// so that the daemon and the one-shot commands say them alike.
+//
+// A message is an event name; keys are constant and the error key is "err". Levels and
+// keys are part of the contract as much as the names are.
+package events
+
+// The events, by what they are about.
+const (
+	Started         = "sessionmedic.started"          // INFO: version, policy, rules, paths, state_dir
+	SkippedDefaults = "sessionmedic.skipped_defaults" // INFO: paths
+	NothingWatched  = "sessionmedic.nothing_watched"  // WARN: reason, paths
+	Stopping        = "sessionmedic.stopping"         // INFO: reason
+	Fatal           = "sessionmedic.fatal"            // ERROR: err
+
+	ScanFinished = "scan.finished" // INFO: rule, files, damaged, duration
+
+	FileDamaged     = "file.damaged"      // WARN: rule, path, kind, offset, detail [, hands_off, quarantine]
+	FileHealed      = "file.healed"       // WARN: rule, path, kind, strategy, quarantine, lost_bytes, lost_records
+	FileHealRefused = "file.heal_refused" // ERROR: rule, path, kind, reason
+	FileFlapping    = "file.flapping"     // ERROR: rule, path, heals, window
+	FileBusy        = "file.busy"         // DEBUG: rule, path, detail, reason
+	FileRestored    = "file.restored"     // WARN: rule, path, quarantine
+
+	WatchOverflow = "watch.overflow" // WARN: rule
+	WatchError    = "watch.error"    // ERROR: err
+
+	PolicyReloaded = "policy.reloaded" // INFO: path, rules
+	PolicyInvalid  = "policy.invalid"  // ERROR: path, err
+
+	JournalRecovered = "journal.recovered" // WARN: path, id, outcome
+
+	RulePathMissing = "rule.path_missing" // WARN: rule, path, patterns [, err]
+	RuleNoFiles     = "rule.no_files"     // WARN: rule, path, patterns
+
+	HTTPListening = "http.listening" // INFO: addr
+	HTTPError     = "http.error"     // ERROR: err
+)
