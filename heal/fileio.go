@@ -36,20 +36,6 @@ func identityOf(fi os.FileInfo) Identity {
 	return identityOfStat(st)
 }
 
-func identityOfStat(st *syscall.Stat_t) Identity {
-	return Identity{
-		Dev:   uint64(st.Dev),
-		Ino:   st.Ino,
-		Size:  st.Size,
-		Mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec),
-		Ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
-		Mode:  st.Mode & 0o777,
-		UID:   st.Uid,
-		GID:   st.Gid,
-		Nlink: uint64(st.Nlink),
-	}
-}
-
 // sameWrite reports whether two identities name the same inode, not written since: a rename
 // changes its ctime (and link count), only a write its size or mtime.
 func (a Identity) sameWrite(b Identity) bool {

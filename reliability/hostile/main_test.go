@@ -1,9 +1,14 @@
+//go:build linux
+
 // Package hostile feeds sessionmedic what an attacker, a broken disk or a careless operator
 // leaves in a watched directory: symlinks (and directories) swapped in between inspection and
 // repair, FIFOs, sockets and device nodes, directories that vanish mid-scan, unreadable files,
 // gigabyte files, a 100 MB line, 100,000-deep nesting, invalid UTF-8, NUL-filled files, names
 // with newlines and non-UTF-8 bytes, a full state (or session) filesystem, two rules over the
 // same files, and a one-shot heal beside a running daemon.
+//
+// Linux only: it mounts tmpfs, makes Linux device nodes, reads /proc and ties each child's
+// life to its own (Pdeathsig).
 //
 //	go test -race ./reliability/hostile -count=1 -v          # CI (the 1 GiB files included)
 //	go test -race ./reliability/hostile -count=1 -v -long    # also heal the huge files and run the daemon over them

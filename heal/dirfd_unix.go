@@ -1,3 +1,5 @@
+//go:build linux || darwin || freebsd
+
 package heal
 
 import (
@@ -5,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -44,7 +47,7 @@ func openParent(root, file string) (*parentDir, error) {
 			nfd, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			unix.Close(fd)
 			if err != nil {
-				if err == unix.ELOOP || err == unix.ENOTDIR {
+				if refusedDir(err) {
 					return nil, fmt.Errorf("%s: %w", dir, errMoved)
 				}
 				return nil, &os.PathError{Op: "open", Path: dir, Err: err}
@@ -58,6 +61,18 @@ func openParent(root, file string) (*parentDir, error) {
 		return nil, err
 	}
 	return &parentDir{fd: fd, path: dir, id: [2]uint64{uint64(st.Dev), st.Ino}}, nil
+}
+
+// refusedDir: openat with O_DIRECTORY|O_NOFOLLOW refused a component because it is not a
+// directory (ENOTDIR) or is a symlink: ELOOP on Linux and macOS, EMLINK on older FreeBSD.
+func refusedDir(err error) bool {
+	switch err {
+	case unix.ELOOP, unix.ENOTDIR:
+		return true
+	case unix.EMLINK:
+		return runtime.GOOS == "freebsd"
+	}
+	return false
 }
 
 func (d *parentDir) close() { unix.Close(d.fd) }
@@ -100,10 +115,12 @@ func (d *parentDir) stat(name string) (Identity, error) {
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return Identity{}, &os.PathError{Op: "stat", Path: filepath.Join(d.path, name), Err: err}
 	}
+	// The conversions are for the BSDs' narrower fields (darwin: int32 Dev, uint16 Mode and
+	// Nlink); they match identityOfStat's, so the two identities of one file compare equal.
 	return Identity{
 		Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size,
-		Mtime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec), Ctime: time.Unix(st.Ctim.Sec, st.Ctim.Nsec),
-		Mode: st.Mode & 0o777, UID: st.Uid, GID: st.Gid, Nlink: uint64(st.Nlink),
+		Mtime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)), Ctime: time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),
+		Mode: uint32(st.Mode) & 0o777, UID: st.Uid, GID: st.Gid, Nlink: uint64(st.Nlink),
 	}, nil
 }
 

@@ -1,0 +1,24 @@
+//go:build darwin || freebsd
+
+package heal
+
+import (
+	"syscall"
+	"time"
+)
+
+// identityOfStat: the syscall package names the times Mtimespec and Ctimespec here, and
+// darwin's Dev, Mode and Nlink are narrower; the conversions match parentDir.stat's.
+func identityOfStat(st *syscall.Stat_t) Identity {
+	return Identity{
+		Dev:   uint64(st.Dev),
+		Ino:   st.Ino,
+		Size:  st.Size,
+		Mtime: time.Unix(int64(st.Mtimespec.Sec), int64(st.Mtimespec.Nsec)),
+		Ctime: time.Unix(int64(st.Ctimespec.Sec), int64(st.Ctimespec.Nsec)),
+		Mode:  uint32(st.Mode) & 0o777,
+		UID:   st.Uid,
+		GID:   st.Gid,
+		Nlink: uint64(st.Nlink),
+	}
+}
