@@ -1,14 +1,11 @@
 package policy
 
 import (
-	"go/parser"
-	"go/token"
 	"math"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/internal/layering"
 )
 
 func TestParseSize(t *testing.T) {
@@ -137,25 +134,8 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// TestImports keeps the layering of DESIGN.md §2: policy imports no other package of ours
-// but leaves that import none either.
+// TestImports keeps the layering of DESIGN.md §2: policy imports no other package of ours but
+// the leaf packages, which import none either.
 func TestImports(t *testing.T) {
-	leaves := map[string]bool{"github.com/sessionmedic/sessionmedic/internal/pathx": true}
-	files, _ := filepath.Glob("*.go")
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(path, "github.com/sessionmedic/") && !leaves[path] {
-				t.Errorf("%s imports %s", f, path)
-			}
-		}
-	}
+	layering.Check(t, ".", false, layering.Leaf)
 }

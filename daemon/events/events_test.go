@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/internal/layering"
 )
 
 // catalog is every string constant this package declares: the events.
@@ -179,24 +180,8 @@ func TestReportLines(t *testing.T) {
 	}
 }
 
-// TestImports keeps the catalog below the daemon and the commands: it imports heal (for
-// the report it logs) and no other package of ours.
+// TestImports keeps the layering of DESIGN.md §2: the catalog below the daemon and the
+// commands: it imports heal (for the report it logs) and no other package of ours.
 func TestImports(t *testing.T) {
-	files, _ := filepath.Glob("*.go")
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(path, "github.com/sessionmedic/") && path != "github.com/sessionmedic/sessionmedic/heal" {
-				t.Errorf("%s imports %s", f, path)
-			}
-		}
-	}
+	layering.Check(t, ".", false, func(own string) bool { return own == "heal" })
 }

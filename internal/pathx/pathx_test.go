@@ -1,12 +1,11 @@
 package pathx
 
 import (
-	"go/parser"
-	"go/token"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sessionmedic/sessionmedic/internal/layering"
 )
 
 func TestRel(t *testing.T) {
@@ -120,24 +119,8 @@ func TestRelAllocs(t *testing.T) {
 	}
 }
 
-// TestImports keeps pathx a leaf (DESIGN.md §2): watcher and policy import it, so it
-// imports no package of ours.
+// TestImports keeps the layering of DESIGN.md §2: pathx is a leaf: watcher and policy import
+// it, so it imports no package of ours.
 func TestImports(t *testing.T) {
-	files, _ := filepath.Glob("*.go")
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if strings.HasPrefix(path, "github.com/sessionmedic/") {
-				t.Errorf("%s imports %s", f, path)
-			}
-		}
-	}
+	layering.Check(t, ".", false, func(string) bool { return false })
 }

@@ -1,17 +1,14 @@
 package workpool
 
 import (
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/internal/layering"
 )
 
 func TestRunCallsEveryIndexOnceOnAtMostK(t *testing.T) {
@@ -101,22 +98,8 @@ func TestNoGoroutineOutlivesTheCall(t *testing.T) {
 	})
 }
 
-// TestImports: a leaf package, importable from every layer; it imports nothing of ours.
+// TestImports keeps the layering of DESIGN.md §2: workpool is a leaf: heal imports it, so it
+// imports no package of ours.
 func TestImports(t *testing.T) {
-	files, _ := filepath.Glob("*.go")
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			if path, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(path, "github.com/sessionmedic/") {
-				t.Errorf("%s imports %s", f, path)
-			}
-		}
-	}
+	layering.Check(t, ".", false, func(string) bool { return false })
 }
