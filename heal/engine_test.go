@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -345,7 +346,7 @@ func TestOpenWriterAllowsOnlyATailCut(t *testing.T) {
 	}
 	defer w.Close()
 	fi, _ := w.Stat()
-	ino := identityOf(fi).Ino
+	ino := fsio.IdentityOf(fi).Ino
 	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")}, Options{})
 	e.findWriters = func(dev, i uint64) []int {
 		if i == ino {
@@ -358,7 +359,7 @@ func TestOpenWriterAllowsOnlyATailCut(t *testing.T) {
 		t.Fatalf("tail cut: %+v", r)
 	}
 	st, _ := os.Stat(p)
-	if identityOf(st).Ino != ino {
+	if fsio.IdentityOf(st).Ino != ino {
 		t.Fatal("the file was replaced while a writer held it open; only an in-place cut is allowed")
 	}
 	// The writer's next append lands in the live file.

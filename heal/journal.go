@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -39,12 +40,15 @@ type journalEdit struct {
 var inflight sync.Map
 
 // Journal is state_dir/journal.
-type Journal struct{ Root string }
+type Journal struct {
+	Root string
+	fs   fsio.FS // writes the entries
+}
 
 func (j Journal) begin(e *journalEntry) error {
 	e.PID = os.Getpid()
 	e.Start, _ = lock.ProcessStart(e.PID)
-	if err := mkdirAllSync(j.Root); err != nil {
+	if err := j.fs.MkdirAllSync(j.Root); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	b, _ := json.MarshalIndent(e, "", "  ")
@@ -52,14 +56,14 @@ func (j Journal) begin(e *journalEntry) error {
 	// Written under a temp name and renamed: an entry is either whole or absent, so a
 	// restart never has to guess whether a torn one belongs to a live process.
 	tmp := filepath.Join(j.Root, "."+e.ID+"."+strconv.Itoa(e.PID)+".json.tmp")
-	if err := writeNew(tmp, b, 0o600, true); err != nil {
+	if err := j.fs.WriteNew(tmp, b, 0o600, true); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if err := orFault("rename", e.file, func() error { return os.Rename(tmp, e.file) }); err != nil {
+	if err := j.fs.Do("rename", e.file, func() error { return os.Rename(tmp, e.file) }); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("journal: %w", err)
 	}
-	if err := syncDir(j.Root); err != nil {
+	if err := j.fs.SyncDir(j.Root); err != nil {
 		os.Remove(e.file)
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -72,7 +76,7 @@ func (j Journal) end(e *journalEntry) error {
 	if err := os.Remove(e.file); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("journal: %w", err)
 	}
-	_ = syncDir(j.Root)
+	_ = j.fs.SyncDir(j.Root)
 	return nil
 }
 
@@ -127,22 +131,22 @@ func (j Journal) Recover() ([]Recovered, error) {
 		if e.PID != 0 && e.PID != os.Getpid() && lock.ProcessAlive(e.PID, e.Start) {
 			continue // a heal in flight in another live process (a daemon beside this CLI run)
 		}
-		out = append(out, resolve(&e)...)
+		out = append(out, j.resolve(&e)...)
 		if err := os.Remove(full); err != nil {
 			return out, err
 		}
-		_ = syncDir(j.Root)
+		_ = j.fs.SyncDir(j.Root)
 	}
 	return out, nil
 }
 
 // resolve removes the stray temps of one entry and says what each target holds.
-func resolve(e *journalEntry) []Recovered {
+func (j Journal) resolve(e *journalEntry) []Recovered {
 	var out []Recovered
 	for _, ed := range e.Edits {
 		if ed.Temp != "" && policy.IsOwnTemp(filepath.Base(ed.Temp)) {
 			if err := os.Remove(ed.Temp); err == nil {
-				_ = syncDir(filepath.Dir(ed.Temp))
+				_ = j.fs.SyncDir(filepath.Dir(ed.Temp))
 			}
 		}
 		outcome := "superseded"
@@ -162,6 +166,6 @@ func resolve(e *journalEntry) []Recovered {
 
 // abort resolves one entry of this process right away (a heal that failed midway).
 func (j Journal) abort(e *journalEntry) {
-	resolve(e)
+	j.resolve(e)
 	_ = j.end(e)
 }
