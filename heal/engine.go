@@ -64,12 +64,19 @@ type Options struct {
 
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+
+	// Faults, when set, is asked before each file operation of the engine's writes — the
+	// heal's own and those of its quarantine, journal, last-good copies and hands-off marks —
+	// with the operation ("create", "chown", "chmod", "write", "fsync", "close", "rename",
+	// "link", "truncate", "fsync-dir", "mkdir") and the path; an error it returns becomes that
+	// operation's error. It is the seam of the I/O-fault tests (see [fsio.FS]).
+	Faults func(op, path string) error
 }
 
 // New returns an engine whose state lives under cfg.StateDir.
 func New(cfg *policy.Config, o Options) *Engine {
 	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: o.Now, oneShot: o.OneShot,
-		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step, fs: hooked}
+		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step, fs: fsio.FS{Faults: o.Faults}}
 	if e.Now == nil {
 		e.Now = time.Now
 	}

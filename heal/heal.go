@@ -3,7 +3,14 @@
 // heals in flight and the durable, lock-holding apply. It returns results and never logs.
 package heal
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+)
+
+// Identity pins the exact version of a file that was read (see [fsio.Identity]).
+type Identity = fsio.Identity
 
 // Status is the outcome of inspecting one file.
 type Status string
