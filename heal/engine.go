@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -87,7 +88,7 @@ func New(cfg *policy.Config, o Options) *Engine {
 		e.findWriters = fsio.OpenWriters
 	}
 	e.Quarantine = Quarantine{Root: filepath.Join(cfg.StateDir, "quarantine"), fs: e.fs}
-	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal"), fs: e.fs}
+	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal"), fs: e.fs, inflight: &sync.Map{}}
 	e.LastGood = LastGood{Root: filepath.Join(cfg.StateDir, "last-good"), MaxFileBytes: cfg.LastGood.MaxFileBytes, idx: &lgIndex{}, fs: e.fs}
 	return e
 }
@@ -437,8 +438,8 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 			return "", busyErr("%s changed during quarantine", ed.path)
 		}
 	}
-	inflight.Store(entry.ID, struct{}{})
-	defer inflight.Delete(entry.ID)
+	e.Journal.inflight.Store(entry.ID, struct{}{})
+	defer e.Journal.inflight.Delete(entry.ID)
 	if err := e.Journal.begin(entry); err != nil {
 		e.dropQuarantine(entry)
 		return "", err

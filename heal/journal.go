@@ -36,13 +36,23 @@ type journalEdit struct {
 	Quarantine string `json:"quarantine,omitempty"`
 }
 
-// inflight holds the ids of the entries this process is applying now.
-var inflight sync.Map
-
 // Journal is state_dir/journal.
 type Journal struct {
 	Root string
 	fs   fsio.FS // writes the entries
+
+	// inflight holds the ids of the entries its engine is applying now (New makes it, apply
+	// adds and removes them): Recover leaves those alone.
+	inflight *sync.Map
+}
+
+// applying reports whether the journal's engine is applying the entry id now.
+func (j Journal) applying(id string) bool {
+	if j.inflight == nil {
+		return false
+	}
+	_, ok := j.inflight.Load(id)
+	return ok
 }
 
 func (j Journal) begin(e *journalEntry) error {
@@ -87,6 +97,11 @@ type Recovered struct {
 
 // Recover resolves every unfinished entry: stray temps are removed, and each target is found
 // holding either its old or its new bytes (or newer bytes the app wrote since).
+//
+// An entry of another live process is left alone, and so is one this journal's engine is
+// applying; an entry of this process that its engine is not applying is taken for a leftover.
+// So one process recovers before it starts healing, as the daemon and the CLI do, not while
+// another engine of its own heals under the same state directory.
 func (j Journal) Recover() ([]Recovered, error) {
 	ents, err := os.ReadDir(j.Root)
 	if errors.Is(err, os.ErrNotExist) {
@@ -104,7 +119,7 @@ func (j Journal) Recover() ([]Recovered, error) {
 			// writer (named in it: .<id>.<pid>.json.tmp) is alive and about to rename it.
 			parts := strings.Split(strings.TrimSuffix(name[1:], ".json.tmp"), ".")
 			pid, _ := strconv.Atoi(parts[len(parts)-1])
-			_, mine := inflight.Load(parts[0])
+			mine := j.applying(parts[0])
 			if pid <= 0 || (pid == os.Getpid() && !mine) || (pid != os.Getpid() && !lock.ProcessRunning(pid)) {
 				os.Remove(full)
 			}
@@ -125,7 +140,7 @@ func (j Journal) Recover() ([]Recovered, error) {
 			os.Remove(full) // entries are renamed into place whole: this one is not ours to read
 			continue
 		}
-		if _, mine := inflight.Load(e.ID); mine {
+		if j.applying(e.ID) {
 			continue // being applied by this process right now
 		}
 		if e.PID != 0 && e.PID != os.Getpid() && lock.ProcessAlive(e.PID, e.Start) {
