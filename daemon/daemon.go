@@ -47,6 +47,9 @@ type Options struct {
 	Notify func(state string) error
 	// Step, when set, is called at each step of the heal protocol (crash-point tests).
 	Step func(step, path string)
+	// Faults, when set, is handed to every engine the daemon builds (see heal.Options.Faults):
+	// the in-process I/O-fault tests fail the heals' file operations through it.
+	Faults func(op, path string) error
 	// Ready, when set, is closed once the first scan finished.
 	Ready chan<- struct{}
 }
@@ -196,7 +199,7 @@ type loop struct {
 
 func (d *loop) setPolicy(cfg *policy.Config) {
 	d.cfg = cfg
-	d.eng = heal.New(cfg, heal.Options{Step: d.o.Step})
+	d.eng = heal.New(cfg, heal.Options{Step: d.o.Step, Faults: d.o.Faults})
 	if d.o.Level != nil {
 		d.o.Level.Set(levelOf(cfg.Log.Level))
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
@@ -32,7 +33,7 @@ func openclawSQLiteEra(path string) string {
 		return "openclaw SQLite era: legacy file left for `openclaw doctor --fix` to import"
 	}
 	state := filepath.Dir(filepath.Dir(agentDir))
-	data, _, err := readStable(filepath.Join(state, "openclaw.json"), 16<<20)
+	data, _, err := fsio.ReadStable(filepath.Join(state, "openclaw.json"), 16<<20)
 	if err != nil {
 		return ""
 	}
@@ -111,7 +112,7 @@ func openclawTranscriptFor(dir string, e *jsonv.Value) string {
 func openclawWipeEvidence(store string) string {
 	dir := filepath.Dir(store)
 	for _, cand := range openclawBackups(dir) {
-		data, _, err := readStable(cand, 256<<20)
+		data, _, err := fsio.ReadStable(cand, 256<<20)
 		if err != nil || jsonv.Valid(data, jsonv.Dialect{}) != nil {
 			continue
 		}

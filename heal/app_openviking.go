@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
@@ -40,7 +41,7 @@ func ovArchives(sid string) []ovArchive {
 		_, err1 := os.Lstat(filepath.Join(dir, ".done"))
 		_, err2 := os.Lstat(filepath.Join(dir, ".failed.json"))
 		a.done, a.failed = err1 == nil, err2 == nil
-		if data, _, err := readStable(filepath.Join(dir, ".meta.json"), 16<<20); err == nil {
+		if data, _, err := fsio.ReadStable(filepath.Join(dir, ".meta.json"), 16<<20); err == nil {
 			if v, err := jsonv.Parse(data, ftOVMeta.dialect()); err == nil {
 				p := v.Get("phase1")
 				if st := p.Get("status"); isStr(st) && st.Str == "ready" {
@@ -51,7 +52,7 @@ func ovArchives(sid string) []ovArchive {
 				}
 			}
 		}
-		if data, _, err := readStable(filepath.Join(dir, "messages.jsonl"), 1<<30); err == nil {
+		if data, _, err := fsio.ReadStable(filepath.Join(dir, "messages.jsonl"), 1<<30); err == nil {
 			for _, l := range splitJSONL(data, ftOVMessages) {
 				if id := l.val.Get("id"); l.val != nil && isStr(id) {
 					a.ids[id.Str] = true
@@ -80,7 +81,7 @@ func ovArchivedIDs(sid string) map[string]bool {
 
 // ovMetaCount reads message_count from the session's .meta.json.
 func ovMetaCount(sid string) (int64, bool) {
-	data, _, err := readStable(filepath.Join(sid, ".meta.json"), 16<<20)
+	data, _, err := fsio.ReadStable(filepath.Join(sid, ".meta.json"), 16<<20)
 	if err != nil {
 		return 0, false
 	}
@@ -154,7 +155,7 @@ func checkOVMessages(c *fileCtx, lines []jsonlLine) Verdict {
 // ovLive counts the live lines of a session's messages.jsonl and whether any is archived;
 // ok is false when the file is missing or not valid.
 func ovLive(sid string) (live int, overlap bool, ok bool) {
-	data, _, err := readStable(filepath.Join(sid, "messages.jsonl"), 1<<30)
+	data, _, err := fsio.ReadStable(filepath.Join(sid, "messages.jsonl"), 1<<30)
 	if err != nil {
 		return 0, false, false
 	}

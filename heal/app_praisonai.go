@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
@@ -85,7 +86,7 @@ func praisonChildren(path, sid string) []string {
 		if !e.Type().IsRegular() || !praisonSessionRe.MatchString(name) || filepath.Join(dir, name) == path {
 			continue
 		}
-		data, _, err := readStable(filepath.Join(dir, name), 16<<20)
+		data, _, err := fsio.ReadStable(filepath.Join(dir, name), 16<<20)
 		if err != nil || !bytes.Contains(data, []byte(`"parent_id"`)) {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -50,14 +51,14 @@ func openStable(path string, id Identity) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, errNotRegular
+			return nil, fsio.ErrNotRegular
 		}
 		return nil, err
 	}
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || !identityOf(fi).Same(id) {
+	if err != nil || !fi.Mode().IsRegular() || !fsio.IdentityOf(fi).Same(id) {
 		f.Close()
-		return nil, errChanged
+		return nil, fsio.ErrChanged
 	}
 	return f, nil
 }
@@ -65,7 +66,7 @@ func openStable(path string, id Identity) (*os.File, error) {
 // stillSame reports whether the open file is still the version id names.
 func stillSame(f *os.File, id Identity) bool {
 	fi, err := f.Stat()
-	return err == nil && identityOf(fi).Same(id)
+	return err == nil && fsio.IdentityOf(fi).Same(id)
 }
 
 // streamVerdict judges bytes [off, size) of f as inspectBytes judges them (without a last-good
@@ -228,7 +229,7 @@ func (e *Engine) wholeLimit(r *policy.Rule, typ fileType) int64 {
 }
 
 func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
-	st, err := statIdentity(t.Path)
+	st, err := fsio.StatIdentity(t.Path)
 	maxSize := t.Rule.Limits.MaxFileSize
 	if err != nil || st.Size <= e.bigAbove() || (maxSize > 0 && st.Size > maxSize) {
 		return false
@@ -242,7 +243,7 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return false
 	}
-	id := identityOf(fi)
+	id := fsio.IdentityOf(fi)
 	if id.Size <= e.bigAbove() || (maxSize > 0 && id.Size > maxSize) {
 		return false
 	}
@@ -279,18 +280,13 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 	return true
 }
 
-// content is what a temp file receives: bytes in memory, or bytes of the original file.
-type content interface {
-	// writeTo writes the content to w, reading the original (when it needs it) from src, and
-	// returns the sha256 of what it wrote.
-	writeTo(w io.Writer, src io.ReaderAt) (string, error)
-}
+// What a temp file receives (an fsio.Content): bytes in memory, or bytes of the original.
 
 // memContent is content held in memory.
 type memContent []byte
 
 // Its hash is not computed ("": the bytes are the plan's own).
-func (c memContent) writeTo(w io.Writer, _ io.ReaderAt) (string, error) {
+func (c memContent) WriteOut(w io.Writer, _ io.ReaderAt) (string, error) {
 	_, err := w.Write(c)
 	return "", err
 }
@@ -298,7 +294,7 @@ func (c memContent) writeTo(w io.Writer, _ io.ReaderAt) (string, error) {
 // rangeContent is the bytes [off, off+n) of the original.
 type rangeContent struct{ off, n int64 }
 
-func (c rangeContent) writeTo(w io.Writer, src io.ReaderAt) (string, error) {
+func (c rangeContent) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 	h := sha256.New()
 	n, err := io.CopyBuffer(io.MultiWriter(w, h), io.NewSectionReader(src, c.off, c.n), make([]byte, streamBuf))
 	if err != nil {
@@ -317,7 +313,7 @@ type validLines struct {
 	size int64
 }
 
-func (c validLines) writeTo(w io.Writer, src io.ReaderAt) (string, error) {
+func (c validLines) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 	h := sha256.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, h), streamBuf)
 	err := eachLine(io.NewSectionReader(src, 0, c.size), func(_ int64, line []byte, _ bool) error {
@@ -347,7 +343,7 @@ func validRecord(t fileType, line []byte) bool {
 
 // bigEdit is the part of an edit of a big file that stands for its bytes.
 type bigEdit struct {
-	src     content // the new bytes; data is nil unless src is memContent
+	src     fsio.Content // the new bytes; data is nil unless src is memContent
 	oldSHA  string
 	newSHA  string
 	newSize int64
@@ -390,7 +386,7 @@ func (ed *edit) tailCut() bool {
 	return bytes.HasPrefix(ed.old, ed.data)
 }
 
-func (ed *edit) content() content {
+func (ed *edit) content() fsio.Content {
 	if ed.big != nil {
 		return ed.big.src
 	}
@@ -499,7 +495,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 	}
 	f, err := openStable(in.ctx.path, in.id)
 	if err != nil {
-		if errors.Is(err, errChanged) {
+		if errors.Is(err, fsio.ErrChanged) {
 			return nil, busyErr("%s changed since it was read", in.ctx.path)
 		}
 		return nil, err
@@ -602,7 +598,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 	// A torn last record whose whole version the salvage holds is not lost.
 	if torn != nil && salvKeep > 0 {
 		cw := &containsWriter{needle: torn}
-		if _, err := (validLines{typ: c.typ, size: size}).writeTo(cw, f); err != nil {
+		if _, err := (validLines{typ: c.typ, size: size}).WriteOut(cw, f); err != nil {
 			return nil, err
 		}
 		if cw.found {
@@ -610,7 +606,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 			salvLostB -= tornLen
 		}
 	}
-	bigPlan := func(s policy.Strategy, src content, newSHA string, newSize int64, prefix bool) *plan {
+	bigPlan := func(s policy.Strategy, src fsio.Content, newSHA string, newSize int64, prefix bool) *plan {
 		return &plan{strategy: s, edits: []edit{{path: c.path, oldID: in.id,
 			big: &bigEdit{src: src, oldSHA: oldSHA, newSHA: newSHA, newSize: newSize, prefix: prefix}}}}
 	}
@@ -699,7 +695,7 @@ func (c *containsWriter) Write(p []byte) (int, error) {
 // shaFile is the sha256 of the regular file at path, read streaming, with the file's identity
 // checked around the read.
 func shaFile(path string) (string, error) {
-	st, err := statIdentity(path)
+	st, err := fsio.StatIdentity(path)
 	if err != nil {
 		return "", err
 	}
@@ -713,7 +709,7 @@ func shaFile(path string) (string, error) {
 		return "", err
 	}
 	if !stillSame(f, st) {
-		return "", errChanged
+		return "", fsio.ErrChanged
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -24,10 +24,15 @@ func bigRule(format, root string) *policy.Rule {
 // default size, so that the small test files take the in-memory path).
 func bigEngine(t *testing.T, threshold int64) (*Engine, string) {
 	t.Helper()
+	return bigEngineWith(t, threshold, Options{})
+}
+
+func bigEngineWith(t *testing.T, threshold int64, o Options) (*Engine, string) {
+	t.Helper()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "sessions")
 	os.MkdirAll(root, 0o755)
-	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, "state")}, Options{})
+	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, "state")}, o)
 	e.bigThreshold = threshold
 	return e, root
 }
@@ -336,22 +341,22 @@ func TestBigIOFaults(t *testing.T) {
 	for _, op := range ops {
 		for _, where := range []string{"session", "state"} {
 			t.Run(op+"/"+where, func(t *testing.T) {
-				e, root := bigEngine(t, 1)
+				var faults faultSwitch
+				e, root := bigEngineWith(t, 1, Options{Faults: faults.fault})
 				tg := bigTarget(t, e, root, bigTorn)
 				if op == "truncate" {
 					e.findWriters = func(dev, ino uint64) []int { return []int{4242} }
 				}
 				fired := 0
-				SetFaultHook(func(o, path string) error {
+				faults.set(func(o, path string) error {
 					if o == op && strings.HasPrefix(path, e.StateDir) == (where == "state") {
 						fired++
 						return syscall.ENOSPC
 					}
 					return nil
 				})
-				defer SetFaultHook(nil)
 				r := e.Heal(context.Background(), tg, false)
-				SetFaultHook(nil)
+				faults.set(nil)
 				now, _ := os.ReadFile(tg.Path)
 				switch {
 				case fired == 0:

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -26,6 +28,7 @@ type Engine struct {
 	LastGood   LastGood
 
 	inc incCache // append-only files last seen healthy
+	fs  fsio.FS  // every write of the engine (and of its quarantine, journal and last-good)
 
 	oneShot     bool
 	quietCheck  time.Duration
@@ -62,12 +65,19 @@ type Options struct {
 
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+
+	// Faults, when set, is asked before each file operation of the engine's writes — the
+	// heal's own and those of its quarantine, journal, last-good copies and hands-off marks —
+	// with the operation ("create", "chown", "chmod", "write", "fsync", "close", "rename",
+	// "link", "truncate", "fsync-dir", "mkdir") and the path; an error it returns becomes that
+	// operation's error. It is the seam of the I/O-fault tests (see [fsio.FS]).
+	Faults func(op, path string) error
 }
 
 // New returns an engine whose state lives under cfg.StateDir.
 func New(cfg *policy.Config, o Options) *Engine {
 	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: o.Now, oneShot: o.OneShot,
-		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step}
+		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step, fs: fsio.FS{Faults: o.Faults}}
 	if e.Now == nil {
 		e.Now = time.Now
 	}
@@ -75,11 +85,11 @@ func New(cfg *policy.Config, o Options) *Engine {
 		e.quietCheck = DefaultQuietCheck
 	}
 	if e.findWriters == nil {
-		e.findWriters = openWriters
+		e.findWriters = fsio.OpenWriters
 	}
-	e.Quarantine = Quarantine{Root: filepath.Join(cfg.StateDir, "quarantine")}
-	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal")}
-	e.LastGood = LastGood{Root: filepath.Join(cfg.StateDir, "last-good"), MaxFileBytes: cfg.LastGood.MaxFileBytes, idx: &lgIndex{}}
+	e.Quarantine = Quarantine{Root: filepath.Join(cfg.StateDir, "quarantine"), fs: e.fs}
+	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal"), fs: e.fs, inflight: &sync.Map{}}
+	e.LastGood = LastGood{Root: filepath.Join(cfg.StateDir, "last-good"), MaxFileBytes: cfg.LastGood.MaxFileBytes, idx: &lgIndex{}, fs: e.fs}
 	return e
 }
 
@@ -138,15 +148,15 @@ func (e *Engine) inspect(t Target) *inspection {
 	if bigEligible(in.ctx.typ) {
 		big = min(big, e.wholeLimit(t.Rule, in.ctx.typ))
 	}
-	data, id, err := readStableBelow(t.Path, t.Rule.Limits.MaxFileSize, big)
-	if errors.Is(err, errBig) && bigEligible(in.ctx.typ) && e.inspectBig(t, in) {
+	data, id, err := fsio.ReadStableBelow(t.Path, t.Rule.Limits.MaxFileSize, big)
+	if errors.Is(err, fsio.ErrBig) && bigEligible(in.ctx.typ) && e.inspectBig(t, in) {
 		return in
 	}
-	if errors.Is(err, errBig) {
+	if errors.Is(err, fsio.ErrBig) {
 		if appendOnly(in.ctx.typ) {
 			v, sid, serr := streamInspect(t.Path, in.ctx.typ)
 			switch {
-			case errors.Is(serr, errChanged):
+			case errors.Is(serr, fsio.ErrChanged):
 				in.verdict = busy("file changed while it was read")
 				return in
 			case serr == nil && v.Status == Healthy:
@@ -166,7 +176,7 @@ func (e *Engine) inspect(t Target) *inspection {
 			in.id, in.verdict, in.tooLarge = lid, v, true
 			return in
 		}
-		data, id, err = readStable(t.Path, t.Rule.Limits.MaxFileSize)
+		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
 	if in.ctx.typ.jsonl() {
 		// Only a JSONL checklist reads last-good (a cut at a line boundary); for the others it
@@ -204,11 +214,11 @@ func (e *Engine) inspect(t Target) *inspection {
 		}
 	case errors.Is(err, os.ErrNotExist):
 		in.verdict = skipped("file no longer exists")
-	case errors.Is(err, errNotRegular):
+	case errors.Is(err, fsio.ErrNotRegular):
 		in.verdict = skipped("not a regular file")
-	case errors.Is(err, errTooLarge):
+	case errors.Is(err, fsio.ErrTooLarge):
 		in.verdict = skipped("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
-	case errors.Is(err, errChanged):
+	case errors.Is(err, fsio.ErrChanged):
 		in.verdict = busy("file changed while it was read")
 	default:
 		in.verdict = skipped("unreadable: %v", err)
@@ -354,7 +364,8 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	return r
 }
 
-var errBusy = errors.New("busy")
+// errBusy is fsio's: a write it abandons because the bytes changed is a Busy verdict too.
+var errBusy = fsio.ErrBusy
 
 func busyErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errBusy, fmt.Sprintf(format, args...))
@@ -362,7 +373,7 @@ func busyErr(format string, args ...any) error {
 
 // sameNow reports whether the file at ed.path is still the version the plan was made from.
 func sameNow(ed edit) bool {
-	id, err := statIdentity(ed.path)
+	id, err := fsio.StatIdentity(ed.path)
 	if ed.missing {
 		return errors.Is(err, os.ErrNotExist)
 	}
@@ -393,7 +404,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 	entry := &journalEntry{ID: newID(now), Created: now.UTC()}
 	var first string
 	for i, ed := range p.edits {
-		je := journalEdit{Path: ed.path, Temp: tempName(ed.path), Missing: ed.missing, NewSHA256: ed.newSHA()}
+		je := journalEdit{Path: ed.path, Temp: fsio.TempName(ed.path), Missing: ed.missing, NewSHA256: ed.newSHA()}
 		if !ed.missing {
 			je.OldSHA256 = ed.oldSHA()
 			m := &Manifest{Path: ed.path, Rule: t.Rule.Name, Identity: ed.oldID, Kind: in.verdict.Kind,
@@ -427,8 +438,8 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 			return "", busyErr("%s changed during quarantine", ed.path)
 		}
 	}
-	inflight.Store(entry.ID, struct{}{})
-	defer inflight.Delete(entry.ID)
+	e.Journal.inflight.Store(entry.ID, struct{}{})
+	defer e.Journal.inflight.Delete(entry.ID)
 	if err := e.Journal.begin(entry); err != nil {
 		e.dropQuarantine(entry)
 		return "", err
@@ -471,7 +482,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 func (e *Engine) verify(t Target, in *inspection) {
 	c := in.ctx
 	c.lastGood = nil
-	if id, err := statIdentity(t.Path); err == nil && bigEligible(c.typ) && id.Size > e.bigAbove() {
+	if id, err := fsio.StatIdentity(t.Path); err == nil && bigEligible(c.typ) && id.Size > e.bigAbove() {
 		f, err := openStable(t.Path, id)
 		if err != nil {
 			return
@@ -484,12 +495,12 @@ func (e *Engine) verify(t Target, in *inspection) {
 			return
 		}
 		// Validated: read whole only to keep the copy, if it is still that version.
-		if data, rid, err := readStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil && rid.Same(id) {
+		if data, rid, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil && rid.Same(id) {
 			_ = e.LastGood.Put(t.Path, data)
 		}
 		return
 	}
-	if data, _, err := readStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {
+	if data, _, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {
 		if inspectBytes(&c, data).Status == Healthy && t.Rule.KeepLastGood {
 			_ = e.LastGood.Put(t.Path, data)
 		}
@@ -509,11 +520,11 @@ func (e *Engine) dropQuarantine(entry *journalEntry) {
 // goes through that directory's descriptor. wrote is the identity of the file it left there
 // (zero when it cannot tell that file from a later write of the app's).
 func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote Identity, err error) {
-	d, err := openParent(root, ed.path)
+	d, err := e.fs.OpenParent(root, ed.path)
 	if err != nil {
 		return false, Identity{}, busyErr("%v", err)
 	}
-	defer d.close()
+	defer d.Close()
 	name, tmpName := filepath.Base(ed.path), filepath.Base(tmp)
 	// A file restored where none is gets 0600 (what these apps use for sessions) unless the
 	// edit carries the mode it had.
@@ -526,14 +537,14 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 		// Keep the old inode open: an app without a lock that writes between our last check
 		// and the rename writes into it, and we must notice. It is also the identity check
 		// through the directory we hold.
-		f, err := d.openFile(name, os.O_RDONLY, 0)
+		f, err := d.OpenFile(name, os.O_RDONLY, 0)
 		if err != nil {
 			return false, Identity{}, busyErr("%s: %v", ed.path, err)
 		}
 		old = f
 		defer old.Close()
 		fi, err := old.Stat()
-		if err != nil || !identityOf(fi).Same(ed.oldID) {
+		if err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
 			return false, Identity{}, busyErr("%s changed before the replace", ed.path)
 		}
 		if e.findWriters != nil {
@@ -551,33 +562,33 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 	if ed.big != nil {
 		want = ed.big.newSHA
 	}
-	tmpID, err := writeTemp(d, tmp, ed.content(), old, want, mode, uid, gid)
+	tmpID, err := d.WriteTemp(tmp, ed.content(), old, want, mode, uid, gid)
 	if err != nil {
 		return false, Identity{}, err
 	}
 	e.step("temp-written", target)
 	if old != nil {
-		if fi, err := old.Stat(); err != nil || !identityOf(fi).Same(ed.oldID) {
-			d.remove(tmpName)
+		if fi, err := old.Stat(); err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
+			d.Remove(tmpName)
 			return false, Identity{}, busyErr("%s changed before the rename", ed.path)
 		}
 	}
-	if !d.stillThere(root) {
-		d.remove(tmpName)
-		return false, Identity{}, busyErr("%s: %v", ed.path, errMoved)
+	if !d.StillThere(root) {
+		d.Remove(tmpName)
+		return false, Identity{}, busyErr("%s: %v", ed.path, fsio.ErrMoved)
 	}
 	if ed.missing {
 		// link(2) never clobbers: if the app created the file meanwhile, we lose the race cleanly.
-		err = orFault("link", ed.path, func() error { return d.link(tmpName, name) })
-		d.remove(tmpName)
+		err = e.fs.Do("link", ed.path, func() error { return d.Link(tmpName, name) })
+		d.Remove(tmpName)
 		if errors.Is(err, os.ErrExist) {
 			return false, Identity{}, busyErr("%s appeared before the restore", ed.path)
 		}
 	} else {
-		err = orFault("rename", ed.path, func() error { return d.rename(tmpName, name) })
+		err = e.fs.Do("rename", ed.path, func() error { return d.Rename(tmpName, name) })
 	}
 	if err != nil {
-		d.remove(tmpName)
+		d.Remove(tmpName)
 		return false, Identity{}, fmt.Errorf("replace %s: %w", ed.path, err)
 	}
 	// An app without a lock that opened the path before the rename writes into the old inode,
@@ -591,7 +602,7 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 			return true, Identity{}, e.putBack(d, old, ed, tmpID)
 		}
 	}
-	if err := d.sync(); err != nil {
+	if err := d.Sync(); err != nil {
 		return true, Identity{}, err
 	}
 	e.step("renamed", target)
@@ -601,7 +612,7 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 	// The file there now is ours only while it is still the inode we wrote, unchanged since
 	// (the rename gave it a new ctime): an app without a lock may already have written over
 	// it in place, and that write must not pass for ours.
-	if now, err := d.stat(name); err == nil && now.sameWrite(tmpID) {
+	if now, err := d.Stat(name); err == nil && now.SameWrite(tmpID) {
 		wrote = now
 	}
 	return true, wrote, nil
@@ -609,21 +620,21 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 
 // truncate cuts the file in place to the plan's prefix, after the same identity check.
 // It reports whether the file was changed (the cut happened), even when a later step failed.
-func (e *Engine) truncate(d *parentDir, ed edit, target string) (bool, Identity, error) {
+func (e *Engine) truncate(d *fsio.Dir, ed edit, target string) (bool, Identity, error) {
 	size := ed.newSize()
-	f, err := d.openFile(filepath.Base(ed.path), os.O_WRONLY, 0)
+	f, err := d.OpenFile(filepath.Base(ed.path), os.O_WRONLY, 0)
 	if err != nil {
 		return false, Identity{}, busyErr("%s: %v", ed.path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !identityOf(fi).Same(ed.oldID) {
+	if err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
 		return false, Identity{}, busyErr("%s changed before the truncate", ed.path)
 	}
-	if err := orFault("truncate", ed.path, func() error { return f.Truncate(size) }); err != nil {
+	if err := e.fs.Do("truncate", ed.path, func() error { return f.Truncate(size) }); err != nil {
 		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
 	}
-	if err := orFault("fsync", ed.path, f.Sync); err != nil {
+	if err := e.fs.Do("fsync", ed.path, f.Sync); err != nil {
 		return true, Identity{}, fmt.Errorf("fsync %s: %w", ed.path, err)
 	}
 	e.step("renamed", target)
@@ -631,7 +642,7 @@ func (e *Engine) truncate(d *parentDir, ed edit, target string) (bool, Identity,
 	// as this fstat shows it, and its next append changes that.
 	var wrote Identity
 	if fi, err := f.Stat(); err == nil {
-		wrote = identityOf(fi)
+		wrote = fsio.IdentityOf(fi)
 	}
 	return true, wrote, nil
 }
@@ -646,7 +657,7 @@ func oldChanged(old *os.File, was Identity) bool {
 	if err != nil {
 		return false
 	}
-	now := identityOf(fi)
+	now := fsio.IdentityOf(fi)
 	return now.Size != was.Size || !now.Mtime.Equal(was.Mtime)
 }
 
@@ -664,25 +675,25 @@ func (e *Engine) awaitWriters(id Identity) {
 // putBack puts the bytes an app wrote into the replaced inode back at the path, unless the
 // path no longer holds the version the heal renamed there (ours: the temp file's identity),
 // which means the app has saved again through the path since, and that newer save stands.
-func (e *Engine) putBack(d *parentDir, old *os.File, ed edit, ours Identity) error {
+func (e *Engine) putBack(d *fsio.Dir, old *os.File, ed edit, ours Identity) error {
 	fi, err := old.Stat()
 	if err != nil {
 		return err
 	}
 	name := filepath.Base(ed.path)
-	if now, err := d.stat(name); err != nil || !now.sameWrite(ours) {
+	if now, err := d.Stat(name); err != nil || !now.SameWrite(ours) {
 		return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
 	}
 	// Copied from the old inode streaming: whatever its size, it is not held in memory.
-	tmp := tempName(ed.path)
-	if _, err := writeTemp(d, tmp, rangeContent{0, fi.Size()}, old, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
+	tmp := fsio.TempName(ed.path)
+	if _, err := d.WriteTemp(tmp, rangeContent{0, fi.Size()}, old, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
 		return err
 	}
-	if err := orFault("rename", ed.path, func() error { return d.rename(filepath.Base(tmp), filepath.Base(ed.path)) }); err != nil {
-		d.remove(filepath.Base(tmp))
+	if err := e.fs.Do("rename", ed.path, func() error { return d.Rename(filepath.Base(tmp), filepath.Base(ed.path)) }); err != nil {
+		d.Remove(filepath.Base(tmp))
 		return err
 	}
-	if err := d.sync(); err != nil {
+	if err := d.Sync(); err != nil {
 		return err
 	}
 	return busyErr("%s: the app wrote during the heal; its bytes were put back", ed.path)
@@ -706,7 +717,7 @@ func (e *Engine) IncrementalStats() (incremental, full int64) {
 
 // Fingerprint is the identity of the regular file at path now (without following a symlink):
 // what a caller remembers after a heal to recognise the event of its own write.
-func Fingerprint(path string) (Identity, error) { return statIdentity(path) }
+func Fingerprint(path string) (Identity, error) { return fsio.StatIdentity(path) }
 
 // Recover resolves heals a crash left unfinished (call it before the first heal).
 func (e *Engine) Recover() ([]Recovered, error) { return e.Journal.Recover() }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -18,9 +19,14 @@ const garbage = `{"session_id": "s", "messages": []}{"session_id": "s", "mess`
 
 func praisonEngine(t *testing.T) (*Engine, string) {
 	t.Helper()
+	return praisonEngineWith(t, Options{})
+}
+
+func praisonEngineWith(t *testing.T, o Options) (*Engine, string) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "sessions")
 	os.MkdirAll(dir, 0o755)
-	e := testEngine(t, "praisonai", dir)
+	e := testEngineWith(t, "praisonai", dir, o)
 	return e, filepath.Join(dir, "s.json")
 }
 
@@ -77,9 +83,14 @@ func TestHealBacksOffWhenTheFileMoves(t *testing.T) {
 // window is handled after the rename) and a session file in it holding two raced saves.
 func copawDamaged(t *testing.T) (*Engine, string) {
 	t.Helper()
+	return copawDamagedWith(t, Options{})
+}
+
+func copawDamagedWith(t *testing.T, o Options) (*Engine, string) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "sessions")
 	os.MkdirAll(dir, 0o755)
-	e := testEngine(t, "copaw", dir)
+	e := testEngineWith(t, "copaw", dir, o)
 	p := filepath.Join(dir, "c.json")
 	os.WriteFile(p, []byte(`{"agent": {}}{"agent": {`), 0o644)
 	return e, p
@@ -142,7 +153,8 @@ func TestReportWroteIsTheHealsOwnVersion(t *testing.T) {
 // rename and writes a moment after it: the heal waits for it to close the old inode, then puts
 // its bytes back; none lands in the unlinked inode unseen.
 func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
-	e, p := copawDamaged(t)
+	var faults faultSwitch
+	e, p := copawDamagedWith(t, Options{Faults: faults.fault})
 	app := []byte(`{"agent": {"n": 2}}`)
 	var writing atomic.Bool
 	e.findWriters = func(dev, ino uint64) []int {
@@ -152,7 +164,7 @@ func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
 		return nil
 	}
 	var once sync.Once
-	SetFaultHook(func(op, path string) error {
+	faults.set(func(op, path string) error {
 		if op != "rename" || path != p {
 			return nil
 		}
@@ -173,7 +185,6 @@ func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
 		})
 		return nil
 	})
-	defer SetFaultHook(nil)
 	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
 	if r.Verdict != Busy {
 		t.Fatalf("want busy after the app raced the rename: %+v", r)
@@ -186,7 +197,8 @@ func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
 // The app wrote into the old inode and then saved again through the path: its newer save
 // stands, the older bytes are not put back over it.
 func TestPutBackNeverCoversANewerSave(t *testing.T) {
-	e, p := copawDamaged(t)
+	var faults faultSwitch
+	e, p := copawDamagedWith(t, Options{Faults: faults.fault})
 	older, newer := []byte(`{"agent": {"n": 1}}`), []byte(`{"agent": {"n": 1, "m": 2}}`)
 	var held *os.File
 	var writing atomic.Bool
@@ -203,7 +215,7 @@ func TestPutBackNeverCoversANewerSave(t *testing.T) {
 		return nil
 	}
 	var once sync.Once
-	SetFaultHook(func(op, path string) error {
+	faults.set(func(op, path string) error {
 		if op == "rename" && path == p {
 			once.Do(func() {
 				held, _ = os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
@@ -212,7 +224,6 @@ func TestPutBackNeverCoversANewerSave(t *testing.T) {
 		}
 		return nil
 	})
-	defer SetFaultHook(nil)
 	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
 	if r.Verdict != Busy {
 		t.Fatalf("want busy: %+v", r)
@@ -345,7 +356,7 @@ func TestOpenWriterAllowsOnlyATailCut(t *testing.T) {
 	}
 	defer w.Close()
 	fi, _ := w.Stat()
-	ino := identityOf(fi).Ino
+	ino := fsio.IdentityOf(fi).Ino
 	e := New(&policy.Config{Version: 1, StateDir: filepath.Join(dir, ".state")}, Options{})
 	e.findWriters = func(dev, i uint64) []int {
 		if i == ino {
@@ -358,7 +369,7 @@ func TestOpenWriterAllowsOnlyATailCut(t *testing.T) {
 		t.Fatalf("tail cut: %+v", r)
 	}
 	st, _ := os.Stat(p)
-	if identityOf(st).Ino != ino {
+	if fsio.IdentityOf(st).Ino != ino {
 		t.Fatal("the file was replaced while a writer held it open; only an in-place cut is allowed")
 	}
 	// The writer's next append lands in the live file.

@@ -6,11 +6,34 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/policy"
 )
+
+// faultSwitch is the fault function a test builds its engine with (Options.Faults) and sets
+// once the engine, and so where its files are, is known.
+type faultSwitch struct {
+	f atomic.Pointer[func(op, path string) error]
+}
+
+func (s *faultSwitch) fault(op, path string) error {
+	if f := s.f.Load(); f != nil {
+		return (*f)(op, path)
+	}
+	return nil
+}
+
+// set arms f (nil: no fault).
+func (s *faultSwitch) set(f func(op, path string) error) {
+	if f == nil {
+		s.f.Store(nil)
+		return
+	}
+	s.f.Store(&f)
+}
 
 // TestIOFaults fails each file operation of a heal in turn (including ENOSPC on write): the
 // session file holds its old bytes (or, after the rename, the healed ones), the failure is
@@ -21,14 +44,15 @@ func TestIOFaults(t *testing.T) {
 	for _, op := range ops {
 		for _, where := range []string{"session", "state"} {
 			t.Run(op+"/"+where, func(t *testing.T) {
-				e, p := praisonEngine(t)
+				var faults faultSwitch
+				e, p := praisonEngineWith(t, Options{Faults: faults.fault})
 				os.WriteFile(p, []byte(garbage), 0o600)
 				errno := syscall.EIO
 				if op == "write" {
 					errno = syscall.ENOSPC
 				}
 				fired := 0
-				SetFaultHook(func(o, path string) error {
+				faults.set(func(o, path string) error {
 					inState := strings.HasPrefix(path, e.StateDir)
 					if o == op && inState == (where == "state") {
 						fired++
@@ -36,13 +60,12 @@ func TestIOFaults(t *testing.T) {
 					}
 					return nil
 				})
-				defer SetFaultHook(nil)
 				if op == "chown" {
 					// chown runs only when the owner differs from ours: make it differ.
 					os.Chown(p, 65534, 65534)
 				}
 				r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
-				SetFaultHook(nil)
+				faults.set(nil)
 				now, _ := os.ReadFile(p)
 				if fired == 0 {
 					if r.Action != ActionHealed {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
 // An operator's `quarantine restore` puts bytes back on purpose, damaged or not: they stand
@@ -28,7 +30,7 @@ func (e *Engine) handsOffFile(path string) string {
 
 // markHandsOff records that the file now at path was restored by an operator.
 func (e *Engine) markHandsOff(path, quarantine string) error {
-	id, err := statIdentity(path)
+	id, err := fsio.StatIdentity(path)
 	if err != nil {
 		return err
 	}
@@ -37,10 +39,10 @@ func (e *Engine) markHandsOff(path, quarantine string) error {
 	if err != nil {
 		return err
 	}
-	if err := mkdirAllSync(filepath.Join(e.StateDir, "hands-off")); err != nil {
+	if err := e.fs.MkdirAllSync(filepath.Join(e.StateDir, "hands-off")); err != nil {
 		return err
 	}
-	return replaceAtomic(e.handsOffFile(path), data, 0o600)
+	return e.fs.ReplaceAtomic(e.handsOffFile(path), data, 0o600)
 }
 
 // handsOff returns the mark of a restored file that the app has not written since; a mark

@@ -1,9 +1,19 @@
 // Package heal inspects session files and repairs damaged ones: format validation per app
 // profile, repair planning (salvage, backup, last-good, reconcile), quarantine, the journal of
 // heals in flight and the durable, lock-holding apply. It returns results and never logs.
+//
+// Its file I/O is heal/fsio: stable reads, durable writes through directory descriptors, the
+// open-writer check, and the fault seam, which the caller hands in as [Options.Faults].
 package heal
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+)
+
+// Identity pins the exact version of a file that was read (see [fsio.Identity]).
+type Identity = fsio.Identity
 
 // Status is the outcome of inspecting one file.
 type Status string

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
@@ -135,7 +136,7 @@ func (c *incCache) tryIncremental(path string, t fileType, maxSize int64) (id Id
 	if err != nil || !fi.Mode().IsRegular() {
 		return id, false
 	}
-	id = identityOf(fi)
+	id = fsio.IdentityOf(fi)
 	if id.Dev != prev.dev || id.Ino != prev.ino || id.Size < prev.size || (maxSize > 0 && id.Size > maxSize) {
 		return id, false
 	}
@@ -147,7 +148,7 @@ func (c *incCache) tryIncremental(path string, t fileType, maxSize int64) (id Id
 	if n, err := f.ReadAt(tail, prev.size); (err != nil && err != io.EOF) || int64(n) != int64(len(tail)) {
 		return id, false
 	}
-	if fi2, err := f.Stat(); err != nil || !identityOf(fi2).Same(id) {
+	if fi2, err := f.Stat(); err != nil || !fsio.IdentityOf(fi2).Same(id) {
 		return id, false
 	}
 	if len(tail) > 0 && !appendedValid(t, tail) {

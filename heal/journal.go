@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -35,16 +36,29 @@ type journalEdit struct {
 	Quarantine string `json:"quarantine,omitempty"`
 }
 
-// inflight holds the ids of the entries this process is applying now.
-var inflight sync.Map
-
 // Journal is state_dir/journal.
-type Journal struct{ Root string }
+type Journal struct {
+	Root string
+	fs   fsio.FS // writes the entries
+
+	// inflight holds the ids of the entries its engine is applying now (New makes it, apply
+	// adds and removes them): Recover leaves those alone.
+	inflight *sync.Map
+}
+
+// applying reports whether the journal's engine is applying the entry id now.
+func (j Journal) applying(id string) bool {
+	if j.inflight == nil {
+		return false
+	}
+	_, ok := j.inflight.Load(id)
+	return ok
+}
 
 func (j Journal) begin(e *journalEntry) error {
 	e.PID = os.Getpid()
 	e.Start, _ = lock.ProcessStart(e.PID)
-	if err := mkdirAllSync(j.Root); err != nil {
+	if err := j.fs.MkdirAllSync(j.Root); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	b, _ := json.MarshalIndent(e, "", "  ")
@@ -52,14 +66,14 @@ func (j Journal) begin(e *journalEntry) error {
 	// Written under a temp name and renamed: an entry is either whole or absent, so a
 	// restart never has to guess whether a torn one belongs to a live process.
 	tmp := filepath.Join(j.Root, "."+e.ID+"."+strconv.Itoa(e.PID)+".json.tmp")
-	if err := writeNew(tmp, b, 0o600, true); err != nil {
+	if err := j.fs.WriteNew(tmp, b, 0o600, true); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if err := orFault("rename", e.file, func() error { return os.Rename(tmp, e.file) }); err != nil {
+	if err := j.fs.Do("rename", e.file, func() error { return os.Rename(tmp, e.file) }); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("journal: %w", err)
 	}
-	if err := syncDir(j.Root); err != nil {
+	if err := j.fs.SyncDir(j.Root); err != nil {
 		os.Remove(e.file)
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -72,7 +86,7 @@ func (j Journal) end(e *journalEntry) error {
 	if err := os.Remove(e.file); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("journal: %w", err)
 	}
-	_ = syncDir(j.Root)
+	_ = j.fs.SyncDir(j.Root)
 	return nil
 }
 
@@ -83,6 +97,11 @@ type Recovered struct {
 
 // Recover resolves every unfinished entry: stray temps are removed, and each target is found
 // holding either its old or its new bytes (or newer bytes the app wrote since).
+//
+// An entry of another live process is left alone, and so is one this journal's engine is
+// applying; an entry of this process that its engine is not applying is taken for a leftover.
+// So one process recovers before it starts healing, as the daemon and the CLI do, not while
+// another engine of its own heals under the same state directory.
 func (j Journal) Recover() ([]Recovered, error) {
 	ents, err := os.ReadDir(j.Root)
 	if errors.Is(err, os.ErrNotExist) {
@@ -100,7 +119,7 @@ func (j Journal) Recover() ([]Recovered, error) {
 			// writer (named in it: .<id>.<pid>.json.tmp) is alive and about to rename it.
 			parts := strings.Split(strings.TrimSuffix(name[1:], ".json.tmp"), ".")
 			pid, _ := strconv.Atoi(parts[len(parts)-1])
-			_, mine := inflight.Load(parts[0])
+			mine := j.applying(parts[0])
 			if pid <= 0 || (pid == os.Getpid() && !mine) || (pid != os.Getpid() && !lock.ProcessRunning(pid)) {
 				os.Remove(full)
 			}
@@ -121,28 +140,28 @@ func (j Journal) Recover() ([]Recovered, error) {
 			os.Remove(full) // entries are renamed into place whole: this one is not ours to read
 			continue
 		}
-		if _, mine := inflight.Load(e.ID); mine {
+		if j.applying(e.ID) {
 			continue // being applied by this process right now
 		}
 		if e.PID != 0 && e.PID != os.Getpid() && lock.ProcessAlive(e.PID, e.Start) {
 			continue // a heal in flight in another live process (a daemon beside this CLI run)
 		}
-		out = append(out, resolve(&e)...)
+		out = append(out, j.resolve(&e)...)
 		if err := os.Remove(full); err != nil {
 			return out, err
 		}
-		_ = syncDir(j.Root)
+		_ = j.fs.SyncDir(j.Root)
 	}
 	return out, nil
 }
 
 // resolve removes the stray temps of one entry and says what each target holds.
-func resolve(e *journalEntry) []Recovered {
+func (j Journal) resolve(e *journalEntry) []Recovered {
 	var out []Recovered
 	for _, ed := range e.Edits {
 		if ed.Temp != "" && policy.IsOwnTemp(filepath.Base(ed.Temp)) {
 			if err := os.Remove(ed.Temp); err == nil {
-				_ = syncDir(filepath.Dir(ed.Temp))
+				_ = j.fs.SyncDir(filepath.Dir(ed.Temp))
 			}
 		}
 		outcome := "superseded"
@@ -162,6 +181,6 @@ func resolve(e *journalEntry) []Recovered {
 
 // abort resolves one entry of this process right away (a heal that failed midway).
 func (j Journal) abort(e *journalEntry) {
-	resolve(e)
+	j.resolve(e)
 	_ = j.end(e)
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
 // LastGood is state_dir/last-good: sessionmedic's own copy of the last version of each file
@@ -18,6 +20,7 @@ type LastGood struct {
 	MaxFileBytes int64 // 0 = no limit
 
 	idx *lgIndex // which copies exist, so that a scan does not probe for every file
+	fs  fsio.FS  // writes the copies
 }
 
 // lgIndex knows which copies exist, and for those this engine wrote, a hash of their bytes.
@@ -104,7 +107,7 @@ func (l LastGood) Load(path string) []byte {
 	return b
 }
 
-// Put records data as path's last-good copy (atomically, without fsync: see replaceAtomic;
+// Put records data as path's last-good copy (atomically, without fsync: see fsio.FS.ReplaceAtomic;
 // skipped when unchanged or too large).
 func (l LastGood) Put(path string, data []byte) error {
 	if l.Root == "" || (l.MaxFileBytes > 0 && int64(len(data)) > l.MaxFileBytes) {
@@ -126,10 +129,10 @@ func (l LastGood) Put(path string, data []byte) error {
 	} else if cur := l.Load(path); cur != nil && bytes.Equal(cur, data) {
 		return nil
 	}
-	if err := mkdirAllSync(l.Root); err != nil {
+	if err := l.fs.MkdirAllSync(l.Root); err != nil {
 		return err
 	}
-	if err := replaceAtomic(l.file(path), data, 0o600); err != nil {
+	if err := l.fs.ReplaceAtomic(l.file(path), data, 0o600); err != nil {
 		return err
 	}
 	if l.idx != nil {

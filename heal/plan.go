@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -224,7 +225,7 @@ func salvage(c *fileCtx, data []byte, missing bool) []byte {
 			return nil
 		}
 		for _, src := range praisonCorruptCopies(c.path) {
-			b, _, err := readStable(src, c.maxSize)
+			b, _, err := fsio.ReadStable(src, c.maxSize)
 			if err != nil {
 				continue
 			}
@@ -337,7 +338,7 @@ func fromBackup(rule *policy.Rule, c *fileCtx) []byte {
 		}
 	}
 	for _, p := range cands {
-		data, _, err := readStable(p, c.maxSize)
+		data, _, err := fsio.ReadStable(p, c.maxSize)
 		if err == nil && candidateOK(c, data) {
 			return data
 		}
@@ -381,7 +382,7 @@ func reconcile(c *fileCtx, data []byte, missing bool, kind string) []byte {
 // ovCountEdit adds the .meta.json change that keeps message_count equal to the live lines.
 func ovCountEdit(p *plan, messages string, data []byte) {
 	metaPath := filepath.Join(filepath.Dir(messages), ".meta.json")
-	meta, id, err := readStable(metaPath, 16<<20)
+	meta, id, err := fsio.ReadStable(metaPath, 16<<20)
 	if err != nil {
 		return
 	}

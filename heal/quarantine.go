@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
 // Manifest describes one quarantined file: where it came from, exactly which version, and why.
@@ -39,10 +41,13 @@ func sha(b []byte) string {
 }
 
 // Quarantine is state_dir/quarantine: the damaged bytes, exactly, before anything is touched.
-type Quarantine struct{ Root string }
+type Quarantine struct {
+	Root string
+	fs   fsio.FS // writes the entries
+}
 
 func newID(now time.Time) string {
-	return now.UTC().Format("20060102T150405Z") + "-" + randHex(4)
+	return now.UTC().Format("20060102T150405Z") + "-" + fsio.RandHex(4)
 }
 
 // Put stores data and its manifest durably and returns the entry's directory.
@@ -55,15 +60,15 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 	m.SHA256 = sha(data)
 	m.File = filepath.Base(m.Path)
 	dir := filepath.Join(q.Root, now.UTC().Format("2006-01-02"), m.ID)
-	if err := mkdirAllSync(dir); err != nil {
+	if err := q.fs.MkdirAllSync(dir); err != nil {
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
-	if err := writeDurable(filepath.Join(dir, m.File), data, 0o600); err != nil {
+	if err := q.fs.WriteDurable(filepath.Join(dir, m.File), data, 0o600); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
 	mj, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
+	if err := q.fs.WriteDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
 		os.RemoveAll(dir) // an entry without its manifest is of no use: nothing was touched yet
 		return "", fmt.Errorf("quarantine manifest: %w", err)
 	}
@@ -76,7 +81,7 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 // from). Anything else is busy: the file changed.
 func (q Quarantine) putFile(m *Manifest, path string, id Identity, wantSHA string, now time.Time) (string, error) {
 	f, err := openStable(path, id)
-	if errors.Is(err, errChanged) {
+	if errors.Is(err, fsio.ErrChanged) {
 		return "", busyErr("%s changed since it was read", path)
 	}
 	if err != nil {
@@ -90,10 +95,10 @@ func (q Quarantine) putFile(m *Manifest, path string, id Identity, wantSHA strin
 	m.Size = id.Size
 	m.File = filepath.Base(m.Path)
 	dir := filepath.Join(q.Root, now.UTC().Format("2006-01-02"), m.ID)
-	if err := mkdirAllSync(dir); err != nil {
+	if err := q.fs.MkdirAllSync(dir); err != nil {
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
-	sum, err := writeDurableFrom(filepath.Join(dir, m.File), rangeContent{0, id.Size}, f, 0o600)
+	sum, err := q.fs.WriteDurableFrom(filepath.Join(dir, m.File), rangeContent{0, id.Size}, f, 0o600)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("quarantine: %w", err)
@@ -104,7 +109,7 @@ func (q Quarantine) putFile(m *Manifest, path string, id Identity, wantSHA strin
 	}
 	m.SHA256 = sum
 	mj, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
+	if err := q.fs.WriteDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("quarantine manifest: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
 // Restore puts a quarantine entry's original bytes back at its path, atomically and under the
@@ -34,7 +36,7 @@ func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (string, er
 }
 
 func (e *Engine) restore(ctx context.Context, m *Manifest, t Target, orig []byte) (string, error) {
-	cur, id, err := readStable(m.Path, 0)
+	cur, id, err := fsio.ReadStable(m.Path, 0)
 	missing := errors.Is(err, os.ErrNotExist)
 	if err != nil && !missing {
 		return "", err

@@ -67,6 +67,12 @@ func copyTree(t *testing.T, src, dst string) {
 
 func testEngine(t *testing.T, preset, root string) *Engine {
 	t.Helper()
+	return testEngineWith(t, preset, root, Options{})
+}
+
+// testEngineWith is testEngine built with the options o.
+func testEngineWith(t *testing.T, preset, root string, o Options) *Engine {
+	t.Helper()
 	r, ok := policy.PresetRule(preset, policy.Env{Home: t.TempDir(), Getenv: func(string) string { return "" }, Exists: func(string) bool { return false }})
 	if !ok {
 		t.Fatalf("no preset %s", preset)
@@ -74,7 +80,7 @@ func testEngine(t *testing.T, preset, root string) *Engine {
 	r.Name, r.Paths = preset, []string{root}
 	r.Lock.Wait = 500 * time.Millisecond
 	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{r}}
-	return New(cfg, Options{})
+	return New(cfg, o)
 }
 
 type snap struct {

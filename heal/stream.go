@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
@@ -29,7 +30,7 @@ func streamInspect(path string, t fileType) (Verdict, Identity, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			err = errNotRegular
+			err = fsio.ErrNotRegular
 		}
 		return Verdict{}, Identity{}, err
 	}
@@ -39,13 +40,13 @@ func streamInspect(path string, t fileType) (Verdict, Identity, error) {
 		return Verdict{}, Identity{}, err
 	}
 	if !fi.Mode().IsRegular() {
-		return Verdict{}, Identity{}, errNotRegular
+		return Verdict{}, Identity{}, fsio.ErrNotRegular
 	}
-	id := identityOf(fi)
+	id := fsio.IdentityOf(fi)
 	v := streamLines(bufio.NewReaderSize(io.LimitReader(f, id.Size), streamBuf), t)
 	fi2, err := f.Stat()
-	if err != nil || !identityOf(fi2).Same(id) {
-		return Verdict{}, id, errChanged
+	if err != nil || !fsio.IdentityOf(fi2).Same(id) {
+		return Verdict{}, id, fsio.ErrChanged
 	}
 	return v, id, nil
 }
@@ -148,9 +149,9 @@ func largeVerdict(path string) (Verdict, Identity, error) {
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
-		return Verdict{}, Identity{}, errNotRegular
+		return Verdict{}, Identity{}, fsio.ErrNotRegular
 	}
-	id := identityOf(fi)
+	id := fsio.IdentityOf(fi)
 	buf := make([]byte, streamBuf)
 	for {
 		n, err := f.Read(buf)

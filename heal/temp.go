@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -16,13 +17,13 @@ import (
 const KindStaleTemp = "stale-temp"
 
 func (e *Engine) inspectTemp(t Target) (Verdict, []byte, Identity) {
-	data, id, err := readStable(t.Path, t.Rule.Limits.MaxFileSize)
+	data, id, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return skipped("file no longer exists"), nil, id
-	case errors.Is(err, errNotRegular):
+	case errors.Is(err, fsio.ErrNotRegular):
 		return skipped("not a regular file"), nil, id
-	case errors.Is(err, errChanged):
+	case errors.Is(err, fsio.ErrChanged):
 		return busy("temp file is being written"), nil, id
 	case err != nil:
 		return skipped("unreadable: %v", err), nil, id
@@ -79,7 +80,7 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		held = h
 	}
 	defer held.Release()
-	if cur, err := statIdentity(t.Path); err != nil || !cur.Same(id) {
+	if cur, err := fsio.StatIdentity(t.Path); err != nil || !cur.Same(id) {
 		r.Verdict, r.Reason = Busy, "temp file changed"
 		return
 	}
@@ -89,7 +90,7 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		r.Action, r.Reason = ActionRefused, err.Error()
 		return
 	}
-	if cur, err := statIdentity(t.Path); err != nil || !cur.Same(id) {
+	if cur, err := fsio.StatIdentity(t.Path); err != nil || !cur.Same(id) {
 		os.RemoveAll(dir)
 		r.Verdict, r.Reason = Busy, "temp file changed"
 		return
@@ -98,6 +99,6 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		r.Action, r.Reason = ActionRefused, fmt.Sprintf("remove temp: %v", err)
 		return
 	}
-	_ = syncDir(filepath.Dir(t.Path))
+	_ = e.fs.SyncDir(filepath.Dir(t.Path))
 	r.Action, r.Quarantine, r.QuarantinedBytes = ActionHealed, dir, int64(len(data))
 }

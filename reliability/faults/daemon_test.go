@@ -104,7 +104,6 @@ func faultsOf(rec *recording) []fault {
 // daemon keeps running through every fault.
 func TestDaemonThroughFaults(t *testing.T) {
 	in := &injector{}
-	defer heal.SetFaultHook(nil)
 	for _, s := range daemonCases {
 		t.Run(s.String(), func(t *testing.T) {
 			rec := record(t, s, in)
@@ -115,9 +114,9 @@ func TestDaemonThroughFaults(t *testing.T) {
 			}
 			slices.Sort(damaged)
 
-			e, caseDir, state := s.layout(t, 50*time.Millisecond)
+			e, caseDir, state := s.layout(t, 50*time.Millisecond, in)
 			cfg := e.Policy
-			in.install(caseDir, state)
+			in.reset(caseDir, state)
 			var logs logBuffer
 			ready := make(chan struct{})
 			ctx, cancel := context.WithCancel(context.Background())
@@ -129,6 +128,7 @@ func TestDaemonThroughFaults(t *testing.T) {
 					Log:    slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 					Notify: func(string) error { return nil }, Ready: ready,
 					Backoff: 20 * time.Millisecond, FlapHeals: 1 << 20, Rescan: time.Hour,
+					Faults: in.faults(),
 				})
 			}()
 			defer func() {

@@ -1,12 +1,14 @@
 // Package faults fails the file operations of heals one at a time (EIO, and ENOSPC for
-// writes), in the session directory and in the state directory, through heal.SetFaultHook:
+// writes), in the session directory and in the state directory, through the fault seam of the
+// engines and daemons it builds (heal.Options.Faults, daemon.Options.Faults):
 // the session file keeps its original bytes (or, for a fault after the rename, holds exactly
 // the healed bytes), the failure is reported, no temp file and no journal entry is left, and
 // the heal succeeds once the fault clears; the daemon keeps running through faults.
 //
 //	go test -race ./reliability/faults -count=1 -v
 //
-// The fault hook is process-global: no test here runs in parallel with another.
+// Each test hands its injector's hook to the engines and daemons it builds; the figures are
+// counted across tests, so no test here runs in parallel with another.
 package faults
 
 import (
@@ -48,7 +50,6 @@ var started = time.Now()
 func TestMain(m *testing.M) {
 	stats.covered = map[string]bool{}
 	code := m.Run()
-	heal.SetFaultHook(nil)
 	var ops []string
 	stats.mu.Lock()
 	for k := range stats.covered {
@@ -126,11 +127,20 @@ func (in *injector) hook(op, path string) error {
 	return err
 }
 
-func (in *injector) install(caseDir, state string) {
+// reset points the injector at a case (whose engine was built with its hook) and forgets
+// its calls and its rule.
+func (in *injector) reset(caseDir, state string) {
 	in.mu.Lock()
 	in.caseDir, in.state, in.calls, in.fail, in.fired = caseDir, state, nil, nil, nil
 	in.mu.Unlock()
-	heal.SetFaultHook(in.hook)
+}
+
+// faults is the hook to build an engine or a daemon with (nil for a nil injector: no faults).
+func (in *injector) faults() func(op, path string) error {
+	if in == nil {
+		return nil
+	}
+	return in.hook
 }
 
 // arm sets the rule that picks the calls to fail (nil: none); the calls it failed so far
@@ -299,8 +309,9 @@ func (s sample) String() string {
 	return n
 }
 
-// layout copies the case into a fresh directory and returns the engine that heals it.
-func (s sample) layout(t *testing.T, settle time.Duration) (e *heal.Engine, caseDir, state string) {
+// layout copies the case into a fresh directory and returns the engine that heals it, with
+// the fault hook of in (nil: none).
+func (s sample) layout(t *testing.T, settle time.Duration, in *injector) (e *heal.Engine, caseDir, state string) {
 	t.Helper()
 	dir := tempDir(t)
 	caseDir, state = filepath.Join(dir, "case"), filepath.Join(dir, "var", "state")
@@ -318,10 +329,10 @@ func (s sample) layout(t *testing.T, settle time.Duration) (e *heal.Engine, case
 			return nil
 		})
 	}
-	return newEngine(t, s, caseDir, state, settle), caseDir, state
+	return newEngine(t, s, caseDir, state, settle, in), caseDir, state
 }
 
-func newEngine(t *testing.T, s sample, caseDir, state string, settle time.Duration) *heal.Engine {
+func newEngine(t *testing.T, s sample, caseDir, state string, settle time.Duration, in *injector) *heal.Engine {
 	t.Helper()
 	home := tempDir(t)
 	r, ok := policy.PresetRule(s.app, policy.Env{Home: home, Getenv: func(string) string { return "" }, Exists: func(string) bool { return false }})
@@ -336,7 +347,7 @@ func newEngine(t *testing.T, s sample, caseDir, state string, settle time.Durati
 	if s.writer {
 		writers = func(dev, ino uint64) []int { return []int{1} }
 	}
-	return heal.New(cfg, heal.Options{OpenWriters: writers})
+	return heal.New(cfg, heal.Options{OpenWriters: writers, Faults: in.faults()})
 }
 
 // healAll heals every target of the engine's rules, as `sessionmedic heal` does; at calls

@@ -55,10 +55,10 @@ func (r *recording) span(i int) int {
 
 func record(t *testing.T, s sample, in *injector) *recording {
 	t.Helper()
-	e, caseDir, state := s.layout(t, 2*time.Second)
+	e, caseDir, state := s.layout(t, 2*time.Second, in)
 	rec := &recording{caseDir: caseDir, stateDir: state, changes: map[string]int{}, owner: map[string]int{}}
 	rec.orig, _ = readTree(t, caseDir)
-	in.install(caseDir, state)
+	in.reset(caseDir, state)
 	rec.reports, rec.starts = healAll(t, e, in)
 	rec.calls = in.recorded()
 	var temps []string
@@ -139,7 +139,6 @@ func describe(f fileState, ok bool) string {
 // EIO (and a write also with ENOSPC).
 func TestEveryOperationFails(t *testing.T) {
 	in := &injector{}
-	defer heal.SetFaultHook(nil)
 	ops := map[string]bool{}
 	ran := 0
 	for _, s := range matrixCases {
@@ -174,9 +173,9 @@ func injectOnce(t *testing.T, s sample, rec *recording, in *injector, at int, er
 	want := rec.calls[at]
 	what := fmt.Sprintf("%s failing with %v (call %d: %s in %s)", s, errno, at, want.op, want.where)
 	stats.scenarios.Add(1)
-	e, caseDir, state := s.layout(t, 2*time.Second)
+	e, caseDir, state := s.layout(t, 2*time.Second, in)
 	before, _ := readTree(t, caseDir)
-	in.install(caseDir, state)
+	in.reset(caseDir, state)
 	diverged := ""
 	in.arm(func(i int, c call) error {
 		if i == at {
@@ -280,14 +279,13 @@ func brief(rs []heal.Report) string {
 // heal succeeds.
 func TestFullStateFilesystem(t *testing.T) {
 	in := &injector{}
-	defer heal.SetFaultHook(nil)
 	for _, s := range matrixCases {
 		for _, full := range [][]string{{"write"}, {"write", "create", "mkdir"}} {
 			t.Run(s.String()+"/"+strings.Join(full, "+"), func(t *testing.T) {
 				rec := record(t, s, in)
 				stats.scenarios.Add(1)
-				e, caseDir, state := s.layout(t, 2*time.Second)
-				in.install(caseDir, state)
+				e, caseDir, state := s.layout(t, 2*time.Second, in)
+				in.reset(caseDir, state)
 				in.arm(func(i int, c call) error {
 					if c.where == "state" && slices.Contains(full, c.op) {
 						return syscall.ENOSPC
@@ -330,7 +328,6 @@ func TestFullStateFilesystem(t *testing.T) {
 // refuse the heal and leave the file as it was.
 func TestChownRefusedIsTolerated(t *testing.T) {
 	in := &injector{}
-	defer heal.SetFaultHook(nil)
 	s := sample{app: "praisonai", src: "corrupt_trailing_garbage", foreign: true}
 	rec := record(t, s, in)
 	pc := filepath.Join("sessions", "parent-chat.json")
@@ -341,8 +338,8 @@ func TestChownRefusedIsTolerated(t *testing.T) {
 	}{{"chown", syscall.EPERM, true}, {"chown", syscall.EIO, false}, {"chown", syscall.EROFS, false}, {"chmod", syscall.EPERM, false}, {"chmod", syscall.EIO, false}} {
 		t.Run(tc.op+"/"+tc.errno.Error(), func(t *testing.T) {
 			stats.scenarios.Add(1)
-			e, caseDir, state := s.layout(t, 2*time.Second)
-			in.install(caseDir, state)
+			e, caseDir, state := s.layout(t, 2*time.Second, in)
+			in.reset(caseDir, state)
 			in.arm(func(i int, c call) error {
 				if c.op == tc.op && c.where == "session" {
 					return tc.errno

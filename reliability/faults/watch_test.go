@@ -10,7 +10,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/sessionmedic/sessionmedic/daemon"
-	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/watcher"
 )
@@ -36,13 +35,12 @@ func (s slowSource) Close() error                  { return s.w.Close() }
 // without waiting for the periodic rescan, however long the watches take to set up.
 func TestDaemonSeesADamageRightAfterReady(t *testing.T) {
 	s := sample{app: "copaw", src: "corrupt_extra_data_race"}
-	e, caseDir, _ := s.layout(t, 50*time.Millisecond)
+	e, caseDir, _ := s.layout(t, 50*time.Millisecond, nil)
 	console := filepath.Join(caseDir, "sessions", "console", "default_console--default.json")
 	damaged, err := os.ReadFile(console)
 	if err != nil {
 		t.Fatal(err)
 	}
-	heal.SetFaultHook(nil)
 	cfg := e.Policy
 	var logs logBuffer
 	ready := make(chan struct{})

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -70,12 +71,12 @@ func noTemps(t *testing.T, root string) {
 // TestFullStateFilesystem: with the state directory on a full tmpfs, heal (the binary) and the
 // daemon refuse to heal, say why, leave the session file exactly as it was and leave no temp
 // behind; once there is room again they heal. Without the right to mount, the same is driven
-// in process through heal.SetFaultHook.
+// in process through the engine's fault seam (heal.Options.Faults).
 func TestFullStateFilesystem(t *testing.T) {
 	base := t.TempDir()
 	root, state := filepath.Join(base, "root"), filepath.Join(base, "state")
 	if err := mountTmpfs(t, state, 64<<10); err != nil {
-		t.Logf("cannot mount a tmpfs (%v): simulating ENOSPC with heal.SetFaultHook", err)
+		t.Logf("cannot mount a tmpfs (%v): simulating ENOSPC through heal.Options.Faults", err)
 		fullStateInProcess(t)
 		return
 	}
@@ -129,14 +130,12 @@ func fullStateInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	heal.SetFaultHook(func(op, path string) error {
+	eng := heal.New(cfg, heal.Options{Faults: func(op, path string) error {
 		if strings.HasPrefix(path, state) {
 			return syscall.ENOSPC
 		}
 		return nil
-	})
-	defer heal.SetFaultHook(nil)
-	eng := heal.New(cfg, heal.Options{})
+	}})
 	targets, _ := eng.Targets(nil, nil)
 	for _, tg := range targets {
 		r := eng.Heal(context.Background(), tg, false)
@@ -172,16 +171,15 @@ func TestStateWriteFaults(t *testing.T) {
 					under = root
 				}
 				hit := 0
-				heal.SetFaultHook(func(o, path string) error {
-					if o == op && strings.HasPrefix(path, under) {
+				var cleared atomic.Bool
+				before := snapshot(t, []string{state}, root)
+				eng := heal.New(cfg, heal.Options{Faults: func(o, path string) error {
+					if !cleared.Load() && o == op && strings.HasPrefix(path, under) {
 						hit++
 						return syscall.ENOSPC
 					}
 					return nil
-				})
-				defer heal.SetFaultHook(nil)
-				before := snapshot(t, []string{state}, root)
-				eng := heal.New(cfg, heal.Options{})
+				}})
 				targets, _ := eng.Targets(nil, nil)
 				var r heal.Report
 				for _, tg := range targets {
@@ -189,7 +187,7 @@ func TestStateWriteFaults(t *testing.T) {
 						r = eng.Heal(context.Background(), tg, false)
 					}
 				}
-				heal.SetFaultHook(nil)
+				cleared.Store(true)
 				if hit == 0 {
 					t.Skipf("a heal does no %s under the %s directory", op, where)
 				}

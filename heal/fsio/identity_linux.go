@@ -1,4 +1,4 @@
-package heal
+package fsio
 
 import (
 	"syscall"

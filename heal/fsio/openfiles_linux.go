@@ -1,4 +1,4 @@
-package heal
+package fsio
 
 import (
 	"os"
@@ -8,10 +8,10 @@ import (
 	"syscall"
 )
 
-// openWriters returns the pids of other processes that hold the file with this device and
+// OpenWriters returns the pids of other processes that hold the file with this device and
 // inode open for writing (Linux: /proc/*/fd and /proc/*/fdinfo). Processes whose fds cannot
 // be read (other users, when not root) are not seen.
-func openWriters(dev, ino uint64) []int {
+func OpenWriters(dev, ino uint64) []int {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

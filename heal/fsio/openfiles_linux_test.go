@@ -1,4 +1,4 @@
-package heal
+package fsio
 
 import (
 	"os"
@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-// openWriters finds a real process holding the file open for writing (through /proc).
+// OpenWriters finds a real process holding the file open for writing (through /proc).
 func TestOpenWritersSeesARealWriter(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(p, nil, 0o644)
 	fi, _ := os.Stat(p)
-	id := identityOf(fi)
+	id := IdentityOf(fi)
 	cmd := exec.Command("sh", "-c", "exec 3>>\"$1\"; sleep 30", "sh", p)
 	if err := cmd.Start(); err != nil {
 		t.Skip("no sh:", err)
@@ -22,7 +22,7 @@ func TestOpenWritersSeesARealWriter(t *testing.T) {
 	defer cmd.Process.Kill()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		pids := openWriters(id.Dev, id.Ino)
+		pids := OpenWriters(id.Dev, id.Ino)
 		if slices.Contains(pids, cmd.Process.Pid) {
 			return
 		}

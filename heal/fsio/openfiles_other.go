@@ -1,8 +1,8 @@
 //go:build !linux
 
-package heal
+package fsio
 
-// openWriters finds nothing here: without /proc there is no cheap, unprivileged way to see
+// OpenWriters finds nothing here: without /proc there is no cheap, unprivileged way to see
 // which processes hold a file open for writing (lsof would be a subprocess per file). A heal
 // then relies on the app's own lock, the quiet period and the identity re-checks alone.
-func openWriters(dev, ino uint64) []int { return nil }
+func OpenWriters(dev, ino uint64) []int { return nil }

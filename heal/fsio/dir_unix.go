@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package heal
+package fsio
 
 import (
 	"errors"
@@ -15,23 +15,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// parentDir is the directory of a file being replaced, opened by walking down from the rule's
+// Dir is the directory of a file being replaced, opened by walking down from the rule's
 // root one component at a time without following any symlink: a directory swapped for a
 // symlink cannot send a write outside the root. Every later operation of the replace goes
 // through its descriptor.
 //
 // The root itself is opened as the operator wrote it: a root that is a symlink (or has one
 // on its way, /srv/link/app) is followed, there and only there, as the walk that found the
-// file followed it. stillThere opens it again, so a root retargeted meanwhile is noticed.
-type parentDir struct {
+// file followed it. StillThere opens it again, so a root retargeted meanwhile is noticed.
+type Dir struct {
 	fd   int
 	path string
 	id   [2]uint64 // device and inode
+	fs   FS        // what opened it: its faults are those of the writes through it
 }
 
-var errMoved = errors.New("a directory on the way to the file was replaced or moved")
+// ErrMoved: a directory between the root and the file is not the one it was.
+var ErrMoved = errors.New("a directory on the way to the file was replaced or moved")
 
-func openParent(root, file string) (*parentDir, error) {
+// OpenParent opens the directory of file, walking down from root (see [Dir]). A component
+// that is a symlink or not a directory is an ErrMoved.
+func (fs FS) OpenParent(root, file string) (*Dir, error) {
 	dir := filepath.Dir(file)
 	rel, ok := pathx.Rel(root, dir)
 	if !ok {
@@ -48,7 +52,7 @@ func openParent(root, file string) (*parentDir, error) {
 			unix.Close(fd)
 			if err != nil {
 				if refusedDir(err) {
-					return nil, fmt.Errorf("%s: %w", dir, errMoved)
+					return nil, fmt.Errorf("%s: %w", dir, ErrMoved)
 				}
 				return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 			}
@@ -60,7 +64,7 @@ func openParent(root, file string) (*parentDir, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return &parentDir{fd: fd, path: dir, id: [2]uint64{uint64(st.Dev), st.Ino}}, nil
+	return &Dir{fd: fd, path: dir, id: [2]uint64{uint64(st.Dev), st.Ino}, fs: fs}, nil
 }
 
 // refusedDir: openat with O_DIRECTORY|O_NOFOLLOW refused a component because it is not a
@@ -75,19 +79,21 @@ func refusedDir(err error) bool {
 	return false
 }
 
-func (d *parentDir) close() { unix.Close(d.fd) }
+// Close closes the directory's descriptor.
+func (d *Dir) Close() { unix.Close(d.fd) }
 
-// stillThere: walking from the root again reaches the same directory.
-func (d *parentDir) stillThere(root string) bool {
-	again, err := openParent(root, filepath.Join(d.path, "x"))
+// StillThere: walking from the root again reaches the same directory.
+func (d *Dir) StillThere(root string) bool {
+	again, err := d.fs.OpenParent(root, filepath.Join(d.path, "x"))
 	if err != nil {
 		return false
 	}
-	defer again.close()
+	defer again.Close()
 	return again.id == d.id
 }
 
-func (d *parentDir) openFile(name string, flag int, perm uint32) (*os.File, error) {
+// OpenFile opens name in the directory, never following a symlink.
+func (d *Dir) OpenFile(name string, flag int, perm uint32) (*os.File, error) {
 	fd, err := unix.Openat(d.fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: filepath.Join(d.path, name), Err: err}
@@ -95,22 +101,24 @@ func (d *parentDir) openFile(name string, flag int, perm uint32) (*os.File, erro
 	return os.NewFile(uintptr(fd), filepath.Join(d.path, name)), nil
 }
 
-func (d *parentDir) rename(from, to string) error {
+// Rename renames from to to, both in the directory.
+func (d *Dir) Rename(from, to string) error {
 	if err := unix.Renameat(d.fd, from, d.fd, to); err != nil {
 		return &os.LinkError{Op: "rename", Old: filepath.Join(d.path, from), New: filepath.Join(d.path, to), Err: err}
 	}
 	return nil
 }
 
-func (d *parentDir) link(from, to string) error {
+// Link links to to the file from, both in the directory; it never replaces to.
+func (d *Dir) Link(from, to string) error {
 	if err := unix.Linkat(d.fd, from, d.fd, to, 0); err != nil {
 		return &os.LinkError{Op: "link", Old: filepath.Join(d.path, from), New: filepath.Join(d.path, to), Err: err}
 	}
 	return nil
 }
 
-// stat is lstat of name in the directory.
-func (d *parentDir) stat(name string) (Identity, error) {
+// Stat is lstat of name in the directory.
+func (d *Dir) Stat(name string) (Identity, error) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return Identity{}, &os.PathError{Op: "stat", Path: filepath.Join(d.path, name), Err: err}
@@ -124,10 +132,12 @@ func (d *parentDir) stat(name string) (Identity, error) {
 	}, nil
 }
 
-func (d *parentDir) remove(name string) { _ = unix.Unlinkat(d.fd, name, 0) }
+// Remove unlinks name from the directory, if it can.
+func (d *Dir) Remove(name string) { _ = unix.Unlinkat(d.fd, name, 0) }
 
-func (d *parentDir) sync() error {
-	if err := fault("fsync-dir", d.path); err != nil {
+// Sync fsyncs the directory.
+func (d *Dir) Sync() error {
+	if err := d.fs.fault("fsync-dir", d.path); err != nil {
 		return err
 	}
 	if err := unix.Fsync(d.fd); err != nil {

@@ -1,6 +1,6 @@
 //go:build darwin || freebsd
 
-package heal
+package fsio
 
 import (
 	"syscall"
@@ -8,7 +8,7 @@ import (
 )
 
 // identityOfStat: the syscall package names the times Mtimespec and Ctimespec here, and
-// darwin's Dev, Mode and Nlink are narrower; the conversions match parentDir.stat's.
+// darwin's Dev, Mode and Nlink are narrower; the conversions match Dir.Stat's.
 func identityOfStat(st *syscall.Stat_t) Identity {
 	return Identity{
 		Dev:   uint64(st.Dev),

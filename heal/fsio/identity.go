@@ -1,0 +1,54 @@
+package fsio
+
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
+// Identity pins the exact version of a file that was read: if any field moved, the app
+// touched the file and every plan made from the old bytes is void.
+type Identity struct {
+	Dev   uint64    `json:"dev"`
+	Ino   uint64    `json:"ino"`
+	Size  int64     `json:"size"`
+	Mtime time.Time `json:"mtime"`
+	Ctime time.Time `json:"ctime"`
+	Mode  uint32    `json:"mode"`
+	UID   uint32    `json:"uid"`
+	GID   uint32    `json:"gid"`
+	Nlink uint64    `json:"nlink"`
+}
+
+// IdentityOf is the identity a stat result shows.
+func IdentityOf(fi os.FileInfo) Identity {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return Identity{Size: fi.Size(), Mtime: fi.ModTime(), Mode: uint32(fi.Mode().Perm())}
+	}
+	return identityOfStat(st)
+}
+
+// SameWrite reports whether two identities name the same inode, not written since: a rename
+// changes its ctime (and link count), only a write its size or mtime.
+func (a Identity) SameWrite(b Identity) bool {
+	return a.Ino == b.Ino && a.Size == b.Size && a.Mtime.Equal(b.Mtime)
+}
+
+// Same reports whether two identities name the same, unchanged file version.
+func (a Identity) Same(b Identity) bool {
+	return a.Dev == b.Dev && a.Ino == b.Ino && a.Size == b.Size &&
+		a.Mtime.Equal(b.Mtime) && a.Ctime.Equal(b.Ctime)
+}
+
+// StatIdentity is the identity now at path (without following a symlink).
+func StatIdentity(path string) (Identity, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return Identity{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Identity{}, ErrNotRegular
+	}
+	return IdentityOf(fi), nil
+}

@@ -1,0 +1,241 @@
+package fsio
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// FS performs sessionmedic's writes. Its zero value does real I/O and injects nothing.
+type FS struct {
+	// Faults, when set, is asked before each file operation with the operation ("create",
+	// "chown", "chmod", "write", "fsync", "close", "rename", "link", "truncate", "fsync-dir",
+	// "mkdir") and the path; an error it returns becomes that operation's error (as an
+	// *os.PathError). It is the seam of the I/O-fault tests.
+	Faults func(op, path string) error
+}
+
+func (fs FS) fault(op, path string) error {
+	if fs.Faults != nil {
+		if err := fs.Faults(op, path); err != nil {
+			return &os.PathError{Op: op, Path: path, Err: err}
+		}
+	}
+	return nil
+}
+
+// Do runs op unless Faults fails it first.
+func (fs FS) Do(name, path string, op func() error) error {
+	if err := fs.fault(name, path); err != nil {
+		return err
+	}
+	return op()
+}
+
+// ErrBusy: the file (or the bytes to write) changed under a write; the write was abandoned.
+var ErrBusy = errors.New("busy")
+
+// Content is what a temp file receives: bytes in memory, or bytes read from an original.
+type Content interface {
+	// WriteOut writes the content to w, reading the original (when it needs it) from src,
+	// and returns the sha256 of what it wrote ("" when it does not compute one).
+	WriteOut(w io.Writer, src io.ReaderAt) (sha string, err error)
+}
+
+// bufSize is the buffer of a streamed write.
+const bufSize = 1 << 20
+
+// RandHex is n random bytes in hexadecimal.
+func RandHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// TempSuffix marks sessionmedic's own temp files: `.<name>.sessionmedic-<hex>.tmp`.
+const TempSuffix = ".tmp"
+
+// TempName is a fresh name for a temp file beside target.
+func TempName(target string) string {
+	base := filepath.Base(target)
+	// A name may be 255 bytes long; the temp's own affixes must fit beside it.
+	const affixes = len(".") + len(".sessionmedic-") + 12 + len(TempSuffix)
+	if len(base) > 255-affixes {
+		base = base[:255-affixes]
+	}
+	return filepath.Join(filepath.Dir(target), "."+base+".sessionmedic-"+RandHex(6)+TempSuffix)
+}
+
+// SyncDir fsyncs the directory dir.
+func (fs FS) SyncDir(dir string) error {
+	if err := fs.fault("fsync-dir", dir); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// WriteTemp creates the temp file tmp (a full path) in the directory d with the given mode
+// and owner, writes c (reading the original, when c needs it, from src) and fsyncs it. When
+// want is set, what was written must have that sha256 (the bytes the plan was made from);
+// other bytes are an ErrBusy. The caller renames or removes it.
+func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mode os.FileMode, uid, gid int) (Identity, error) {
+	name := filepath.Base(tmp)
+	if err := d.fs.fault("create", tmp); err != nil {
+		return Identity{}, fmt.Errorf("create temp: %w", err)
+	}
+	f, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return Identity{}, fmt.Errorf("create temp: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		d.Remove(name)
+		return err
+	}
+	if uid >= 0 && (uid != os.Geteuid() || gid != os.Getegid()) {
+		if err := d.fs.Do("chown", tmp, func() error { return f.Chown(uid, gid) }); err != nil && !errors.Is(err, syscall.EPERM) {
+			return Identity{}, fail(fmt.Errorf("chown temp: %w", err))
+		}
+	}
+	if err := d.fs.Do("chmod", tmp, func() error { return f.Chmod(mode) }); err != nil {
+		return Identity{}, fail(fmt.Errorf("chmod temp: %w", err))
+	}
+	if err := d.fs.Do("write", tmp, func() error {
+		got, err := c.WriteOut(f, src)
+		if err == nil && want != "" && got != "" && got != want {
+			err = fmt.Errorf("%w: %s", ErrBusy, "the bytes to write changed since they were planned")
+		}
+		return err
+	}); err != nil {
+		return Identity{}, fail(fmt.Errorf("write temp: %w", err))
+	}
+	if err := d.fs.Do("fsync", tmp, f.Sync); err != nil {
+		return Identity{}, fail(fmt.Errorf("fsync temp: %w", err))
+	}
+	// What we wrote, as the file's identity shows it: the daemon tells the event of its own
+	// write from an app's later one by it.
+	fi, err := f.Stat()
+	if err != nil {
+		return Identity{}, fail(fmt.Errorf("stat temp: %w", err))
+	}
+	if err := d.fs.Do("close", tmp, f.Close); err != nil {
+		d.Remove(name)
+		return Identity{}, fmt.Errorf("close temp: %w", err)
+	}
+	return IdentityOf(fi), nil
+}
+
+// WriteNew writes data to a new file at path (which must not exist), fsyncing it when sync
+// is set. On failure the file is removed.
+func (fs FS) WriteNew(path string, data []byte, mode os.FileMode, sync bool) error {
+	if err := fs.fault("create", path); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	if err != nil {
+		return err
+	}
+	err = fs.Do("write", path, func() error { _, err := f.Write(data); return err })
+	if err == nil && sync {
+		err = fs.Do("fsync", path, f.Sync)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+	}
+	return err
+}
+
+// WriteDurable writes data to a new file at path (which must not exist) and fsyncs it and its
+// directory. Used for sessionmedic's own state.
+func (fs FS) WriteDurable(path string, data []byte, mode os.FileMode) error {
+	if err := fs.WriteNew(path, data, mode, true); err != nil {
+		return err
+	}
+	if err := fs.SyncDir(filepath.Dir(path)); err != nil {
+		os.Remove(path) // not durable: the caller treats it as never written
+		return err
+	}
+	return nil
+}
+
+// ReplaceAtomic atomically replaces (or creates) path with data through a temp file and a
+// rename, without fsync. It is for last-good copies only: a copy is validated before it is
+// ever restored, so one torn by a power loss is never used, and losing one loses only a
+// safety net, while an fsync per healthy save would cost the host a disk flush each time.
+func (fs FS) ReplaceAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := TempName(path)
+	if err := fs.WriteNew(tmp, data, mode, false); err != nil {
+		return err
+	}
+	if err := fs.Do("rename", path, func() error { return os.Rename(tmp, path) }); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// MkdirAllSync creates dir and fsyncs each parent it created.
+func (fs FS) MkdirAllSync(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := fs.MkdirAllSync(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := fs.Do("mkdir", dir, func() error { return os.Mkdir(dir, 0o700) }); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return fs.SyncDir(filepath.Dir(dir))
+}
+
+// WriteDurableFrom is WriteDurable for content streamed from src (with the same fault
+// points); it returns the sha256 of what it wrote.
+func (fs FS) WriteDurableFrom(path string, c Content, src io.ReaderAt, mode os.FileMode) (string, error) {
+	if err := fs.fault("create", path); err != nil {
+		return "", err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	if err != nil {
+		return "", err
+	}
+	var sum string
+	err = fs.Do("write", path, func() error {
+		w := bufio.NewWriterSize(f, bufSize)
+		var err error
+		if sum, err = c.WriteOut(w, src); err == nil {
+			err = w.Flush()
+		}
+		return err
+	})
+	if err == nil {
+		err = fs.Do("fsync", path, f.Sync)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.SyncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", err
+	}
+	return sum, nil
+}
