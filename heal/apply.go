@@ -1,0 +1,350 @@
+package heal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+)
+
+// The apply path of DESIGN §7 (steps 4–8): lock, re-check, quarantine, journal, replace
+// (or tail cut, or put-back), verify.
+
+// errBusy is fsio's: a write it abandons because the bytes changed is a Busy verdict too.
+var errBusy = fsio.ErrBusy
+
+func busyErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errBusy, fmt.Sprintf(format, args...))
+}
+
+// sameNow reports whether the file at ed.path is still the version the plan was made from.
+func sameNow(ed edit) bool {
+	id, err := fsio.StatIdentity(ed.path)
+	if ed.missing {
+		return errors.Is(err, os.ErrNotExist)
+	}
+	return err == nil && id.Same(ed.oldID)
+}
+
+// apply runs DESIGN §7 steps 4–8 for one plan. It returns the quarantine entry of the
+// inspected file.
+//
+// written receives, per file replaced, the identity of the version this heal left there, as
+// long as nobody had changed it by the time the replace was done.
+func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, written *map[string]Identity) (string, error) {
+	held, err := e.takeLock(ctx, t.Rule, t.Path, in.ctx.typ)
+	if err != nil {
+		return "", err
+	}
+	defer held.Release()
+	if _, unlocked := held.(noLock); unlocked && e.quietCheck > 0 {
+		time.Sleep(e.quietCheck)
+	}
+	e.step("locked", t.Path)
+	for _, ed := range p.edits {
+		if !sameNow(ed) {
+			return "", busyErr("%s changed since it was read", ed.path)
+		}
+	}
+	now := e.Now()
+	entry := &journalEntry{ID: newID(now), Created: now.UTC()}
+	var first string
+	for i, ed := range p.edits {
+		je := journalEdit{Path: ed.path, Temp: fsio.TempName(ed.path), Missing: ed.missing, NewSHA256: ed.newSHA()}
+		if !ed.missing {
+			je.OldSHA256 = ed.oldSHA()
+			m := &Manifest{Path: ed.path, Rule: t.Rule.Name, Identity: ed.oldID, Kind: in.verdict.Kind,
+				Offset: in.verdict.Offset, Detail: in.verdict.Detail, Strategy: string(p.strategy),
+				NewSHA256: je.NewSHA256, LostBytes: p.lostBytes, LostRecords: p.lostRecords}
+			if i > 0 {
+				m.Detail = "changed with " + p.edits[0].path
+			}
+			var dir string
+			var err error
+			if ed.big != nil {
+				// The old bytes are copied from the file, the version the plan was made from.
+				dir, err = e.Quarantine.putFile(m, ed.path, ed.oldID, ed.big.oldSHA, now)
+			} else {
+				dir, err = e.Quarantine.Put(m, ed.old, now)
+			}
+			if err != nil {
+				return "", err
+			}
+			je.Quarantine = dir
+		}
+		if i == 0 {
+			first = je.Quarantine
+		}
+		entry.Edits = append(entry.Edits, je)
+	}
+	e.step("quarantined", t.Path)
+	for _, ed := range p.edits {
+		if !sameNow(ed) {
+			e.dropQuarantine(entry)
+			return "", busyErr("%s changed during quarantine", ed.path)
+		}
+	}
+	e.Journal.inflight.Store(entry.ID, struct{}{})
+	defer e.Journal.inflight.Delete(entry.ID)
+	if err := e.Journal.begin(entry); err != nil {
+		e.dropQuarantine(entry)
+		return "", err
+	}
+	e.step("journaled", t.Path)
+	// The inspected file goes last: a plan's other edits (OpenViking's message_count) are
+	// then never left behind by a failure or a crash, which a later inspection of the
+	// inspected file could no longer see.
+	changed := false
+	for i := len(p.edits) - 1; i >= 0; i-- {
+		renamed, wrote, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path, ruleRoot(t.Rule, t.Path))
+		changed = changed || renamed
+		if wrote.Ino != 0 {
+			if *written == nil {
+				*written = map[string]Identity{}
+			}
+			(*written)[p.edits[i].path] = wrote
+		}
+		if err != nil {
+			// Edits already applied are valid on their own; this entry is resolved now
+			// rather than at the next start. Nothing replaced, nothing to keep.
+			e.Journal.abort(entry)
+			if !changed {
+				e.dropQuarantine(entry)
+				first = ""
+			}
+			return first, err
+		}
+	}
+	if err := e.Journal.end(entry); err != nil {
+		return first, err
+	}
+	e.step("done", t.Path)
+	e.verify(t, in)
+	return first, nil
+}
+
+// verify: the result must validate, and becomes the new last-good copy. A big result is
+// validated streaming, and read whole only for a last-good copy it fits in.
+func (e *Engine) verify(t Target, in *inspection) {
+	c := in.ctx
+	c.lastGood = nil
+	if id, err := fsio.StatIdentity(t.Path); err == nil && bigEligible(c.typ) && id.Size > e.bigAbove() {
+		f, err := openStable(t.Path, id)
+		if err != nil {
+			return
+		}
+		v, _, err := streamVerdict(f, 0, id.Size, c.typ)
+		same := stillSame(f, id)
+		f.Close()
+		lg := e.LastGood.MaxFileBytes
+		if err != nil || !same || v.Status != Healthy || !t.Rule.KeepLastGood || (lg > 0 && id.Size > lg) || id.Size > planLimit {
+			return
+		}
+		// Validated: read whole only to keep the copy, if it is still that version.
+		if data, rid, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil && rid.Same(id) {
+			_ = e.LastGood.Put(t.Path, data)
+		}
+		return
+	}
+	if data, _, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {
+		if inspectBytes(&c, data).Status == Healthy && t.Rule.KeepLastGood {
+			_ = e.LastGood.Put(t.Path, data)
+		}
+	}
+}
+
+func (e *Engine) dropQuarantine(entry *journalEntry) {
+	for _, ed := range entry.Edits {
+		if ed.Quarantine != "" {
+			os.RemoveAll(ed.Quarantine)
+		}
+	}
+}
+
+// replace durably puts ed.data at ed.path through the temp file tmp. root is the rule's root:
+// the file's directory is reached from it without following symlinks, and every operation
+// goes through that directory's descriptor. wrote is the identity of the file it left there
+// (zero when it cannot tell that file from a later write of the app's).
+func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote Identity, err error) {
+	d, err := e.fs.OpenParent(root, ed.path)
+	if err != nil {
+		return false, Identity{}, busyErr("%v", err)
+	}
+	defer d.Close()
+	name, tmpName := filepath.Base(ed.path), filepath.Base(tmp)
+	// A file restored where none is gets 0600 (what these apps use for sessions) unless the
+	// edit carries the mode it had.
+	mode, uid, gid := os.FileMode(0o600), -1, -1
+	if !ed.missing || ed.oldID.Mode != 0 {
+		mode, uid, gid = os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)
+	}
+	var old *os.File
+	if !ed.missing {
+		// Keep the old inode open: an app without a lock that writes between our last check
+		// and the rename writes into it, and we must notice. It is also the identity check
+		// through the directory we hold.
+		f, err := d.OpenFile(name, os.O_RDONLY, 0)
+		if err != nil {
+			return false, Identity{}, busyErr("%s: %v", ed.path, err)
+		}
+		old = f
+		defer old.Close()
+		fi, err := old.Stat()
+		if err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
+			return false, Identity{}, busyErr("%s changed before the replace", ed.path)
+		}
+		if e.findWriters != nil {
+			if pids := e.findWriters(ed.oldID.Dev, ed.oldID.Ino); len(pids) > 0 {
+				// A rename would strand the writer's later writes in the old inode: only a
+				// pure tail cut, in place, is allowed.
+				if !ed.tailCut() {
+					return false, Identity{}, busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
+				}
+				return e.truncate(d, ed, target)
+			}
+		}
+	}
+	var want string
+	if ed.big != nil {
+		want = ed.big.newSHA
+	}
+	tmpID, err := d.WriteTemp(tmp, ed.content(), old, want, mode, uid, gid)
+	if err != nil {
+		return false, Identity{}, err
+	}
+	e.step("temp-written", target)
+	if old != nil {
+		if fi, err := old.Stat(); err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
+			d.Remove(tmpName)
+			return false, Identity{}, busyErr("%s changed before the rename", ed.path)
+		}
+	}
+	if !d.StillThere(root) {
+		d.Remove(tmpName)
+		return false, Identity{}, busyErr("%s: %v", ed.path, fsio.ErrMoved)
+	}
+	if ed.missing {
+		// link(2) never clobbers: if the app created the file meanwhile, we lose the race cleanly.
+		err = e.fs.Do("link", ed.path, func() error { return d.Link(tmpName, name) })
+		d.Remove(tmpName)
+		if errors.Is(err, os.ErrExist) {
+			return false, Identity{}, busyErr("%s appeared before the restore", ed.path)
+		}
+	} else {
+		err = e.fs.Do("rename", ed.path, func() error { return d.Rename(tmpName, name) })
+	}
+	if err != nil {
+		d.Remove(tmpName)
+		return false, Identity{}, fmt.Errorf("replace %s: %w", ed.path, err)
+	}
+	// An app without a lock that opened the path before the rename writes into the old inode,
+	// now unlinked: wait until nobody holds it open for writing any more (nobody can open it
+	// anew), then put back whatever such a write left in it. Checked at once, to keep short
+	// the time the path holds our version instead of the app's newer one, and again after the
+	// directory fsync.
+	if old != nil {
+		e.awaitWriters(ed.oldID)
+		if oldChanged(old, ed.oldID) {
+			return true, Identity{}, e.putBack(d, old, ed, tmpID)
+		}
+	}
+	if err := d.Sync(); err != nil {
+		return true, Identity{}, err
+	}
+	e.step("renamed", target)
+	if old != nil && oldChanged(old, ed.oldID) {
+		return true, Identity{}, e.putBack(d, old, ed, tmpID)
+	}
+	// The file there now is ours only while it is still the inode we wrote, unchanged since
+	// (the rename gave it a new ctime): an app without a lock may already have written over
+	// it in place, and that write must not pass for ours.
+	if now, err := d.Stat(name); err == nil && now.SameWrite(tmpID) {
+		wrote = now
+	}
+	return true, wrote, nil
+}
+
+// truncate cuts the file in place to the plan's prefix, after the same identity check.
+// It reports whether the file was changed (the cut happened), even when a later step failed.
+func (e *Engine) truncate(d *fsio.Dir, ed edit, target string) (bool, Identity, error) {
+	size := ed.newSize()
+	f, err := d.OpenFile(filepath.Base(ed.path), os.O_WRONLY, 0)
+	if err != nil {
+		return false, Identity{}, busyErr("%s: %v", ed.path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
+		return false, Identity{}, busyErr("%s changed before the truncate", ed.path)
+	}
+	if err := e.fs.Do("truncate", ed.path, func() error { return f.Truncate(size) }); err != nil {
+		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
+	}
+	if err := e.fs.Do("fsync", ed.path, f.Sync); err != nil {
+		return true, Identity{}, fmt.Errorf("fsync %s: %w", ed.path, err)
+	}
+	e.step("renamed", target)
+	// The writer holding the file open may append at any moment: what we left is ours only
+	// as this fstat shows it, and its next append changes that.
+	var wrote Identity
+	if fi, err := f.Stat(); err == nil {
+		wrote = fsio.IdentityOf(fi)
+	}
+	return true, wrote, nil
+}
+
+// putBack: the app wrote into the old inode while we renamed over it. Its bytes are the
+// newest it has: they go back in place (the same durable replace) and the file is looked at
+// again later.
+// oldChanged reports whether the replaced inode was written since it was read (its link
+// count and ctime changed with the rename; its size and mtime only with a write).
+func oldChanged(old *os.File, was Identity) bool {
+	fi, err := old.Stat()
+	if err != nil {
+		return false
+	}
+	now := fsio.IdentityOf(fi)
+	return now.Size != was.Size || !now.Mtime.Equal(was.Mtime)
+}
+
+// awaitWriters waits, for up to a second, until no other process holds the inode open for
+// writing.
+func (e *Engine) awaitWriters(id Identity) {
+	if e.findWriters == nil {
+		return
+	}
+	for i := 0; i < 100 && len(e.findWriters(id.Dev, id.Ino)) > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// putBack puts the bytes an app wrote into the replaced inode back at the path, unless the
+// path no longer holds the version the heal renamed there (ours: the temp file's identity),
+// which means the app has saved again through the path since, and that newer save stands.
+func (e *Engine) putBack(d *fsio.Dir, old *os.File, ed edit, ours Identity) error {
+	fi, err := old.Stat()
+	if err != nil {
+		return err
+	}
+	name := filepath.Base(ed.path)
+	if now, err := d.Stat(name); err != nil || !now.SameWrite(ours) {
+		return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
+	}
+	// Copied from the old inode streaming: whatever its size, it is not held in memory.
+	tmp := fsio.TempName(ed.path)
+	if _, err := d.WriteTemp(tmp, rangeContent{0, fi.Size()}, old, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
+		return err
+	}
+	if err := e.fs.Do("rename", ed.path, func() error { return d.Rename(filepath.Base(tmp), filepath.Base(ed.path)) }); err != nil {
+		d.Remove(filepath.Base(tmp))
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		return err
+	}
+	return busyErr("%s: the app wrote during the heal; its bytes were put back", ed.path)
+}

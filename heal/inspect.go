@@ -1,0 +1,119 @@
+package heal
+
+import (
+	"errors"
+	"os"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+)
+
+// inspect reads and judges a target.
+func (e *Engine) inspect(t Target) *inspection {
+	in := &inspection{ctx: fileCtx{path: t.Path, typ: classify(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
+	if id, ok := e.inc.tryIncremental(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok {
+		in.id, in.incremental, in.verdict = id, true, healthy()
+		return in
+	}
+	// Files up to the streaming size (append-only logs) or the planning size (the rest) are
+	// read whole; larger ones are streamed, and read whole only to plan a repair they need.
+	// Plain JSON and JSONL are read whole only as far as a healthy one needs its bytes (the
+	// last-good copy, the line-aligned prefix check); beyond, and for any damaged one over
+	// the big-file size, they are judged and planned streaming (inspectBig).
+	big := int64(planLimit)
+	if appendOnly(in.ctx.typ) {
+		big = streamThreshold
+	}
+	if bigEligible(in.ctx.typ) {
+		big = min(big, e.wholeLimit(t.Rule, in.ctx.typ))
+	}
+	data, id, err := fsio.ReadStableBelow(t.Path, t.Rule.Limits.MaxFileSize, big)
+	if errors.Is(err, fsio.ErrBig) && bigEligible(in.ctx.typ) && e.inspectBig(t, in) {
+		return in
+	}
+	if errors.Is(err, fsio.ErrBig) {
+		if appendOnly(in.ctx.typ) {
+			v, sid, serr := streamInspect(t.Path, in.ctx.typ)
+			switch {
+			case errors.Is(serr, fsio.ErrChanged):
+				in.verdict = busy("file changed while it was read")
+				return in
+			case serr == nil && v.Status == Healthy:
+				in.id, in.verdict = sid, v
+				e.inc.full.Add(1)
+				if !e.oneShot {
+					e.inc.rememberFile(t.Path, in.ctx.typ, sid)
+				}
+				in.incremental = true // no bytes held: no last-good copy of a file this large
+				return in
+			case serr == nil && sid.Size > planLimit:
+				in.id, in.verdict, in.tooLarge = sid, v, true
+				e.inc.drop(t.Path)
+				return in
+			}
+		} else if v, lid, lerr := largeVerdict(t.Path); lerr == nil {
+			in.id, in.verdict, in.tooLarge = lid, v, true
+			return in
+		}
+		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
+	}
+	if in.ctx.typ.jsonl() {
+		// Only a JSONL checklist reads last-good (a cut at a line boundary); for the others it
+		// is loaded when a repair is planned.
+		in.ctx.lastGood = e.LastGood.Get(t.Path)
+	}
+	switch {
+	case err == nil:
+		in.data, in.id = data, id
+		in.verdict = inspectBytes(&in.ctx, data)
+		if in.verdict.Status == Damaged && bigEligible(in.ctx.typ) && id.Size > e.bigAbove() {
+			// Planned streaming: the bytes read are let go, the plan reads the file again.
+			*in = inspection{ctx: in.ctx}
+			in.ctx.lastGood = nil
+			if e.inspectBig(t, in) {
+				return in
+			}
+			in.data, in.id = data, id
+			in.verdict = inspectBytes(&in.ctx, data)
+		}
+		if appendOnly(in.ctx.typ) {
+			e.inc.full.Add(1)
+			if in.verdict.Status == Healthy && !e.oneShot {
+				e.inc.remember(t.Path, in.ctx.typ, id, data)
+			} else {
+				e.inc.drop(t.Path)
+			}
+		}
+	case errors.Is(err, os.ErrNotExist) && t.Missing:
+		in.missing = true
+		if reason := missingSkip(&in.ctx); reason != "" {
+			in.verdict = skipped("%s", reason)
+		} else {
+			in.verdict = damaged(KindMissing, -1, "file is missing but %s", missingEvidence(&in.ctx))
+		}
+	case errors.Is(err, os.ErrNotExist):
+		in.verdict = skipped("file no longer exists")
+	case errors.Is(err, fsio.ErrNotRegular):
+		in.verdict = skipped("not a regular file")
+	case errors.Is(err, fsio.ErrTooLarge):
+		in.verdict = skipped("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
+	case errors.Is(err, fsio.ErrChanged):
+		in.verdict = busy("file changed while it was read")
+	default:
+		in.verdict = skipped("unreadable: %v", err)
+	}
+	return in
+}
+
+func missingSkip(c *fileCtx) string {
+	if c.typ == ftOpenClawStore {
+		return openclawSQLiteEra(c.path)
+	}
+	return ""
+}
+
+func missingEvidence(c *fileCtx) string {
+	if c.typ == ftPraison {
+		return "the app's .corrupt copy is next to it"
+	}
+	return "backups or transcripts show it existed"
+}
