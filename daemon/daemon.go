@@ -5,12 +5,9 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/pprof"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -445,35 +442,4 @@ func (d *loop) sendStatus() {
 	d.m.watchedDirs.Set(float64(dirs))
 	d.o.Notify(fmt.Sprintf("STATUS=watching %d directories; %d files checked, %d healed, %d refused",
 		dirs, d.counts.checked, d.counts.healed, d.counts.refused))
-}
-
-// serveHTTP serves /metrics, /healthz and /readyz on ln.
-func (d *loop) serveHTTP(ln net.Listener) *http.Server {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", d.m.handler())
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		last := time.Unix(0, d.aliveNs.Load())
-		if d.aliveNs.Load() != 0 && time.Since(last) > time.Minute {
-			http.Error(w, "loop stalled", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !d.ready.Load() {
-			http.Error(w, "first scan not finished", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.log.Error(events.HTTPError, "err", err)
-		}
-	}()
-	d.log.Info(events.HTTPListening, "addr", ln.Addr().String())
-	return srv
 }

@@ -1,0 +1,43 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/daemon/events"
+)
+
+// serveHTTP serves /metrics, /healthz and /readyz on ln.
+func (d *loop) serveHTTP(ln net.Listener) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", d.m.handler())
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		last := time.Unix(0, d.aliveNs.Load())
+		if d.aliveNs.Load() != 0 && time.Since(last) > time.Minute {
+			http.Error(w, "loop stalled", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !d.ready.Load() {
+			http.Error(w, "first scan not finished", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Error(events.HTTPError, "err", err)
+		}
+	}()
+	d.log.Info(events.HTTPListening, "addr", ln.Addr().String())
+	return srv
+}
