@@ -344,9 +344,9 @@ func walk(ctx context.Context, eng *heal.Engine, paths []string, resolve heal.Re
 	}
 }
 
-// inspectAll checks (or heals) the targets on as many workers as there are CPUs and yields
-// the reports in target order. The files of one directory go to one worker, in order: a
-// heal of a session's messages may change its metadata file next to it.
+// inspectAll checks the targets on as many workers as there are CPUs (heals on four times as
+// many) and yields the reports in target order. The files of one directory go to one worker,
+// in order: a heal of a session's messages may change its metadata file next to it.
 func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, doHeal, dry bool) <-chan heal.Report {
 	var groups [][]int
 	for i, t := range targets {
@@ -359,9 +359,15 @@ func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, do
 	// target order, one hand-off per directory rather than per file.
 	reports := make([]heal.Report, len(targets))
 	out := make(chan heal.Report, 256)
+	workers := runtime.GOMAXPROCS(0)
+	if doHeal && !dry {
+		// A heal waits more than it computes (fsyncs, the quiet check of apps without a
+		// lock, an app's lock): as the daemon does, 4 workers per CPU.
+		workers = min(4*workers, 32)
+	}
 	go func() {
 		defer close(out)
-		workpool.Ordered(len(groups), runtime.GOMAXPROCS(0), func(g int) {
+		workpool.Ordered(len(groups), workers, func(g int) {
 			for _, i := range groups[g] {
 				switch {
 				case ctx.Err() != nil:
