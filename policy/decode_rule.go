@@ -171,7 +171,7 @@ func (d *decoder) lock(n *yaml.Node, field string) Lock {
 			}
 			kind = k
 			if key == "protocol" {
-				l.Protocol = LockProtocol(d.oneOf(v, f, "lock protocol", names([]LockProtocol{LockNone, LockNanobot, LockOpenViking, LockOpenClaw})))
+				l.Protocol = LockProtocol(d.oneOf(v, f, "lock protocol", names(append([]LockProtocol{LockNone}, appLockProtocols()...))))
 				return
 			}
 			l.Protocol, l.Path = LockProtocol(key), d.str(v, f)
@@ -198,12 +198,12 @@ func (d *decoder) lock(n *yaml.Node, field string) Lock {
 			d.fail(stale, field+".stale", "has no effect without a lock")
 		}
 		return Lock{Protocol: "none"}
-	case "flock", "nanobot":
-		if stale != nil {
-			d.fail(stale, field+".stale", "applies only to lockfile, openviking and openclaw locks")
-		}
 	default:
-		if stale == nil {
+		if !l.Protocol.Stale() {
+			if stale != nil {
+				d.fail(stale, field+".stale", "applies only to %s locks", staleProtocols())
+			}
+		} else if stale == nil {
 			l.Stale = DefaultLockStale
 		}
 	}
@@ -238,4 +238,18 @@ func checkTemplate(t string, glob bool) error {
 		}
 	}
 	return nil
+}
+
+// staleProtocols lists the protocols with a staleness rule, as a sentence ("a, b and c").
+func staleProtocols() string {
+	var ps []string
+	for _, p := range LockProtocols {
+		if p.Stale() {
+			ps = append(ps, string(p))
+		}
+	}
+	if len(ps) < 2 {
+		return strings.Join(ps, "")
+	}
+	return strings.Join(ps[:len(ps)-1], ", ") + " and " + ps[len(ps)-1]
 }

@@ -18,7 +18,7 @@ type Env struct {
 	Getenv       func(string) string
 	Exists       func(string) bool
 	Root         bool // running as a system service: root, or systemd's $STATE_DIRECTORY is set
-	// ReadFile reads a small app config file (OpenViking's ov.conf) to find a default location.
+	// ReadFile reads a small app config file to find a preset's default location.
 	ReadFile func(string) ([]byte, error)
 }
 

@@ -89,8 +89,7 @@ func marshalLock(l Lock) *yaml.Node {
 	default:
 		n = mapping("protocol", str(string(l.Protocol)))
 	}
-	switch l.Protocol {
-	case "lockfile", "openviking", "openclaw":
+	if l.Protocol.Stale() {
 		add(n, "stale", str(FormatDuration(l.Stale)))
 	}
 	add(n, "wait", str(FormatDuration(l.Wait)))

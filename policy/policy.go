@@ -56,11 +56,11 @@ type LastGoodLimits struct{ MaxFileBytes, MaxTotalBytes int64 }
 // Rule says which files to watch and how to judge and heal them.
 type Rule struct {
 	Name         string
-	Preset       string        // "" or copaw | nanobot | praisonai | openviking | openclaw
+	Preset       string        // "" or a preset name (see Presets)
 	Paths        []string      // absolute, ~ and $VARS expanded, filepath.Clean'ed
 	Match        []string      // globs, see [Rule.Covers]
 	Exclude      []string      // globs, see [Rule.Covers]
-	Format       string        // json | jsonl | copaw | nanobot | praisonai | openviking | openclaw
+	Format       string        // json | jsonl | a preset's own profile (see Formats)
 	Settle       time.Duration // quiet time before inspecting; default 2s
 	MaxWait      time.Duration // inspect (read-only) after this even under writes; default 30s; >= Settle
 	Lock         Lock
@@ -75,9 +75,9 @@ type Rule struct {
 
 // Lock is the app's lock protocol, which a heal honours.
 type Lock struct {
-	Protocol LockProtocol  // none | flock | lockfile | nanobot | openviking | openclaw
+	Protocol LockProtocol  // none | flock | lockfile | an app's own (see LockProtocols)
 	Path     string        // template for flock/lockfile, e.g. "{dir}/.session-files.lock"
-	Stale    time.Duration // lockfile, openviking, openclaw: a lock older than this is stale
+	Stale    time.Duration // protocols with a staleness rule: a lock older than this is stale
 	Wait     time.Duration // how long to try before reporting busy; default 2s
 }
 
@@ -123,22 +123,33 @@ const (
 // LockProtocol names how a rule takes the app's lock before a heal.
 type LockProtocol string
 
-// The lock protocols: none, a flock or an O_EXCL lock file at a templated path, and the
-// apps' own protocols.
+// The generic lock protocols: none, a flock or an O_EXCL lock file at a templated path. The
+// apps' own protocols are with their presets (presets.go).
 const (
-	LockNone       LockProtocol = "none"
-	LockFlock      LockProtocol = "flock"
-	LockFile       LockProtocol = "lockfile"
-	LockNanobot    LockProtocol = "nanobot"
-	LockOpenViking LockProtocol = "openviking"
-	LockOpenClaw   LockProtocol = "openclaw"
+	LockNone  LockProtocol = "none"
+	LockFlock LockProtocol = "flock"
+	LockFile  LockProtocol = "lockfile"
 )
 
-// Formats are the valid values of Rule.Format.
-var Formats = []string{"json", "jsonl", "copaw", "nanobot", "praisonai", "openviking", "openclaw"}
+// Stale reports whether the protocol has a staleness rule (a lock older than Lock.Stale is
+// taken over).
+func (p LockProtocol) Stale() bool {
+	if p == LockFile {
+		return true
+	}
+	for _, a := range appLocks {
+		if a.protocol == p {
+			return a.stale
+		}
+	}
+	return false
+}
+
+// Formats are the valid values of Rule.Format: the generic ones, then each preset's own.
+var Formats = append([]string{"json", "jsonl"}, presetNames...)
 
 // LockProtocols lists every lock protocol a policy may name.
-var LockProtocols = []LockProtocol{LockNone, LockFlock, LockFile, LockNanobot, LockOpenViking, LockOpenClaw}
+var LockProtocols = append([]LockProtocol{LockNone, LockFlock, LockFile}, appLockProtocols()...)
 
 var (
 	modes      = []string{string(ModeHeal), string(ModeObserve)}

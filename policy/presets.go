@@ -11,6 +11,27 @@ var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openc
 
 var presetAliases = map[string]string{"qwenpaw": "copaw"}
 
+// The apps' own lock protocols (implemented in heal/lock), and whether each has a staleness
+// rule.
+const (
+	LockNanobot    LockProtocol = "nanobot"
+	LockOpenViking LockProtocol = "openviking"
+	LockOpenClaw   LockProtocol = "openclaw"
+)
+
+var appLocks = []struct {
+	protocol LockProtocol
+	stale    bool
+}{{LockNanobot, false}, {LockOpenViking, true}, {LockOpenClaw, true}}
+
+func appLockProtocols() []LockProtocol {
+	var out []LockProtocol
+	for _, a := range appLocks {
+		out = append(out, a.protocol)
+	}
+	return out
+}
+
 // Presets returns the preset names (without aliases).
 func Presets() []string { return slices.Clone(presetNames) }
 
