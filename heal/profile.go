@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
@@ -100,22 +101,7 @@ type fileCtx struct {
 }
 
 // syntaxVerdict maps a scanner error to a damage verdict.
-func syntaxVerdict(err error, base int64) Verdict {
-	e, ok := err.(*jsonv.Error)
-	if !ok {
-		return damaged(KindSyntax, base, "%v", err)
-	}
-	kind := KindSyntax
-	switch e.Kind {
-	case jsonv.ErrTruncated:
-		kind = KindTruncated
-	case jsonv.ErrTrailing:
-		kind = KindTrailingGarbage
-	case jsonv.ErrInvalidUTF8:
-		kind = KindInvalidUTF8
-	}
-	return damaged(kind, base+e.Offset, "%s", e.Msg)
-}
+func syntaxVerdict(err error, base int64) Verdict { return format.SyntaxVerdict(err, base) }
 
 func allNUL(b []byte) bool {
 	for _, c := range b {
