@@ -74,52 +74,52 @@ func checkNanobot(c *fileCtx, lines []jsonlLine) Verdict {
 	messages, providers := 0, 0
 	for i := range lines {
 		l := &lines[i]
-		if l.blank {
+		if l.Blank {
 			continue
 		}
 		if first == nil {
 			first = l
 			continue
 		}
-		if t := l.val.Get("_type"); isStr(t) {
+		if t := l.Val.Get("_type"); isStr(t) {
 			switch t.Str {
 			case "provider_state":
 				providers++
 				if providers > 1 {
-					return damaged(KindSchema, int64(l.start), "line %d: a second provider_state record", i+1)
+					return damaged(KindSchema, int64(l.Start), "line %d: a second provider_state record", i+1)
 				}
 				continue
 			case "metadata":
-				return damaged(KindSchema, int64(l.start), "line %d: a metadata record after line 1", i+1)
+				return damaged(KindSchema, int64(l.Start), "line %d: a metadata record after line 1", i+1)
 			}
 		}
-		if !isStr(l.val.Get("role")) {
-			return damaged(KindSchema, int64(l.start), "line %d: message has no string role", i+1)
+		if !isStr(l.Val.Get("role")) {
+			return damaged(KindSchema, int64(l.Start), "line %d: message has no string role", i+1)
 		}
 		messages++
 	}
 	if first == nil {
 		return damaged(KindEmpty, 0, "no records")
 	}
-	m := first.val
+	m := first.Val
 	if t := m.Get("_type"); !isStr(t) || t.Str != "metadata" {
-		return damaged(KindSchema, int64(first.start), "line 1 is not the metadata record")
+		return damaged(KindSchema, int64(first.Start), "line 1 is not the metadata record")
 	}
 	key := m.Get("key")
 	if !isStr(key) {
-		return damaged(KindSchema, int64(first.start), "metadata has no string key")
+		return damaged(KindSchema, int64(first.Start), "metadata has no string key")
 	}
 	for _, k := range []string{"created_at", "updated_at"} {
 		if !isStr(m.Get(k)) {
-			return damaged(KindSchema, int64(first.start), "metadata has no string %s", k)
+			return damaged(KindSchema, int64(first.Start), "metadata has no string %s", k)
 		}
 	}
 	if !isObj(m.Get("metadata")) {
-		return damaged(KindSchema, int64(first.start), "metadata.metadata is not an object")
+		return damaged(KindSchema, int64(first.Start), "metadata.metadata is not an object")
 	}
 	lc := m.Get("last_consolidated")
 	if lc == nil || lc.Type != jsonv.Number || !lc.IsInt {
-		return damaged(KindSchema, int64(first.start), "metadata has no integer last_consolidated")
+		return damaged(KindSchema, int64(first.Start), "metadata has no integer last_consolidated")
 	}
 	if lc.Int < 0 || lc.Int > int64(messages) {
 		v.Warnings = append(v.Warnings, "last_consolidated out of range (nanobot resets it)")

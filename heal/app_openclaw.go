@@ -191,18 +191,18 @@ func openclawStoreMissing(dir string, names []string) bool {
 func checkOpenClawTranscript(c *fileCtx, lines []jsonlLine) Verdict {
 	first := true
 	for i, l := range lines {
-		if l.blank {
+		if l.Blank {
 			continue
 		}
 		if first {
 			first = false
-			if t := l.val.Get("type"); !isStr(t) || t.Str != "session" || !isStr(l.val.Get("id")) {
-				return damaged(KindSchema, int64(l.start), "line 1 is not a session header")
+			if t := l.Val.Get("type"); !isStr(t) || t.Str != "session" || !isStr(l.Val.Get("id")) {
+				return damaged(KindSchema, int64(l.Start), "line 1 is not a session header")
 			}
 			continue
 		}
-		if !isStr(l.val.Get("type")) {
-			return damaged(KindSchema, int64(l.start), "line %d: entry has no string type", i+1)
+		if !isStr(l.Val.Get("type")) {
+			return damaged(KindSchema, int64(l.Start), "line %d: entry has no string type", i+1)
 		}
 	}
 	if first {
@@ -233,4 +233,29 @@ func openclawDropInvalid(data []byte) []byte {
 		out = append(out, "\n}"...)
 	}
 	return append(out, data[root.End:]...) // the original's trailing newline, if any
+}
+
+// transcriptLineProblem applies the OpenClaw transcript checklist to one record.
+func transcriptLineProblem(body []byte, first bool) string {
+	v, err := jsonv.Parse(body, jsonv.Dialect{})
+	if err != nil {
+		return err.Error()
+	}
+	if first {
+		if strOf(v.Get("type")) != "session" || !isStr(v.Get("id")) {
+			return "line 1 is not a session header"
+		}
+		return ""
+	}
+	if !isStr(v.Get("type")) {
+		return "entry has no string type"
+	}
+	return ""
+}
+
+// transcriptAppendedOK: a record appended after a transcript's header is an entry with a
+// string type, and not a second header.
+func transcriptAppendedOK(rec []byte) bool {
+	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	return err == nil && isStr(v.Get("type")) && strOf(v.Get("type")) != "session"
 }

@@ -54,7 +54,7 @@ func ovArchives(sid string) []ovArchive {
 		}
 		if data, _, err := fsio.ReadStable(filepath.Join(dir, "messages.jsonl"), 1<<30); err == nil {
 			for _, l := range splitJSONL(data, ftOVMessages) {
-				if id := l.val.Get("id"); l.val != nil && isStr(id) {
+				if id := l.Val.Get("id"); l.Val != nil && isStr(id) {
 					a.ids[id.Str] = true
 				}
 			}
@@ -117,21 +117,21 @@ func ovEmptyMessages(c *fileCtx) Verdict {
 func checkOVMessages(c *fileCtx, lines []jsonlLine) Verdict {
 	seen := map[string]bool{}
 	for i, l := range lines {
-		if l.blank {
+		if l.Blank {
 			continue
 		}
-		id := l.val.Get("id")
+		id := l.Val.Get("id")
 		if !isStr(id) {
-			return damaged(KindSchema, int64(l.start), "line %d: message has no string id", i+1)
+			return damaged(KindSchema, int64(l.Start), "line %d: message has no string id", i+1)
 		}
-		if r := l.val.Get("role"); !isStr(r) || (r.Str != "user" && r.Str != "assistant") {
-			return damaged(KindSchema, int64(l.start), "line %d: role is not user or assistant", i+1)
+		if r := l.Val.Get("role"); !isStr(r) || (r.Str != "user" && r.Str != "assistant") {
+			return damaged(KindSchema, int64(l.Start), "line %d: role is not user or assistant", i+1)
 		}
-		if !isArr(l.val.Get("parts")) && l.val.Get("content") == nil {
-			return damaged(KindSchema, int64(l.start), "line %d: message has neither parts nor content", i+1)
+		if !isArr(l.Val.Get("parts")) && l.Val.Get("content") == nil {
+			return damaged(KindSchema, int64(l.Start), "line %d: message has neither parts nor content", i+1)
 		}
 		if seen[id.Str] {
-			return damaged(KindSchema, int64(l.start), "line %d: duplicate message id %s", i+1, id.Str)
+			return damaged(KindSchema, int64(l.Start), "line %d: duplicate message id %s", i+1, id.Str)
 		}
 		seen[id.Str] = true
 	}
@@ -139,10 +139,10 @@ func checkOVMessages(c *fileCtx, lines []jsonlLine) Verdict {
 	stale := 0
 	first := -1
 	for _, l := range lines {
-		if l.val != nil && archived[strOf(l.val.Get("id"))] {
+		if l.Val != nil && archived[strOf(l.Val.Get("id"))] {
 			stale++
 			if first < 0 {
-				first = l.start
+				first = l.Start
 			}
 		}
 	}
@@ -161,14 +161,14 @@ func ovLive(sid string) (live int, overlap bool, ok bool) {
 	}
 	archived := ovArchivedIDs(sid)
 	for _, l := range splitJSONL(data, ftOVMessages) {
-		if l.blank {
+		if l.Blank {
 			continue
 		}
-		if l.val == nil || !l.terminated {
+		if l.Val == nil || !l.Terminated {
 			return 0, false, false
 		}
 		live++
-		if id := l.val.Get("id"); isStr(id) && archived[id.Str] {
+		if id := l.Val.Get("id"); isStr(id) && archived[id.Str] {
 			overlap = true
 		}
 	}

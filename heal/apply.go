@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
@@ -132,12 +133,12 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 func (e *Engine) verify(t Target, in *inspection) {
 	c := in.ctx
 	c.lastGood = nil
-	if id, err := fsio.StatIdentity(t.Path); err == nil && bigEligible(c.typ) && id.Size > e.bigAbove() {
+	if id, err := fsio.StatIdentity(t.Path); err == nil && c.typ.Plain() && id.Size > e.bigAbove() {
 		f, err := openStable(t.Path, id)
 		if err != nil {
 			return
 		}
-		v, _, err := streamVerdict(f, 0, id.Size, c.typ)
+		v, _, err := format.StreamVerdict(f, 0, id.Size, c.typ)
 		same := stillSame(f, id)
 		f.Close()
 		lg := e.LastGood.MaxFileBytes

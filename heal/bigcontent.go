@@ -8,8 +8,8 @@ import (
 	"hash"
 	"io"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
-	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
 // What the temp file of a big file's heal receives, as bytes of the original, and the
@@ -49,8 +49,8 @@ type validLines struct {
 func (c validLines) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 	h := sha256.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, h), streamBuf)
-	err := eachLine(io.NewSectionReader(src, 0, c.size), func(_ int64, line []byte, _ bool) error {
-		if !validRecord(c.typ, line) {
+	err := format.EachLine(io.NewSectionReader(src, 0, c.size), func(_ int64, line []byte, _ bool) error {
+		if !format.ValidRecord(c.typ, line) {
 			return nil
 		}
 		if _, err := bw.Write(line); err != nil {
@@ -65,13 +65,6 @@ func (c validLines) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// validRecord: a line splitJSONL gives a value (a valid object record).
-func validRecord(t fileType, line []byte) bool {
-	body := bytes.TrimSuffix(line, []byte("\r"))
-	trimmed := bytes.TrimSpace(body)
-	return len(trimmed) > 0 && trimmed[0] == '{' && jsonv.Valid(body, t.dialect()) == nil
 }
 
 // bigEdit is the part of an edit of a big file that stands for its bytes.

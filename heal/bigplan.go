@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -46,7 +47,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 			if c.typ.jsonl() {
 				mc.kept = map[string]bool{}
 				for _, l := range splitJSONL(data, c.typ) {
-					mc.kept[string(bytes.TrimRight(l.raw, "\r"))] = true
+					mc.kept[string(bytes.TrimRight(l.Raw, "\r"))] = true
 				}
 			}
 			cands = append(cands, mc)
@@ -64,7 +65,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 	// The BOM-less bytes, when the file starts with a byte order mark (normalize).
 	var bomLess bool
 	if in.verdict.Kind == KindBOM {
-		v, _, err := streamVerdict(f, 3, size, c.typ)
+		v, _, err := format.StreamVerdict(f, 3, size, c.typ)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +100,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 	)
 	r := io.TeeReader(io.NewSectionReader(f, 0, size), io.MultiWriter(ws...))
 	if c.typ.jsonl() {
-		err = eachLine(r, func(start int64, line []byte, terminated bool) error {
+		err = format.EachLine(r, func(start int64, line []byte, terminated bool) error {
 			ll := int64(len(line))
 			if terminated {
 				ll++
@@ -107,7 +108,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 			if start == 0 && len(line) >= 3 {
 				line1Blank = len(bytes.TrimSpace(bytes.TrimSuffix(line[3:], []byte("\r")))) == 0
 			}
-			valid := validRecord(c.typ, line)
+			valid := format.ValidRecord(c.typ, line)
 			if valid {
 				salvKeep++
 				salvSize += int64(len(line)) + 1
@@ -144,7 +145,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 	} else {
 		_, err = io.CopyBuffer(io.Discard, r, make([]byte, streamBuf))
 	}
-	if errors.Is(err, errNoStream) {
+	if errors.Is(err, format.ErrNoStream) {
 		return nil, fmt.Errorf("%s: a record is over %d bytes: not repaired streaming", in.ctx.path, maxLine)
 	}
 	if err != nil {

@@ -7,77 +7,55 @@
 package heal
 
 import (
-	"fmt"
-
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
 // Identity pins the exact version of a file that was read (see [fsio.Identity]).
 type Identity = fsio.Identity
 
-// Status is the outcome of inspecting one file.
-type Status string
+// Status is the outcome of inspecting one file (see [format.Status]).
+type Status = format.Status
 
 // The four verdicts of DESIGN §5.
 const (
-	Healthy Status = "healthy"
-	Damaged Status = "damaged"
-	Busy    Status = "busy"
-	Skipped Status = "skipped"
+	Healthy = format.Healthy
+	Damaged = format.Damaged
+	Busy    = format.Busy
+	Skipped = format.Skipped
 )
 
-// Damage kinds.
+// Damage kinds (see heal/format).
 const (
-	KindTrailingGarbage   = "trailing-garbage"
-	KindTruncated         = "truncated"
-	KindEmpty             = "empty"
-	KindMissing           = "missing"
-	KindMalformedRecord   = "malformed-record"
-	KindNotObject         = "not-object"
-	KindInvalidUTF8       = "invalid-utf8"
-	KindSyntax            = "syntax"
-	KindSchema            = "schema"
-	KindStaleLiveRecords  = "stale-live-records"
-	KindMetadataLag       = "metadata-lag"
-	KindDanglingReference = "dangling-reference"
-	KindWipedPlaceholder  = "wiped-placeholder"
-	KindBOM               = "bom"
-	KindNULFilled         = "nul-filled"
+	KindTrailingGarbage   = format.KindTrailingGarbage
+	KindTruncated         = format.KindTruncated
+	KindEmpty             = format.KindEmpty
+	KindMissing           = format.KindMissing
+	KindMalformedRecord   = format.KindMalformedRecord
+	KindNotObject         = format.KindNotObject
+	KindInvalidUTF8       = format.KindInvalidUTF8
+	KindSyntax            = format.KindSyntax
+	KindSchema            = format.KindSchema
+	KindStaleLiveRecords  = format.KindStaleLiveRecords
+	KindMetadataLag       = format.KindMetadataLag
+	KindDanglingReference = format.KindDanglingReference
+	KindWipedPlaceholder  = format.KindWipedPlaceholder
+	KindBOM               = format.KindBOM
+	KindNULFilled         = format.KindNULFilled
 )
 
-// Verdict says whether a file is healthy and, if not, where it breaks.
-type Verdict struct {
-	Status   Status
-	Kind     string // damage kind, or the skip/busy reason
-	Offset   int64  // byte offset of the damage, -1 when it has none
-	Detail   string
-	Warnings []string
+// Verdict says whether a file is healthy and, if not, where it breaks (see [format.Verdict]).
+type Verdict = format.Verdict
+
+func healthy() Verdict { return format.OK() }
+
+func damaged(kind string, off int64, f string, args ...any) Verdict {
+	return format.Damage(kind, off, f, args...)
 }
 
-func (v Verdict) String() string {
-	switch v.Status {
-	case Damaged:
-		return fmt.Sprintf("damaged: %s at offset %d: %s", v.Kind, v.Offset, v.Detail)
-	case Healthy:
-		return "healthy"
-	default:
-		return fmt.Sprintf("%s: %s", v.Status, v.Detail)
-	}
-}
+func skipped(f string, args ...any) Verdict { return format.Skip(f, args...) }
 
-func healthy() Verdict { return Verdict{Status: Healthy, Offset: -1} }
-
-func damaged(kind string, off int64, format string, args ...any) Verdict {
-	return Verdict{Status: Damaged, Kind: kind, Offset: off, Detail: fmt.Sprintf(format, args...)}
-}
-
-func skipped(format string, args ...any) Verdict {
-	return Verdict{Status: Skipped, Kind: "skipped", Offset: -1, Detail: fmt.Sprintf(format, args...)}
-}
-
-func busy(format string, args ...any) Verdict {
-	return Verdict{Status: Busy, Kind: "busy", Offset: -1, Detail: fmt.Sprintf(format, args...)}
-}
+func busy(f string, args ...any) Verdict { return format.Wait(f, args...) }
 
 // Actions of a heal.
 const (

@@ -1,7 +1,6 @@
 package heal
 
 import (
-	"bytes"
 	"hash/maphash"
 	"io"
 	"os"
@@ -9,8 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
-	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
 // Incremental validation of append-only JSONL (DESIGN §10): a file that only grew since it
@@ -40,10 +39,6 @@ type incCache struct {
 	incremental atomic.Int64 // passes that read only the appended bytes
 	full        atomic.Int64 // full reads of eligible files
 }
-
-// appendOnly: the types whose apps only ever append (a generic JSONL log, an OpenClaw
-// transcript). nanobot and OpenViking rewrite whole files, so they always get a full pass.
-func appendOnly(t fileType) bool { return t == ftJSONL || t == ftOpenClawTranscript }
 
 func (c *incCache) get(path string) (incEntry, bool) {
 	c.mu.Lock()
@@ -92,7 +87,7 @@ func windowHashes(r io.ReaderAt, size int64) (head, window uint64, err error) {
 
 // remember records a file just validated in full as healthy.
 func (c *incCache) remember(path string, t fileType, id Identity, data []byte) {
-	if !appendOnly(t) || len(data) == 0 || data[len(data)-1] != '\n' {
+	if !t.AppendOnly() || len(data) == 0 || data[len(data)-1] != '\n' {
 		c.drop(path)
 		return
 	}
@@ -120,7 +115,7 @@ func (c *incCache) rememberFile(path string, t fileType, id Identity) {
 // when the file is not a pure append of that version (or is damaged): then the caller reads
 // it in full.
 func (c *incCache) tryIncremental(path string, t fileType, maxSize int64) (id Identity, ok bool) {
-	if !appendOnly(t) {
+	if !t.AppendOnly() {
 		return id, false
 	}
 	prev, found := c.get(path)
@@ -151,7 +146,7 @@ func (c *incCache) tryIncremental(path string, t fileType, maxSize int64) (id Id
 	if fi2, err := f.Stat(); err != nil || !fsio.IdentityOf(fi2).Same(id) {
 		return id, false
 	}
-	if len(tail) > 0 && !appendedValid(t, tail) {
+	if len(tail) > 0 && !format.AppendedValid(t, tail) {
 		return id, false
 	}
 	next := prev
@@ -162,32 +157,4 @@ func (c *incCache) tryIncremental(path string, t fileType, maxSize int64) (id Id
 	c.put(path, next)
 	c.incremental.Add(1)
 	return id, true
-}
-
-// appendedValid: every appended line is a complete record the file's checklist accepts
-// after its first line.
-func appendedValid(t fileType, tail []byte) bool {
-	if tail[len(tail)-1] != '\n' {
-		return false
-	}
-	ok := true
-	jsonv.Lines(tail, func(_ int, line []byte, _ bool) bool {
-		body := bytes.TrimSuffix(line, []byte("\r"))
-		if len(bytes.TrimSpace(body)) == 0 {
-			return true
-		}
-		if jsonv.Valid(body, t.dialect()) != nil || bytes.TrimSpace(body)[0] != '{' {
-			ok = false
-			return false
-		}
-		if t == ftOpenClawTranscript {
-			v, err := jsonv.Parse(body, t.dialect())
-			if err != nil || !isStr(v.Get("type")) || strOf(v.Get("type")) == "session" {
-				ok = false
-				return false
-			}
-		}
-		return true
-	})
-	return ok
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
@@ -20,19 +21,19 @@ func (e *Engine) inspect(t Target) *inspection {
 	// last-good copy, the line-aligned prefix check); beyond, and for any damaged one over
 	// the big-file size, they are judged and planned streaming (inspectBig).
 	big := int64(planLimit)
-	if appendOnly(in.ctx.typ) {
+	if in.ctx.typ.AppendOnly() {
 		big = streamThreshold
 	}
-	if bigEligible(in.ctx.typ) {
+	if in.ctx.typ.Plain() {
 		big = min(big, e.wholeLimit(t.Rule, in.ctx.typ))
 	}
 	data, id, err := fsio.ReadStableBelow(t.Path, t.Rule.Limits.MaxFileSize, big)
-	if errors.Is(err, fsio.ErrBig) && bigEligible(in.ctx.typ) && e.inspectBig(t, in) {
+	if errors.Is(err, fsio.ErrBig) && in.ctx.typ.Plain() && e.inspectBig(t, in) {
 		return in
 	}
 	if errors.Is(err, fsio.ErrBig) {
-		if appendOnly(in.ctx.typ) {
-			v, sid, serr := streamInspect(t.Path, in.ctx.typ)
+		if in.ctx.typ.AppendOnly() {
+			v, sid, serr := format.StreamInspect(t.Path, in.ctx.typ)
 			switch {
 			case errors.Is(serr, fsio.ErrChanged):
 				in.verdict = busy("file changed while it was read")
@@ -65,7 +66,7 @@ func (e *Engine) inspect(t Target) *inspection {
 	case err == nil:
 		in.data, in.id = data, id
 		in.verdict = inspectBytes(&in.ctx, data)
-		if in.verdict.Status == Damaged && bigEligible(in.ctx.typ) && id.Size > e.bigAbove() {
+		if in.verdict.Status == Damaged && in.ctx.typ.Plain() && id.Size > e.bigAbove() {
 			// Planned streaming: the bytes read are let go, the plan reads the file again.
 			*in = inspection{ctx: in.ctx}
 			in.ctx.lastGood = nil
@@ -75,7 +76,7 @@ func (e *Engine) inspect(t Target) *inspection {
 			in.data, in.id = data, id
 			in.verdict = inspectBytes(&in.ctx, data)
 		}
-		if appendOnly(in.ctx.typ) {
+		if in.ctx.typ.AppendOnly() {
 			e.inc.full.Add(1)
 			if in.verdict.Status == Healthy && !e.oneShot {
 				e.inc.remember(t.Path, in.ctx.typ, id, data)

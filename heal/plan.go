@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/policy"
@@ -110,7 +111,7 @@ var planners = map[policy.Strategy]planner{
 		return nil
 	},
 	policy.Normalize: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
-		if bytes.HasPrefix(in.data, bom) && candidateOK(&in.ctx, in.data[3:]) {
+		if bytes.HasPrefix(in.data, format.BOM) && candidateOK(&in.ctx, in.data[3:]) {
 			return in.data[3:]
 		}
 		return nil
@@ -187,25 +188,25 @@ func measureLoss(p *plan, c *fileCtx, old, data []byte) {
 	}
 	kept := map[string]bool{}
 	for _, l := range splitJSONL(data, c.typ) {
-		kept[string(bytes.TrimRight(l.raw, "\r"))] = true
+		kept[string(bytes.TrimRight(l.Raw, "\r"))] = true
 	}
 	var archived map[string]bool
 	if c.typ == ftOVMessages {
 		archived = ovArchivedIDs(filepath.Dir(c.path))
 	}
 	for _, l := range splitJSONL(old, c.typ) {
-		if l.blank {
+		if l.Blank {
 			continue
 		}
 		p.total++
-		if kept[string(bytes.TrimRight(l.raw, "\r"))] || (l.val == nil && !l.terminated && bytes.Contains(data, l.raw)) {
+		if kept[string(bytes.TrimRight(l.Raw, "\r"))] || (l.Val == nil && !l.Terminated && bytes.Contains(data, l.Raw)) {
 			continue // kept, or a torn last record whose whole version the result holds
 		}
-		if l.val != nil && archived[strOf(l.val.Get("id"))] {
+		if l.Val != nil && archived[strOf(l.Val.Get("id"))] {
 			continue // preserved in a finished archive
 		}
 		p.lostRecords++
-		p.lostBytes += int64(l.end - l.start)
+		p.lostBytes += int64(l.End - l.Start)
 	}
 }
 
@@ -252,11 +253,11 @@ func salvage(c *fileCtx, data []byte, missing bool) []byte {
 	}
 	var out []byte
 	for _, l := range splitJSONL(data, c.typ) {
-		if l.val == nil || archived[strOf(l.val.Get("id"))] {
+		if l.Val == nil || archived[strOf(l.Val.Get("id"))] {
 			continue
 		}
-		out = append(out, data[l.start:l.end]...)
-		if !l.terminated {
+		out = append(out, data[l.Start:l.End]...)
+		if !l.Terminated {
 			out = append(out, '\n')
 		}
 	}
@@ -270,18 +271,18 @@ func salvage(c *fileCtx, data []byte, missing bool) []byte {
 func recordKey(t fileType, l jsonlLine) string {
 	switch t {
 	case ftNanobot:
-		if strOf(l.val.Get("_type")) == "metadata" {
+		if strOf(l.Val.Get("_type")) == "metadata" {
 			return "\x00metadata"
 		}
 	case ftOVMessages, ftOpenClawTranscript:
-		if id := strOf(l.val.Get("id")); id != "" {
-			if strOf(l.val.Get("type")) == "session" {
+		if id := strOf(l.Val.Get("id")); id != "" {
+			if strOf(l.Val.Get("type")) == "session" {
 				return "\x00header"
 			}
 			return "id:" + id
 		}
 	}
-	return string(bytes.TrimRight(l.raw, "\r"))
+	return string(bytes.TrimRight(l.Raw, "\r"))
 }
 
 // union merges a last-good copy with salvaged records the copy lacks (an append log whose
@@ -294,26 +295,26 @@ func union(c *fileCtx, lastGood, salvaged []byte) []byte {
 	newer := map[string][]byte{}
 	var order []string
 	for _, l := range splitJSONL(salvaged, c.typ) {
-		if l.val == nil {
+		if l.Val == nil {
 			continue
 		}
 		k := recordKey(c.typ, l)
 		if _, dup := newer[k]; !dup {
 			order = append(order, k)
 		}
-		newer[k] = salvaged[l.start:l.end]
+		newer[k] = salvaged[l.Start:l.End]
 	}
 	var out []byte
 	used := map[string]bool{}
 	for _, l := range splitJSONL(lastGood, c.typ) {
-		if l.val == nil {
+		if l.Val == nil {
 			continue
 		}
 		k := recordKey(c.typ, l)
 		if b, ok := newer[k]; ok && strings.HasPrefix(k, "\x00") {
 			out = append(out, b...)
 		} else {
-			out = append(out, lastGood[l.start:l.end]...)
+			out = append(out, lastGood[l.Start:l.End]...)
 		}
 		used[k] = true
 	}
@@ -388,7 +389,7 @@ func ovCountEdit(p *plan, messages string, data []byte) {
 	}
 	live := 0
 	for _, l := range splitJSONL(data, ftOVMessages) {
-		if l.val != nil {
+		if l.Val != nil {
 			live++
 		}
 	}

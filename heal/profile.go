@@ -2,10 +2,10 @@ package heal
 
 import (
 	"bytes"
-	"errors"
 	"path/filepath"
 	"strings"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
@@ -63,7 +63,12 @@ func classify(format, path string) fileType {
 	return ftJSON
 }
 
-func (t fileType) jsonl() bool {
+// fileType is a format.Profile: the questions format's generic validation asks of it.
+var _ format.Profile = fileType(0)
+
+func (t fileType) Name() string { return t.String() }
+
+func (t fileType) JSONL() bool {
 	switch t {
 	case ftJSONL, ftNanobot, ftOVMessages, ftOpenClawTranscript:
 		return true
@@ -71,7 +76,7 @@ func (t fileType) jsonl() bool {
 	return false
 }
 
-func (t fileType) dialect() jsonv.Dialect {
+func (t fileType) Dialect() jsonv.Dialect {
 	switch t {
 	case ftCopaw:
 		return jsonv.Dialect{NonFinite: true, Surrogates: true}
@@ -81,8 +86,8 @@ func (t fileType) dialect() jsonv.Dialect {
 	return jsonv.Dialect{}
 }
 
-// emptyIsDamage reports whether a 0-byte file of this type is never written by its app.
-func (t fileType) emptyIsDamage() bool {
+// EmptyIsDamage reports whether a 0-byte file of this type is never written by its app.
+func (t fileType) EmptyIsDamage() bool {
 	switch t {
 	case ftJSONL, ftOVMessages:
 		return false
@@ -90,208 +95,47 @@ func (t fileType) emptyIsDamage() bool {
 	return true
 }
 
-// fileCtx carries what a checklist may need beyond the bytes: where the file lives and
-// sessionmedic's last-good copy of it.
-type fileCtx struct {
-	path     string
-	typ      fileType
-	lastGood []byte
-	maxSize  int64
+// AppendOnly: the types whose apps only ever append (a generic JSONL log, an OpenClaw
+// transcript). nanobot and OpenViking rewrite whole files, so they always get a full pass.
+func (t fileType) AppendOnly() bool { return t == ftJSONL || t == ftOpenClawTranscript }
+
+// Plain: generic JSON and JSONL, whose whole checklist is the syntax (and, for JSONL, one
+// record per line), so a streaming pass judges them exactly as inspectBytes does.
+func (t fileType) Plain() bool { return t == ftJSON || t == ftJSONL }
+
+func (t fileType) jsonl() bool            { return t.JSONL() }
+func (t fileType) dialect() jsonv.Dialect { return t.Dialect() }
+func (t fileType) ctx(f format.File) *fileCtx {
+	return &fileCtx{path: f.Path, typ: t, lastGood: f.LastGood, maxSize: f.MaxSize}
 }
 
-// syntaxVerdict maps a scanner error to a damage verdict.
-func syntaxVerdict(err error, base int64) Verdict {
-	e, ok := err.(*jsonv.Error)
-	if !ok {
-		return damaged(KindSyntax, base, "%v", err)
-	}
-	kind := KindSyntax
-	switch e.Kind {
-	case jsonv.ErrTruncated:
-		kind = KindTruncated
-	case jsonv.ErrTrailing:
-		kind = KindTrailingGarbage
-	case jsonv.ErrInvalidUTF8:
-		kind = KindInvalidUTF8
-	}
-	return damaged(kind, base+e.Offset, "%s", e.Msg)
-}
-
-func allNUL(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return len(b) > 0
-}
-
-var bom = []byte{0xEF, 0xBB, 0xBF}
-
-// inspectBytes judges a file's content with its type's full checklist.
-func inspectBytes(c *fileCtx, data []byte) Verdict {
-	if c.typ == ftOVMessages || c.typ == ftOVMeta {
-		if bytes.HasPrefix(data, []byte("OVE1")) {
-			return skipped("encrypted (OVE1 envelope)")
-		}
-	}
-	if c.typ == ftOpenClawStore || c.typ == ftOpenClawTranscript {
-		if reason := openclawSQLiteEra(c.path); reason != "" {
-			return skipped("%s", reason)
-		}
-	}
-	if len(data) == 0 {
-		if c.typ == ftOVMessages {
-			return ovEmptyMessages(c)
-		}
-		if c.typ.emptyIsDamage() {
-			return damaged(KindEmpty, 0, "file is empty")
-		}
-		return healthy()
-	}
-	if allNUL(data) {
-		return damaged(KindNULFilled, 0, "file is %d NUL bytes", len(data))
-	}
-	if bytes.HasPrefix(data, bom) {
-		return damaged(KindBOM, 0, "file starts with a UTF-8 byte order mark")
-	}
-	var v Verdict
-	if c.typ.jsonl() {
-		v = inspectJSONL(c, data)
-	} else {
-		v = inspectJSON(c, data)
-	}
-	if v.Status == Healthy && c.typ.jsonl() && c.lastGood != nil && isLinePrefix(data, c.lastGood) {
-		return damaged(KindTruncated, int64(len(data)), "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", len(data), len(c.lastGood))
-	}
-	return v
-}
-
-func inspectJSON(c *fileCtx, data []byte) Verdict {
-	if err := jsonv.Valid(data, c.typ.dialect()); err != nil {
-		return syntaxVerdict(err, 0)
-	}
-	switch c.typ {
-	case ftCopaw, ftPraison, ftOVMeta, ftOpenClawStore:
-	default:
-		return healthy() // no checklist reads the tree: valid is all there is to know
-	}
-	root, err := jsonv.Parse(data, c.typ.dialect())
-	if err != nil {
-		return syntaxVerdict(err, 0)
-	}
-	switch c.typ {
+func (t fileType) CheckValue(f format.File, data []byte, root *jsonv.Value) Verdict {
+	switch t {
 	case ftCopaw:
-		return checkCopaw(c, data, root)
+		return checkCopaw(t.ctx(f), data, root)
 	case ftPraison:
-		return checkPraison(c, data, root)
+		return checkPraison(t.ctx(f), data, root)
 	case ftOVMeta:
-		return checkOVMeta(c, data, root)
+		return checkOVMeta(t.ctx(f), data, root)
 	case ftOpenClawStore:
-		return checkOpenClawStore(c, data, root)
+		return checkOpenClawStore(t.ctx(f), data, root)
 	}
 	return healthy()
 }
 
-// jsonlLine is one line of a JSONL file as the checklists see it.
-type jsonlLine struct {
-	start, end int // bytes of the line including its '\n'
-	raw        []byte
-	val        *jsonv.Value // nil when the line is blank or malformed
-	terminated bool
-	blank      bool
-	err        error
-}
-
-// anyObject stands for a valid object record whose contents no checklist reads.
-var anyObject = &jsonv.Value{Type: jsonv.Object}
-
-var errNotObject = errors.New("record is not a JSON object")
-
-// splitJSONL validates every line; the records' trees are parsed only for types whose
-// checklists read them.
-func splitJSONL(data []byte, t fileType) []jsonlLine {
-	d := t.dialect()
-	var out []jsonlLine
-	jsonv.Lines(data, func(start int, line []byte, terminated bool) bool {
-		l := jsonlLine{start: start, end: start + len(line), raw: line, terminated: terminated}
-		if terminated {
-			l.end++
-		}
-		body := bytes.TrimSuffix(line, []byte("\r"))
-		trimmed := bytes.TrimSpace(body)
-		switch {
-		case len(trimmed) == 0:
-			l.blank = true
-		case jsonv.Valid(body, d) != nil:
-			l.err = jsonv.Valid(body, d)
-		case trimmed[0] != '{':
-			l.err = errNotObject
-		case t == ftJSONL:
-			l.val = anyObject
-		default:
-			if v, err := jsonv.Parse(body, d); err != nil {
-				l.err = err
-			} else {
-				l.val = v
-			}
-		}
-		out = append(out, l)
-		return true
-	})
-	return out
-}
-
-func inspectJSONL(c *fileCtx, data []byte) Verdict {
-	lines := splitJSONL(data, c.typ)
-	for i, l := range lines {
-		if l.blank {
-			continue
-		}
-		if l.err != nil {
-			if !l.terminated {
-				return damaged(KindTruncated, int64(l.start), "torn last line %d: %v", i+1, l.err)
-			}
-			if e, ok := l.err.(*jsonv.Error); ok && e.Kind == jsonv.ErrInvalidUTF8 {
-				return damaged(KindInvalidUTF8, int64(l.start)+e.Offset, "line %d: %s", i+1, e.Msg)
-			}
-			return damaged(KindMalformedRecord, int64(l.start), "line %d: %v", i+1, l.err)
-		}
-		if !l.terminated {
-			return damaged(KindTruncated, int64(len(data)), "last line %d has no terminating newline", i+1)
-		}
-	}
-	switch c.typ {
+func (t fileType) CheckLines(f format.File, lines []jsonlLine) Verdict {
+	switch t {
 	case ftNanobot:
-		return checkNanobot(c, lines)
+		return checkNanobot(t.ctx(f), lines)
 	case ftOVMessages:
-		return checkOVMessages(c, lines)
+		return checkOVMessages(t.ctx(f), lines)
 	case ftOpenClawTranscript:
-		return checkOpenClawTranscript(c, lines)
+		return checkOpenClawTranscript(t.ctx(f), lines)
 	}
 	return healthy()
 }
 
-// isLinePrefix: data is a non-empty strict prefix of full that ends on a line boundary.
-func isLinePrefix(data, full []byte) bool {
-	return len(data) > 0 && len(data) < len(full) && data[len(data)-1] == '\n' && bytes.HasPrefix(full, data)
-}
-
-// records counts the history a file holds, for choosing between plans and measuring loss.
-func records(t fileType, data []byte) int {
-	if t.jsonl() {
-		n := 0
-		for _, l := range splitJSONL(data, t) {
-			if l.val != nil {
-				n++
-			}
-		}
-		return n
-	}
-	root, err := jsonv.Parse(data, t.dialect())
-	if err != nil || root.Type != jsonv.Object {
-		return 0
-	}
+func (t fileType) Records(root *jsonv.Value) int {
 	switch t {
 	case ftCopaw:
 		if c := root.Get("agent").Get("memory").Get("content"); c != nil {
@@ -305,6 +149,82 @@ func records(t fileType, data []byte) int {
 	}
 	return 1
 }
+
+// SkipReason: an OpenViking file in an OVE1 envelope is encrypted; an OpenClaw file of the
+// SQLite era is not the app's live state.
+func (t fileType) SkipReason(path string, data []byte) string {
+	if (t == ftOVMessages || t == ftOVMeta) && bytes.HasPrefix(data, []byte("OVE1")) {
+		return "encrypted (OVE1 envelope)"
+	}
+	if t == ftOpenClawStore || t == ftOpenClawTranscript {
+		return openclawSQLiteEra(path)
+	}
+	return ""
+}
+
+// CheckEmpty: an empty OpenViking messages file is damage only when its metadata counts
+// messages.
+func (t fileType) CheckEmpty(f format.File) Verdict {
+	if t == ftOVMessages {
+		return ovEmptyMessages(t.ctx(f))
+	}
+	if t.EmptyIsDamage() {
+		return damaged(KindEmpty, 0, "file is empty")
+	}
+	return healthy()
+}
+
+// RecordProblem, NoRecords and AppendedOK: the OpenClaw transcript checklist, one record at
+// a time; the other types have none.
+func (t fileType) RecordProblem(rec []byte, first bool) string {
+	if t == ftOpenClawTranscript {
+		return transcriptLineProblem(rec, first)
+	}
+	return ""
+}
+
+func (t fileType) NoRecords() Verdict {
+	if t == ftOpenClawTranscript {
+		return damaged(KindEmpty, 0, "transcript has no header")
+	}
+	return healthy()
+}
+
+func (t fileType) AppendedOK(rec []byte) bool {
+	if t == ftOpenClawTranscript {
+		return transcriptAppendedOK(rec)
+	}
+	return true
+}
+
+// fileCtx carries what a checklist may need beyond the bytes: where the file lives and
+// sessionmedic's last-good copy of it.
+type fileCtx struct {
+	path     string
+	typ      fileType
+	lastGood []byte
+	maxSize  int64
+}
+
+func (c *fileCtx) file() format.File {
+	return format.File{Path: c.path, LastGood: c.lastGood, MaxSize: c.maxSize}
+}
+
+// syntaxVerdict maps a scanner error to a damage verdict.
+func syntaxVerdict(err error, base int64) Verdict { return format.SyntaxVerdict(err, base) }
+
+// inspectBytes judges a file's content with its type's full checklist.
+func inspectBytes(c *fileCtx, data []byte) Verdict { return format.Inspect(c.typ, c.file(), data) }
+
+// jsonlLine is one line of a JSONL file as the checklists see it.
+type jsonlLine = format.Line
+
+// splitJSONL validates every line; the records' trees are parsed only for types whose
+// checklists read them.
+func splitJSONL(data []byte, t fileType) []jsonlLine { return format.Split(data, t) }
+
+// records counts the history a file holds, for choosing between plans and measuring loss.
+func records(t fileType, data []byte) int { return format.Records(t, data) }
 
 func isStr(v *jsonv.Value) bool { return v != nil && v.Type == jsonv.String }
 func isObj(v *jsonv.Value) bool { return v != nil && v.Type == jsonv.Object }

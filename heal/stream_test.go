@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
 )
 
 // streamLines must agree with the in-memory checklist on every input.
@@ -28,7 +30,7 @@ func TestStreamAgreesWithInMemory(t *testing.T) {
 	for _, typ := range []fileType{ftJSONL, ftOpenClawTranscript} {
 		for _, in := range inputs {
 			want := inspectBytes(&fileCtx{path: "/x/s.jsonl", typ: typ}, []byte(in))
-			got := streamLines(bufio.NewReaderSize(strings.NewReader(in), 16), typ)
+			got := format.StreamLines(bufio.NewReaderSize(strings.NewReader(in), 16), typ)
 			if got.Status != want.Status || got.Kind != want.Kind || got.Offset != want.Offset {
 				t.Errorf("%v %q: stream %s %s@%d, in memory %s %s@%d", typ, in, got.Status, got.Kind, got.Offset, want.Status, want.Kind, want.Offset)
 			}

@@ -1,0 +1,177 @@
+package format
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// BOM is the UTF-8 byte order mark, which no app writes and every strict reader refuses.
+var BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// AllNUL: b is non-empty and all NUL bytes (a file the kernel extended but never wrote).
+func AllNUL(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// Inspect judges a file's content with its profile's full checklist.
+func Inspect(p Profile, f File, data []byte) Verdict {
+	if s, ok := p.(Skipper); ok {
+		if reason := s.SkipReason(f.Path, data); reason != "" {
+			return Skip("%s", reason)
+		}
+	}
+	if len(data) == 0 {
+		if e, ok := p.(EmptyChecker); ok {
+			return e.CheckEmpty(f)
+		}
+		if p.EmptyIsDamage() {
+			return Damage(KindEmpty, 0, "file is empty")
+		}
+		return OK()
+	}
+	if AllNUL(data) {
+		return Damage(KindNULFilled, 0, "file is %d NUL bytes", len(data))
+	}
+	if bytes.HasPrefix(data, BOM) {
+		return Damage(KindBOM, 0, "file starts with a UTF-8 byte order mark")
+	}
+	var v Verdict
+	if p.JSONL() {
+		v = inspectJSONL(p, f, data)
+	} else {
+		v = inspectJSON(p, f, data)
+	}
+	if v.Status == Healthy && p.JSONL() && f.LastGood != nil && IsLinePrefix(data, f.LastGood) {
+		return Damage(KindTruncated, int64(len(data)), "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", len(data), len(f.LastGood))
+	}
+	return v
+}
+
+func inspectJSON(p Profile, f File, data []byte) Verdict {
+	if err := jsonv.Valid(data, p.Dialect()); err != nil {
+		return SyntaxVerdict(err, 0)
+	}
+	if p.Plain() {
+		return OK() // no checklist reads the tree: valid is all there is to know
+	}
+	root, err := jsonv.Parse(data, p.Dialect())
+	if err != nil {
+		return SyntaxVerdict(err, 0)
+	}
+	return p.CheckValue(f, data, root)
+}
+
+// Line is one line of a JSONL file as the checklists see it.
+type Line struct {
+	Start, End int // bytes of the line including its '\n'
+	Raw        []byte
+	Val        *jsonv.Value // nil when the line is blank or malformed
+	Terminated bool
+	Blank      bool
+	Err        error
+}
+
+// anyObject stands for a valid object record whose contents no checklist reads.
+var anyObject = &jsonv.Value{Type: jsonv.Object}
+
+// ErrNotObject: a JSONL line is valid JSON but not an object.
+var ErrNotObject = errors.New("record is not a JSON object")
+
+// Split validates every line; the records' trees are parsed only for profiles whose
+// checklists read them (a plain profile's records get a placeholder object).
+func Split(data []byte, p Profile) []Line {
+	d := p.Dialect()
+	plain := p.Plain()
+	var out []Line
+	jsonv.Lines(data, func(start int, line []byte, terminated bool) bool {
+		l := Line{Start: start, End: start + len(line), Raw: line, Terminated: terminated}
+		if terminated {
+			l.End++
+		}
+		body := bytes.TrimSuffix(line, []byte("\r"))
+		trimmed := bytes.TrimSpace(body)
+		switch {
+		case len(trimmed) == 0:
+			l.Blank = true
+		case jsonv.Valid(body, d) != nil:
+			l.Err = jsonv.Valid(body, d)
+		case trimmed[0] != '{':
+			l.Err = ErrNotObject
+		case plain:
+			l.Val = anyObject
+		default:
+			if v, err := jsonv.Parse(body, d); err != nil {
+				l.Err = err
+			} else {
+				l.Val = v
+			}
+		}
+		out = append(out, l)
+		return true
+	})
+	return out
+}
+
+func inspectJSONL(p Profile, f File, data []byte) Verdict {
+	lines := Split(data, p)
+	for i, l := range lines {
+		if l.Blank {
+			continue
+		}
+		if l.Err != nil {
+			if !l.Terminated {
+				return Damage(KindTruncated, int64(l.Start), "torn last line %d: %v", i+1, l.Err)
+			}
+			if e, ok := l.Err.(*jsonv.Error); ok && e.Kind == jsonv.ErrInvalidUTF8 {
+				return Damage(KindInvalidUTF8, int64(l.Start)+e.Offset, "line %d: %s", i+1, e.Msg)
+			}
+			return Damage(KindMalformedRecord, int64(l.Start), "line %d: %v", i+1, l.Err)
+		}
+		if !l.Terminated {
+			return Damage(KindTruncated, int64(len(data)), "last line %d has no terminating newline", i+1)
+		}
+	}
+	if p.Plain() {
+		return OK()
+	}
+	return p.CheckLines(f, lines)
+}
+
+// IsLinePrefix: data is a non-empty strict prefix of full that ends on a line boundary.
+func IsLinePrefix(data, full []byte) bool {
+	return len(data) > 0 && len(data) < len(full) && data[len(data)-1] == '\n' && bytes.HasPrefix(full, data)
+}
+
+// Records counts the history a file holds, for choosing between plans and measuring loss:
+// a JSONL file's valid records, a JSON document's count by its profile (0 when it is not a
+// valid object).
+func Records(p Profile, data []byte) int {
+	if p.JSONL() {
+		n := 0
+		for _, l := range Split(data, p) {
+			if l.Val != nil {
+				n++
+			}
+		}
+		return n
+	}
+	root, err := jsonv.Parse(data, p.Dialect())
+	if err != nil || root.Type != jsonv.Object {
+		return 0
+	}
+	return p.Records(root)
+}
+
+// ValidRecord: a line (without its '\n') that Split gives a value: a valid object record.
+func ValidRecord(p Profile, line []byte) bool {
+	body := bytes.TrimSuffix(line, []byte("\r"))
+	trimmed := bytes.TrimSpace(body)
+	return len(trimmed) > 0 && trimmed[0] == '{' && jsonv.Valid(body, p.Dialect()) == nil
+}
