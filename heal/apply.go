@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/state"
 )
 
 // The apply path of DESIGN §7 (steps 4–8): lock, re-check, quarantine, journal, replace
@@ -51,7 +52,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		}
 	}
 	now := e.Now()
-	entry := &journalEntry{ID: newID(now), Created: now.UTC()}
+	entry := &journalEntry{ID: state.NewID(now), Created: now.UTC()}
 	var first string
 	for i, ed := range p.edits {
 		je := journalEdit{Path: ed.path, Temp: fsio.TempName(ed.path), Missing: ed.missing, NewSHA256: ed.newSHA()}
@@ -67,7 +68,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 			var err error
 			if ed.big != nil {
 				// The old bytes are copied from the file, the version the plan was made from.
-				dir, err = e.Quarantine.putFile(m, ed.path, ed.oldID, ed.big.oldSHA, now)
+				dir, err = e.quarantineFile(m, ed.path, ed.oldID, ed.big.oldSHA, now)
 			} else {
 				dir, err = e.Quarantine.Put(m, ed.old, now)
 			}

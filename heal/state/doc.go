@@ -1,0 +1,17 @@
+// Package state owns sessionmedic's state directory (DESIGN §8), everything a heal keeps
+// beside the files it heals:
+//
+//	state_dir/quarantine/YYYY-MM-DD/<id>/   the damaged bytes, exactly, and manifest.json ([Quarantine])
+//	state_dir/last-good/<key>               the last copy of each file seen healthy ([LastGood])
+//	state_dir/hands-off/<key>.json          the files an operator restored, left alone ([HandsOff])
+//
+// A key is a hash of the file's path. Every write goes through the [fsio.FS] each store is
+// built with, so the I/O-fault tests reach them as they reach the heal itself.
+//
+// Caveats. A quarantine entry is written durably, the bytes before the manifest: an entry
+// without its manifest is removed as it fails, and [Quarantine.List] skips one a crash left.
+// Last-good copies are replaced atomically but not fsynced (a copy is validated before any
+// use); the index of which copies exist is read once, at the first use, so a copy another
+// process wrote later is seen by [LastGood.Load], not by [LastGood.Get]. The state_dir/lock
+// of one daemon per state directory is the command's, not this package's.
+package state
