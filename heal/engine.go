@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -24,7 +23,7 @@ type Engine struct {
 	StateDir   string
 	Now        func() time.Time
 	Quarantine state.Quarantine
-	Journal    Journal
+	Journal    state.Journal
 	LastGood   state.LastGood
 
 	handsOff state.HandsOff // the files an operator restored
@@ -89,7 +88,7 @@ func New(cfg *policy.Config, o Options) *Engine {
 		e.findWriters = fsio.OpenWriters
 	}
 	e.Quarantine = state.NewQuarantine(filepath.Join(cfg.StateDir, "quarantine"), e.fs)
-	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal"), fs: e.fs, inflight: &sync.Map{}}
+	e.Journal = state.NewJournal(filepath.Join(cfg.StateDir, "journal"), e.fs, policy.IsOwnTemp, shaFile)
 	e.LastGood = state.NewLastGood(filepath.Join(cfg.StateDir, "last-good"), cfg.LastGood.MaxFileBytes, e.fs)
 	e.handsOff = state.NewHandsOff(filepath.Join(cfg.StateDir, "hands-off"), e.fs)
 	return e

@@ -11,11 +11,15 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/state"
 )
 
-// The engine's state directory (DESIGN §8) is heal/state's: the quarantine, the last-good
-// copies. What follows joins it to the engine.
+// The engine's state directory (DESIGN §8) is heal/state's: the quarantine, the journal of
+// heals in flight, the last-good copies, the hands-off marks. What follows joins it to the
+// engine.
 
 // Manifest describes one quarantined file (see [state.Manifest]).
 type Manifest = state.Manifest
+
+// Recovered says how one unfinished heal was resolved at start-up (see [state.Recovered]).
+type Recovered = state.Recovered
 
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
