@@ -174,7 +174,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 				}
 				return r
 			}
-			defer lk.release()
+			defer lk.Release()
 			in = e.inspect(t)
 			fill(&r, in.verdict)
 		}

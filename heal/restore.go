@@ -24,7 +24,7 @@ func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (string, er
 	if err != nil {
 		return "", err
 	}
-	defer lk.release()
+	defer lk.Release()
 	q, err := e.restore(ctx, m, t, orig)
 	if err != nil {
 		return q, err

@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,8 +13,8 @@ import (
 )
 
 // The engine's state directory (DESIGN §8) is heal/state's: the quarantine, the journal of
-// heals in flight, the last-good copies, the hands-off marks. What follows joins it to the
-// engine.
+// heals in flight, the last-good copies, the hands-off marks, the per-path lock. What follows
+// joins it to the engine.
 
 // Manifest describes one quarantined file (see [state.Manifest]).
 type Manifest = state.Manifest
@@ -44,4 +45,10 @@ func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA s
 		}
 		return nil
 	}, now)
+}
+
+// lockPath takes the state directory's lock on path (see [state.LockPath]), and reports the
+// step "path-busy" when another process holds it.
+func (e *Engine) lockPath(ctx context.Context, path string) (*state.PathLock, error) {
+	return state.LockPath(ctx, e.StateDir, path, func() { e.step("path-busy", path) })
 }
