@@ -121,9 +121,9 @@ type Recovered struct {
 // holding either its old or its new bytes (or newer bytes the app wrote since).
 //
 // An entry of another live process is left alone, and so is one this journal is applying; an
-// entry of this process that it is not applying is taken for a leftover.
-// So one process recovers before it starts healing, as the daemon and the CLI do, not while
-// another engine of its own heals under the same state directory.
+// entry of this process that it is not applying is taken for a leftover. So one process
+// recovers before it starts healing, as the daemon and the CLI do, not while another engine
+// of its own heals under the same state directory.
 func (j Journal) Recover() ([]Recovered, error) {
 	ents, err := os.ReadDir(j.Root)
 	if errors.Is(err, os.ErrNotExist) {
