@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/state"
 )
 
 // The apply path of DESIGN §7 (steps 4–8): lock, re-check, quarantine, journal, replace
@@ -52,10 +53,10 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		}
 	}
 	now := e.Now()
-	entry := &journalEntry{ID: newID(now), Created: now.UTC()}
+	entry := &state.Entry{ID: state.NewID(now), Created: now.UTC()}
 	var first string
 	for i, ed := range p.edits {
-		je := journalEdit{Path: ed.path, Temp: fsio.TempName(ed.path), Missing: ed.missing, NewSHA256: ed.newSHA()}
+		je := state.Edit{Path: ed.path, Temp: fsio.TempName(ed.path), Missing: ed.missing, NewSHA256: ed.newSHA()}
 		if !ed.missing {
 			je.OldSHA256 = ed.oldSHA()
 			m := &Manifest{Path: ed.path, Rule: t.Rule.Name, Identity: ed.oldID, Kind: in.verdict.Kind,
@@ -68,7 +69,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 			var err error
 			if ed.big != nil {
 				// The old bytes are copied from the file, the version the plan was made from.
-				dir, err = e.Quarantine.putFile(m, ed.path, ed.oldID, ed.big.oldSHA, now)
+				dir, err = e.quarantineFile(m, ed.path, ed.oldID, ed.big.oldSHA, now)
 			} else {
 				dir, err = e.Quarantine.Put(m, ed.old, now)
 			}
@@ -89,9 +90,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 			return "", busyErr("%s changed during quarantine", ed.path)
 		}
 	}
-	e.Journal.inflight.Store(entry.ID, struct{}{})
-	defer e.Journal.inflight.Delete(entry.ID)
-	if err := e.Journal.begin(entry); err != nil {
+	if err := e.Journal.Begin(entry); err != nil {
 		e.dropQuarantine(entry)
 		return "", err
 	}
@@ -112,7 +111,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		if err != nil {
 			// Edits already applied are valid on their own; this entry is resolved now
 			// rather than at the next start. Nothing replaced, nothing to keep.
-			e.Journal.abort(entry)
+			e.Journal.Abort(entry)
 			if !changed {
 				e.dropQuarantine(entry)
 				first = ""
@@ -120,7 +119,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 			return first, err
 		}
 	}
-	if err := e.Journal.end(entry); err != nil {
+	if err := e.Journal.End(entry); err != nil {
 		return first, err
 	}
 	e.step("done", t.Path)
@@ -158,7 +157,7 @@ func (e *Engine) verify(t Target, in *inspection) {
 	}
 }
 
-func (e *Engine) dropQuarantine(entry *journalEntry) {
+func (e *Engine) dropQuarantine(entry *state.Entry) {
 	for _, ed := range entry.Edits {
 		if ed.Quarantine != "" {
 			os.RemoveAll(ed.Quarantine)

@@ -43,7 +43,7 @@ func TestRestoreIsHandsOffUntilTheAppWrites(t *testing.T) {
 	if b, _ := os.ReadFile(p); string(b) != string(healed) {
 		t.Fatalf("healed to %q", b)
 	}
-	if _, err := os.Stat(e.handsOffFile(p)); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.handsOff.File(p)); !os.IsNotExist(err) {
 		t.Fatal("hands-off mark left after the operator's heal")
 	}
 
@@ -55,7 +55,7 @@ func TestRestoreIsHandsOffUntilTheAppWrites(t *testing.T) {
 	if r = e.Heal(context.Background(), tg, false); r.Action != ActionHealed {
 		t.Fatalf("after the app wrote again: %+v", r)
 	}
-	if _, err := os.Stat(e.handsOffFile(p)); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.handsOff.File(p)); !os.IsNotExist(err) {
 		t.Fatal("hands-off mark kept after the app wrote")
 	}
 }

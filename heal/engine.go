@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/state"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -22,12 +22,13 @@ type Engine struct {
 	Policy     *policy.Config
 	StateDir   string
 	Now        func() time.Time
-	Quarantine Quarantine
-	Journal    Journal
-	LastGood   LastGood
+	Quarantine state.Quarantine
+	Journal    state.Journal
+	LastGood   state.LastGood
 
-	inc incCache // append-only files last seen healthy
-	fs  fsio.FS  // every write of the engine (and of its quarantine, journal and last-good)
+	handsOff state.HandsOff // the files an operator restored
+	inc      incCache       // append-only files last seen healthy
+	fs       fsio.FS        // every write of the engine (and of its quarantine, journal and last-good)
 
 	oneShot     bool
 	quietCheck  time.Duration
@@ -86,9 +87,10 @@ func New(cfg *policy.Config, o Options) *Engine {
 	if e.findWriters == nil {
 		e.findWriters = fsio.OpenWriters
 	}
-	e.Quarantine = Quarantine{Root: filepath.Join(cfg.StateDir, "quarantine"), fs: e.fs}
-	e.Journal = Journal{Root: filepath.Join(cfg.StateDir, "journal"), fs: e.fs, inflight: &sync.Map{}}
-	e.LastGood = LastGood{Root: filepath.Join(cfg.StateDir, "last-good"), MaxFileBytes: cfg.LastGood.MaxFileBytes, idx: &lgIndex{}, fs: e.fs}
+	e.Quarantine = state.NewQuarantine(filepath.Join(cfg.StateDir, "quarantine"), e.fs)
+	e.Journal = state.NewJournal(filepath.Join(cfg.StateDir, "journal"), e.fs, policy.IsOwnTemp, shaFile)
+	e.LastGood = state.NewLastGood(filepath.Join(cfg.StateDir, "last-good"), cfg.LastGood.MaxFileBytes, e.fs)
+	e.handsOff = state.NewHandsOff(filepath.Join(cfg.StateDir, "hands-off"), e.fs)
 	return e
 }
 
@@ -107,7 +109,7 @@ type Target struct {
 	Temp    bool   // an app temp file, a clean-temp candidate
 	Skip    string // named on the command line but not a session file: the reason
 	// Override: the operator named this file (or a tree above it) for a heal, so an
-	// operator's earlier restore of it no longer stands (see [HandsOff]).
+	// operator's earlier restore of it no longer stands (see [state.HandsOff]).
 	Override bool
 }
 
@@ -172,19 +174,19 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 				}
 				return r
 			}
-			defer lk.release()
+			defer lk.Release()
 			in = e.inspect(t)
 			fill(&r, in.verdict)
 		}
 		// A file healed meanwhile, or missing, has nothing an operator restored.
-		if h := e.handsOff(t.Path, in.id); h != nil && in.verdict.Status == Damaged && !in.missing {
+		if h := e.handsOff.Get(t.Path, in.id); h != nil && in.verdict.Status == Damaged && !in.missing {
 			if !t.Override {
 				r.HandsOff, r.Quarantine = true, h.Quarantine
 				r.Reason = "restored from quarantine " + h.Quarantine + " by an operator: left as it is until the app writes it again or a heal names it"
 				return r
 			}
 			if !dryRun {
-				e.clearHandsOff(t.Path)
+				e.handsOff.Clear(t.Path)
 			}
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The path lock is an open file description lock: Linux only (pathlock_other.go takes none).
+// The path lock is an open file description lock: Linux only (elsewhere heal/state takes none).
 
 // A heal waits while another healer under the same state directory holds the path, and then
 // looks again: the file the other one healed is healthy, not healed twice.
@@ -33,7 +33,7 @@ func TestHealWaitsForAnotherHealerOfThePath(t *testing.T) {
 	}
 	// The other healer heals p while ours waits for the path.
 	os.WriteFile(p, []byte(`{"session_id": "s", "messages": []}`), 0o600)
-	other.release()
+	other.Release()
 	r := <-done
 	if r.Verdict != Healthy || r.Action == ActionHealed {
 		t.Fatalf("after the other healer: %+v", r)
@@ -50,7 +50,7 @@ func TestHealWaitingForThePathStopsWithTheContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.release()
+	defer other.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := e.Heal(ctx, Target{Path: p, Rule: &e.Policy.Rules[0]}, false)

@@ -13,8 +13,8 @@ import (
 // app's lock; whatever the path holds now is quarantined first. It returns the quarantine
 // entry of the replaced bytes ("" when the path was empty).
 //
-// The restored file is then marked hands-off (see [HandsOff]): a daemon reports it but does
-// not heal it again until the app writes it or a heal names it.
+// The restored file is then marked hands-off (a mark in heal/state): a daemon reports it but
+// does not heal it again until the app writes it or a heal names it.
 func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (string, error) {
 	orig, err := m.Bytes()
 	if err != nil {
@@ -24,12 +24,12 @@ func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (string, er
 	if err != nil {
 		return "", err
 	}
-	defer lk.release()
+	defer lk.Release()
 	q, err := e.restore(ctx, m, t, orig)
 	if err != nil {
 		return q, err
 	}
-	if err := e.markHandsOff(m.Path, m.ID); err != nil {
+	if err := e.handsOff.Mark(m.Path, m.ID, e.Now()); err != nil {
 		return q, fmt.Errorf("restored, but could not mark it hands-off (a running daemon may heal it again): %w", err)
 	}
 	return q, nil

@@ -1,4 +1,4 @@
-package heal
+package state
 
 import (
 	"encoding/json"
@@ -13,21 +13,21 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
-	"github.com/sessionmedic/sessionmedic/policy"
 )
 
-// journalEntry records a heal in flight: which files, which temp names, and the hashes of the
-// old and new bytes, so that a restart can tell what a crash left and clean it up.
-type journalEntry struct {
-	ID      string        `json:"id"`
-	PID     int           `json:"pid"`   // the process applying it
-	Start   uint64        `json:"start"` // and its start time: a live owner's entry is not ours to resolve
-	Created time.Time     `json:"created"`
-	Edits   []journalEdit `json:"edits"`
+// Entry records a heal in flight: which files, which temp names, and the hashes of the old
+// and new bytes, so that a restart can tell what a crash left and clean it up.
+type Entry struct {
+	ID      string    `json:"id"`
+	PID     int       `json:"pid"`   // the process applying it
+	Start   uint64    `json:"start"` // and its start time: a live owner's entry is not ours to resolve
+	Created time.Time `json:"created"`
+	Edits   []Edit    `json:"edits"`
 	file    string
 }
 
-type journalEdit struct {
+// Edit is one file of an entry.
+type Edit struct {
 	Path       string `json:"path"`
 	Temp       string `json:"temp"`
 	Missing    bool   `json:"missing"`
@@ -41,12 +41,22 @@ type Journal struct {
 	Root string
 	fs   fsio.FS // writes the entries
 
-	// inflight holds the ids of the entries its engine is applying now (New makes it, apply
-	// adds and removes them): Recover leaves those alone.
+	// inflight holds the ids of the entries being applied now (Begin adds them, End removes
+	// them): Recover leaves those alone.
 	inflight *sync.Map
+
+	ownTemp func(base string) bool            // whether a temp an entry names is ours to remove
+	hash    func(path string) (string, error) // the sha256 of the file at path
 }
 
-// applying reports whether the journal's engine is applying the entry id now.
+// NewJournal returns the journal under root, whose entries fs writes. Resolving an entry
+// removes the temps it names that ownTemp (given a base name) says are sessionmedic's own,
+// and tells what each target holds by hash (the sha256 of the file at a path, of any size).
+func NewJournal(root string, fs fsio.FS, ownTemp func(base string) bool, hash func(path string) (string, error)) Journal {
+	return Journal{Root: root, fs: fs, inflight: &sync.Map{}, ownTemp: ownTemp, hash: hash}
+}
+
+// applying reports whether the entry id is being applied now, by this journal.
 func (j Journal) applying(id string) bool {
 	if j.inflight == nil {
 		return false
@@ -55,7 +65,18 @@ func (j Journal) applying(id string) bool {
 	return ok
 }
 
-func (j Journal) begin(e *journalEntry) error {
+// Begin writes an entry durably, whole or not at all, before its heal touches any file; the
+// entry is in flight from then until End (or Abort), and Recover leaves it alone.
+func (j Journal) Begin(e *Entry) error {
+	j.inflight.Store(e.ID, struct{}{})
+	if err := j.begin(e); err != nil {
+		j.inflight.Delete(e.ID)
+		return err
+	}
+	return nil
+}
+
+func (j Journal) begin(e *Entry) error {
 	e.PID = os.Getpid()
 	e.Start, _ = lock.ProcessStart(e.PID)
 	if err := j.fs.MkdirAllSync(j.Root); err != nil {
@@ -80,9 +101,10 @@ func (j Journal) begin(e *journalEntry) error {
 	return nil
 }
 
-// end closes an entry. Its removal need not be durable: an entry that reappears after a
+// End closes an entry. Its removal need not be durable: an entry that reappears after a
 // crash is resolved harmlessly at the next start (the target holds the new bytes).
-func (j Journal) end(e *journalEntry) error {
+func (j Journal) End(e *Entry) error {
+	defer j.inflight.Delete(e.ID)
 	if err := os.Remove(e.file); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -98,10 +120,10 @@ type Recovered struct {
 // Recover resolves every unfinished entry: stray temps are removed, and each target is found
 // holding either its old or its new bytes (or newer bytes the app wrote since).
 //
-// An entry of another live process is left alone, and so is one this journal's engine is
-// applying; an entry of this process that its engine is not applying is taken for a leftover.
-// So one process recovers before it starts healing, as the daemon and the CLI do, not while
-// another engine of its own heals under the same state directory.
+// An entry of another live process is left alone, and so is one this journal is applying; an
+// entry of this process that it is not applying is taken for a leftover. So one process
+// recovers before it starts healing, as the daemon and the CLI do, not while another engine
+// of its own heals under the same state directory.
 func (j Journal) Recover() ([]Recovered, error) {
 	ents, err := os.ReadDir(j.Root)
 	if errors.Is(err, os.ErrNotExist) {
@@ -135,7 +157,7 @@ func (j Journal) Recover() ([]Recovered, error) {
 		if err != nil {
 			return out, err
 		}
-		var e journalEntry
+		var e Entry
 		if err := json.Unmarshal(b, &e); err != nil {
 			os.Remove(full) // entries are renamed into place whole: this one is not ours to read
 			continue
@@ -156,16 +178,16 @@ func (j Journal) Recover() ([]Recovered, error) {
 }
 
 // resolve removes the stray temps of one entry and says what each target holds.
-func (j Journal) resolve(e *journalEntry) []Recovered {
+func (j Journal) resolve(e *Entry) []Recovered {
 	var out []Recovered
 	for _, ed := range e.Edits {
-		if ed.Temp != "" && policy.IsOwnTemp(filepath.Base(ed.Temp)) {
+		if ed.Temp != "" && j.ownTemp(filepath.Base(ed.Temp)) {
 			if err := os.Remove(ed.Temp); err == nil {
 				_ = j.fs.SyncDir(filepath.Dir(ed.Temp))
 			}
 		}
 		outcome := "superseded"
-		cur, err := shaFile(ed.Path) // streaming: the file may be of any size
+		cur, err := j.hash(ed.Path)
 		switch {
 		case err == nil && cur == ed.NewSHA256:
 			outcome = "applied"
@@ -179,8 +201,8 @@ func (j Journal) resolve(e *journalEntry) []Recovered {
 	return out
 }
 
-// abort resolves one entry of this process right away (a heal that failed midway).
-func (j Journal) abort(e *journalEntry) {
+// Abort resolves one entry of this process right away (a heal that failed midway).
+func (j Journal) Abort(e *Entry) {
 	j.resolve(e)
-	_ = j.end(e)
+	_ = j.End(e)
 }

@@ -1,4 +1,4 @@
-package heal
+package state
 
 import (
 	"bytes"
@@ -21,6 +21,12 @@ type LastGood struct {
 
 	idx *lgIndex // which copies exist, so that a scan does not probe for every file
 	fs  fsio.FS  // writes the copies
+}
+
+// NewLastGood returns the last-good store under root, keeping copies of up to maxFileBytes
+// (0 = no limit), which fs writes. It indexes the copies that exist at its first use.
+func NewLastGood(root string, maxFileBytes int64, fs fsio.FS) LastGood {
+	return LastGood{Root: root, MaxFileBytes: maxFileBytes, idx: &lgIndex{}, fs: fs}
 }
 
 // lgIndex knows which copies exist, and for those this engine wrote, a hash of their bytes.

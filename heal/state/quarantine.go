@@ -1,4 +1,4 @@
-package heal
+package state
 
 import (
 	"crypto/sha256"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,22 +18,22 @@ import (
 
 // Manifest describes one quarantined file: where it came from, exactly which version, and why.
 type Manifest struct {
-	ID          string    `json:"id"`
-	Path        string    `json:"path"`
-	Rule        string    `json:"rule"`
-	Created     time.Time `json:"created"`
-	Identity    Identity  `json:"identity"`
-	Size        int64     `json:"size"`
-	SHA256      string    `json:"sha256"`
-	Kind        string    `json:"kind"`
-	Offset      int64     `json:"offset"`
-	Detail      string    `json:"detail"`
-	Strategy    string    `json:"strategy"`
-	NewSHA256   string    `json:"new_sha256,omitempty"`
-	LostBytes   int64     `json:"lost_bytes"`
-	LostRecords int       `json:"lost_records"`
-	File        string    `json:"file"` // the bytes, next to this manifest
-	Dir         string    `json:"-"`
+	ID          string        `json:"id"`
+	Path        string        `json:"path"`
+	Rule        string        `json:"rule"`
+	Created     time.Time     `json:"created"`
+	Identity    fsio.Identity `json:"identity"`
+	Size        int64         `json:"size"`
+	SHA256      string        `json:"sha256"`
+	Kind        string        `json:"kind"`
+	Offset      int64         `json:"offset"`
+	Detail      string        `json:"detail"`
+	Strategy    string        `json:"strategy"`
+	NewSHA256   string        `json:"new_sha256,omitempty"`
+	LostBytes   int64         `json:"lost_bytes"`
+	LostRecords int           `json:"lost_records"`
+	File        string        `json:"file"` // the bytes, next to this manifest
+	Dir         string        `json:"-"`
 }
 
 func sha(b []byte) string {
@@ -46,14 +47,19 @@ type Quarantine struct {
 	fs   fsio.FS // writes the entries
 }
 
-func newID(now time.Time) string {
+// NewQuarantine returns the quarantine under root, whose entries fs writes.
+func NewQuarantine(root string, fs fsio.FS) Quarantine { return Quarantine{Root: root, fs: fs} }
+
+// NewID returns a new entry id: the time, then random hex (quarantine entries and journal
+// entries are named alike).
+func NewID(now time.Time) string {
 	return now.UTC().Format("20060102T150405Z") + "-" + fsio.RandHex(4)
 }
 
 // Put stores data and its manifest durably and returns the entry's directory.
 func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error) {
 	if m.ID == "" {
-		m.ID = newID(now)
+		m.ID = NewID(now)
 	}
 	m.Created = now.UTC()
 	m.Size = int64(len(data))
@@ -76,36 +82,31 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 	return dir, nil
 }
 
-// putFile is Put for a file too big to hold: its bytes are copied streaming from the file at
-// path, which must be the version id names, and hash to wantSHA (the bytes the plan was made
-// from). Anything else is busy: the file changed.
-func (q Quarantine) putFile(m *Manifest, path string, id Identity, wantSHA string, now time.Time) (string, error) {
-	f, err := openStable(path, id)
-	if errors.Is(err, fsio.ErrChanged) {
-		return "", busyErr("%s changed since it was read", path)
-	}
-	if err != nil {
-		return "", fmt.Errorf("quarantine: %w", err)
-	}
-	defer f.Close()
+// PutFrom is Put for bytes too big to hold: c writes them out of src (size bytes, and their
+// sha256). check, when set, is asked with that sha256 before the manifest is written; an error
+// it returns removes the entry and is returned as it is (the caller checks the bytes are the
+// version it planned from).
+func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.ReaderAt, check func(sum string) error, now time.Time) (string, error) {
 	if m.ID == "" {
-		m.ID = newID(now)
+		m.ID = NewID(now)
 	}
 	m.Created = now.UTC()
-	m.Size = id.Size
+	m.Size = size
 	m.File = filepath.Base(m.Path)
 	dir := filepath.Join(q.Root, now.UTC().Format("2006-01-02"), m.ID)
 	if err := q.fs.MkdirAllSync(dir); err != nil {
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
-	sum, err := q.fs.WriteDurableFrom(filepath.Join(dir, m.File), rangeContent{0, id.Size}, f, 0o600)
+	sum, err := q.fs.WriteDurableFrom(filepath.Join(dir, m.File), c, src, 0o600)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
-	if sum != wantSHA || !stillSame(f, id) {
-		os.RemoveAll(dir)
-		return "", busyErr("%s changed since it was read", path)
+	if check != nil {
+		if err := check(sum); err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
 	}
 	m.SHA256 = sum
 	mj, _ := json.MarshalIndent(m, "", "  ")

@@ -1,4 +1,4 @@
-package heal
+package state
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,7 +30,8 @@ const (
 	pathLockWait = 2 * time.Minute
 )
 
-type pathLock struct{ f *os.File }
+// PathLock is a path's lock, held until Release.
+type PathLock struct{ f *os.File }
 
 func pathLockOffset(path string) int64 {
 	h := fnv.New64a()
@@ -37,13 +39,14 @@ func pathLockOffset(path string) int64 {
 	return int64(h.Sum64() & (1<<62 - 1))
 }
 
-// lockPath takes the state directory's lock on path, waiting while another process holds
-// it, until ctx is done or pathLockWait has passed (then an errBusy).
-func (e *Engine) lockPath(ctx context.Context, path string) (*pathLock, error) {
-	f, err := os.OpenFile(filepath.Join(e.StateDir, pathLockFile), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
+// LockPath takes the lock of the state directory dir on path, waiting while another process
+// holds it, until ctx is done or pathLockWait has passed (then an [fsio.ErrBusy]). busy, when
+// set, is called once when the lock is found held, before the wait.
+func LockPath(ctx context.Context, dir, path string, busy func()) (*PathLock, error) {
+	f, err := os.OpenFile(filepath.Join(dir, pathLockFile), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
 	if errors.Is(err, os.ErrNotExist) {
-		if err = os.MkdirAll(e.StateDir, 0o700); err == nil {
-			f, err = os.OpenFile(filepath.Join(e.StateDir, pathLockFile), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
+		if err = os.MkdirAll(dir, 0o700); err == nil {
+			f, err = os.OpenFile(filepath.Join(dir, pathLockFile), os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, 0o600)
 		}
 	}
 	if err != nil {
@@ -54,32 +57,33 @@ func (e *Engine) lockPath(ctx context.Context, path string) (*pathLock, error) {
 	for try := 0; ; try++ {
 		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_SETLK, &lk)
 		if err == nil {
-			return &pathLock{f: f}, nil
+			return &PathLock{f: f}, nil
 		}
 		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EINTR) {
 			f.Close()
 			return nil, fmt.Errorf("state lock: %w", err)
 		}
-		if try == 0 {
-			e.step("path-busy", path)
+		if try == 0 && busy != nil {
+			busy()
 		}
 		if time.Now().After(deadline) {
 			f.Close()
-			return nil, busyErr("another sessionmedic is healing %s", path)
+			return nil, fmt.Errorf("%w: another sessionmedic is healing %s", fsio.ErrBusy, path)
 		}
 		t := time.NewTimer(pathLockPoll)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			f.Close()
-			return nil, busyErr("interrupted while another sessionmedic heals %s", path)
+			return nil, fmt.Errorf("%w: interrupted while another sessionmedic heals %s", fsio.ErrBusy, path)
 		case <-t.C:
 		}
 	}
 }
 
-// release drops the lock (closing the only descriptor of its open file description).
-func (l *pathLock) release() {
+// Release drops the lock (closing the only descriptor of its open file description). A nil
+// lock is none.
+func (l *PathLock) Release() {
 	if l != nil {
 		l.f.Close()
 	}

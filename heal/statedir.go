@@ -1,0 +1,54 @@
+package heal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/state"
+)
+
+// The engine's state directory (DESIGN §8) is heal/state's: the quarantine, the journal of
+// heals in flight, the last-good copies, the hands-off marks, the per-path lock. What follows
+// joins it to the engine.
+
+// Manifest describes one quarantined file (see [state.Manifest]).
+type Manifest = state.Manifest
+
+// Recovered says how one unfinished heal was resolved at start-up (see [state.Recovered]).
+type Recovered = state.Recovered
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// quarantineFile quarantines a file too big to hold: its bytes are copied streaming from the
+// file at path, which must be the version id names, and hash to wantSHA (the bytes the plan
+// was made from). Anything else is busy: the file changed.
+func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA string, now time.Time) (string, error) {
+	f, err := openStable(path, id)
+	if errors.Is(err, fsio.ErrChanged) {
+		return "", busyErr("%s changed since it was read", path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("quarantine: %w", err)
+	}
+	defer f.Close()
+	return e.Quarantine.PutFrom(m, id.Size, rangeContent{0, id.Size}, f, func(sum string) error {
+		if sum != wantSHA || !stillSame(f, id) {
+			return busyErr("%s changed since it was read", path)
+		}
+		return nil
+	}, now)
+}
+
+// lockPath takes the state directory's lock on path (see [state.LockPath]), and reports the
+// step "path-busy" when another process holds it.
+func (e *Engine) lockPath(ctx context.Context, path string) (*state.PathLock, error) {
+	return state.LockPath(ctx, e.StateDir, path, func() { e.step("path-busy", path) })
+}
