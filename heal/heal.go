@@ -1,9 +1,16 @@
-// Package heal inspects session files and repairs damaged ones: format validation per app
-// profile, repair planning (salvage, backup, last-good, reconcile), quarantine, the journal of
-// heals in flight and the durable, lock-holding apply. It returns results and never logs.
+// Package heal inspects session files and repairs damaged ones: the Engine (one constructor,
+// every default in [New]), Check and Heal, the walk, the choice among repair plans (salvage,
+// backup, last-good, reconcile, ...) and the durable, lock-holding apply of DESIGN §7. It
+// returns results and never logs.
 //
-// Its file I/O is heal/fsio: stable reads, durable writes through directory descriptors, the
-// open-writer check, and the fault seam, which the caller hands in as [Options.Faults].
+// Its rooms, each a package of one idea:
+//   - heal/format: verdicts and damage kinds, generic JSON/JSONL validation (whole, streaming,
+//     incremental) and the Profile interface each app's file type implements;
+//   - heal/fsio: stable reads, durable writes through directory descriptors, the open-writer
+//     check, and the fault seam, which the caller hands in as [Options.Faults];
+//   - heal/state: the state directory (quarantine, the journal of heals in flight, last-good
+//     copies, hands-off marks, the per-path lock shared by every process healing there);
+//   - heal/jsonv, heal/lock: the strict scanner; the apps' lock protocols.
 package heal
 
 import (
