@@ -24,7 +24,7 @@ import (
 //     the root, so a directory above it never excludes anything.
 //   - Those names are read through the root's location (see [rootLocations]): a root that is
 //     a symlink also stands for the directory it points to (followed once, at the root, so
-//     "/srv/oc -> ~/.openclaw/agents/main/sessions" is an OpenClaw sessions directory), and
+//     "/srv/app -> /data/app/agents/main/sessions" is read as that sessions directory), and
 //     a root whose own name has "sessions" as a word ("sessions_legacy_layout",
 //     "bot-sessions") also stands for a directory named "sessions". Only the root is read
 //     this way: below it, every name counts as it is.

@@ -32,6 +32,15 @@ func appLockProtocols() []LockProtocol {
 	return out
 }
 
+// presetEnv lists the environment variables the presets read to find their apps' default
+// locations.
+var presetEnv = []string{"QWENPAW_WORKING_DIR", "COPAW_WORKING_DIR", "PRAISONAI_HOME",
+	"OPENVIKING_CONFIG_FILE", "OPENCLAW_HOME", "OPENCLAW_STATE_DIR"}
+
+// PresetEnv returns the environment variables the presets read to find their apps (a
+// harness that must not see real app data drops them).
+func PresetEnv() []string { return slices.Clone(presetEnv) }
+
 // Presets returns the preset names (without aliases).
 func Presets() []string { return slices.Clone(presetNames) }
 

@@ -269,3 +269,20 @@ func TestPresetPatterns(t *testing.T) {
 		}
 	}
 }
+
+// Every environment variable a preset reads is in PresetEnv (a harness drops them all).
+func TestPresetEnvListsWhatThePresetsRead(t *testing.T) {
+	listed := map[string]bool{}
+	for _, k := range PresetEnv() {
+		listed[k] = true
+	}
+	for _, name := range Presets() {
+		env := Env{Home: "/home/u", Getenv: func(k string) string {
+			if !listed[k] {
+				t.Errorf("preset %s reads $%s, which PresetEnv does not list", name, k)
+			}
+			return ""
+		}}
+		PresetRule(name, env)
+	}
+}

@@ -257,7 +257,7 @@ func genChunk(size int, seed uint64) []byte {
 func (g *gen) smallFile(kind, seq int) (string, []byte) {
 	n := 1 + g.r.IntN(6)
 	switch kind {
-	case 0: // a CoPaw-like store: id, title, messages with role and content
+	case 0: // a chat store: id, title, messages with role and content
 		msgs := make([]map[string]any, n)
 		for k := range msgs {
 			role := []string{"user", "assistant"}[k%2]
@@ -265,7 +265,7 @@ func (g *gen) smallFile(kind, seq int) (string, []byte) {
 		}
 		b, _ := json.MarshalIndent(map[string]any{"id": fmt.Sprintf("%016x", g.r.Uint64()), "title": g.prose(4), "messages": msgs, "archived": false}, "", "  ")
 		return fmt.Sprintf("session-%05d.json", seq), b
-	case 1: // a PraisonAI-like session: chat history, state, links
+	case 1: // an agent session: chat history, state, links
 		hist := make([]map[string]any, n)
 		for k := range hist {
 			role := []string{"user", "assistant"}[k%2]
@@ -277,7 +277,7 @@ func (g *gen) smallFile(kind, seq int) (string, []byte) {
 			b = escapeNonASCII(b)
 		}
 		return fmt.Sprintf("chat-%05d.json", seq), b
-	case 2: // an index of sessions (an OpenClaw-like store)
+	case 2: // an index of sessions (a store keyed by session)
 		idx := map[string]any{}
 		for k := 0; k < n; k++ {
 			idx[fmt.Sprintf("agent:main:%08x", g.r.Uint32())] = map[string]any{
@@ -286,7 +286,7 @@ func (g *gen) smallFile(kind, seq int) (string, []byte) {
 		}
 		b, _ := json.MarshalIndent(idx, "", "  ")
 		return fmt.Sprintf("sessions-%05d.json", seq), b
-	case 3: // an OpenClaw-like transcript: a session header, then typed records
+	case 3: // a transcript: a session header, then typed records
 		var buf bytes.Buffer
 		buf.Write(mustMarshal(map[string]any{"type": "session", "version": 3, "id": fmt.Sprintf("%016x", g.r.Uint64()), "timestamp": g.timestamp(), "cwd": "/home/user/project"}))
 		buf.WriteByte('\n')
@@ -297,7 +297,7 @@ func (g *gen) smallFile(kind, seq int) (string, []byte) {
 			buf.WriteByte('\n')
 		}
 		return fmt.Sprintf("%016x.jsonl", g.r.Uint64()), buf.Bytes()
-	case 4: // a nanobot-like log: a metadata line, then messages (Python style escapes)
+	case 4: // a log: a metadata line, then messages (Python style escapes)
 		var buf bytes.Buffer
 		buf.Write(mustMarshal(map[string]any{"_type": "metadata", "created_at": g.timestamp(), "updated_at": g.timestamp(), "metadata": map[string]any{}, "last_consolidated": 0}))
 		buf.WriteByte('\n')

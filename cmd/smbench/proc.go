@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // selfCPU is this process's user+system CPU time so far (all threads).
@@ -125,8 +127,10 @@ func childEnv(home, stateDir string) []string {
 	drop := map[string]bool{
 		"HOME": true, "XDG_STATE_HOME": true, "XDG_DATA_HOME": true, "STATE_DIRECTORY": true,
 		"NOTIFY_SOCKET": true, "WATCHDOG_USEC": true, "WATCHDOG_PID": true,
-		"QWENPAW_WORKING_DIR": true, "COPAW_WORKING_DIR": true, "OPENCLAW_STATE_DIR": true,
-		"PRAISONAI_HOME": true, "OPENVIKING_CONFIG_FILE": true, "SESSIONMEDIC_DEBUG": true,
+		"SESSIONMEDIC_DEBUG": true,
+	}
+	for _, k := range policy.PresetEnv() {
+		drop[k] = true
 	}
 	var env []string
 	for _, kv := range os.Environ() {

@@ -4,7 +4,7 @@
 // The grammar is RFC 8259 with no extensions: no comments, trailing commas, single quotes,
 // leading '+', leading zeros, hexadecimal numbers, or unescaped control characters. Every byte
 // of the input must be valid UTF-8. A [Dialect] switches on the two extensions some readers
-// have: Python's NaN and Infinity literals and CoPaw's surrogatepass decoding.
+// have: Python's NaN and Infinity literals and a Python reader's surrogatepass decoding.
 //
 // Escaped lone surrogates such as "\ud800" are accepted, because the Python and JavaScript
 // readers accept them. This is the single intended difference from the strict RFC 7493
@@ -33,7 +33,7 @@ type Dialect struct {
 	// NonFinite accepts the literals NaN, Infinity and -Infinity as numbers (Python json).
 	NonFinite bool
 	// Surrogates accepts UTF-8-encoded surrogate code points (ED A0 80 .. ED BF BF) in the raw
-	// bytes of strings (CoPaw reads with errors="surrogatepass").
+	// bytes of strings (a Python app that reads with errors="surrogatepass").
 	Surrogates bool
 }
 
