@@ -95,7 +95,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		return "", err
 	}
 	e.step("journaled", t.Path)
-	// The inspected file goes last: a plan's other edits (OpenViking's message_count) are
+	// The inspected file goes last: a plan's other edits (a count in a metadata file) are
 	// then never left behind by a failure or a crash, which a later inspection of the
 	// inspected file could no longer see.
 	changed := false

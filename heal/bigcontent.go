@@ -42,7 +42,7 @@ func (c rangeContent) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 // validLines is the JSONL salvage of the original of the given size: each valid record line,
 // byte for byte, ended by '\n'.
 type validLines struct {
-	typ  fileType
+	typ  format.Profile
 	size int64
 }
 

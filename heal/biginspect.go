@@ -61,8 +61,8 @@ func stillSame(f *os.File, id Identity) bool {
 // wholeLimit is the largest plain JSON or JSONL file read whole: a healthy one needs its
 // bytes up to there (JSONL: the line-aligned prefix check against last-good; JSON: its
 // last-good copy), and a larger one is judged streaming.
-func (e *Engine) wholeLimit(r *policy.Rule, typ fileType) int64 {
-	if typ.jsonl() {
+func (e *Engine) wholeLimit(r *policy.Rule, typ format.Profile) int64 {
+	if typ.JSONL() {
 		return streamThreshold
 	}
 	if lg := e.LastGood.MaxFileBytes; r.KeepLastGood && r.Mode != policy.ModeObserve {
@@ -102,7 +102,7 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 		return true
 	}
 	if v.Status == Healthy {
-		if in.ctx.typ.jsonl() {
+		if in.ctx.typ.JSONL() {
 			if id.Size <= streamThreshold {
 				return false // read whole: the line-aligned prefix check against last-good
 			}

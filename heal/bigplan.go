@@ -44,7 +44,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		}
 		if data != nil {
 			mc := &memCand{strategy: s, data: data, prefix: &prefixMatch{data: data}}
-			if c.typ.jsonl() {
+			if c.typ.JSONL() {
 				mc.kept = map[string]bool{}
 				for _, l := range splitJSONL(data, c.typ) {
 					mc.kept[string(bytes.TrimRight(l.Raw, "\r"))] = true
@@ -83,7 +83,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 	}
 	var salvH *rangeHash
 	salvFirst := &firstNonWS{}
-	if !c.typ.jsonl() && in.bigEnd > 0 {
+	if !c.typ.JSONL() && in.bigEnd > 0 {
 		salvH = newRangeHash(0, in.bigEnd)
 		ws = append(ws, salvH, salvFirst)
 	}
@@ -99,7 +99,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		salvLines                 = sha256.New()
 	)
 	r := io.TeeReader(io.NewSectionReader(f, 0, size), io.MultiWriter(ws...))
-	if c.typ.jsonl() {
+	if c.typ.JSONL() {
 		err = format.EachLine(r, func(start int64, line []byte, terminated bool) error {
 			ll := int64(len(line))
 			if terminated {
@@ -178,7 +178,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		var p *plan
 		switch s {
 		case policy.Salvage:
-			if c.typ.jsonl() && salvKeep > 0 {
+			if c.typ.JSONL() && salvKeep > 0 {
 				p = bigPlan(s, validLines{typ: c.typ, size: size}, hex.EncodeToString(salvLines.Sum(nil)), salvSize, salvPrefix)
 				p.keep, p.total, p.lostRecords, p.lostBytes = salvKeep, total, salvLost, salvLostB
 			} else if salvH != nil {
@@ -190,7 +190,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 			if bomLess {
 				p = bigPlan(s, rangeContent{3, size - 3}, normH.sum(), size-3, false)
 				p.lostBytes = 3
-				if c.typ.jsonl() {
+				if c.typ.JSONL() {
 					p.total, p.lostRecords, p.keep = total, 1, total-1
 					if !line1Blank {
 						p.keep++
@@ -207,7 +207,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 				p = bigPlan(s, memContent(mc.data), sha(mc.data), int64(len(mc.data)), mc.prefix.n == int64(len(mc.data)))
 				p.edits[0].data = mc.data
 				p.keep = records(c.typ, mc.data)
-				if c.typ.jsonl() {
+				if c.typ.JSONL() {
 					p.total, p.lostRecords, p.lostBytes = total, mc.lost, mc.lostB
 				} else {
 					// The damaged document does not parse: it holds no record to lose.

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sessionmedic/sessionmedic/heal/apps"
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/state"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
@@ -26,9 +28,10 @@ type Engine struct {
 	Journal    state.Journal
 	LastGood   state.LastGood
 
-	handsOff state.HandsOff // the files an operator restored
-	inc      incCache       // append-only files last seen healthy
-	fs       fsio.FS        // every write of the engine (and of its quarantine, journal and last-good)
+	handsOff state.HandsOff   // the files an operator restored
+	reg      *format.Registry // the profiles of the formats a rule may name (heal/apps)
+	inc      incCache         // append-only files last seen healthy
+	fs       fsio.FS          // every write of the engine (and of its quarantine, journal and last-good)
 
 	oneShot     bool
 	quietCheck  time.Duration
@@ -51,7 +54,7 @@ type Options struct {
 
 	// QuietCheck, for files of apps with no lock, is how long the file must stay unchanged
 	// once more right before it is quarantined and replaced: a save that began after the
-	// file settled (a CoPaw open(w) caught between its truncate and its write) is seen.
+	// file settled (an app's open(w) caught between its truncate and its write) is seen.
 	// 0 means DefaultQuietCheck; a negative value turns it off.
 	QuietCheck time.Duration
 
@@ -77,7 +80,7 @@ type Options struct {
 // New returns an engine whose state lives under cfg.StateDir.
 func New(cfg *policy.Config, o Options) *Engine {
 	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: o.Now, oneShot: o.OneShot,
-		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step, fs: fsio.FS{Faults: o.Faults}}
+		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step, fs: fsio.FS{Faults: o.Faults}, reg: apps.Registry()}
 	if e.Now == nil {
 		e.Now = time.Now
 	}
@@ -116,7 +119,7 @@ type Target struct {
 var errNoRule = errors.New("no rule covers this file and its format cannot be detected")
 
 func (e *Engine) newReport(t Target) Report {
-	r := Report{Path: t.Path, Rule: t.Rule.Name, Format: classify(t.Rule.Format, t.Path).String(), Offset: -1}
+	r := Report{Path: t.Path, Rule: t.Rule.Name, Format: e.profile(t.Rule.Format, t.Path).Name(), Offset: -1}
 	if !utf8.ValidString(t.Path) {
 		r.PathB64 = base64.StdEncoding.EncodeToString([]byte(t.Path))
 	}

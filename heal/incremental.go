@@ -86,7 +86,7 @@ func windowHashes(r io.ReaderAt, size int64) (head, window uint64, err error) {
 }
 
 // remember records a file just validated in full as healthy.
-func (c *incCache) remember(path string, t fileType, id Identity, data []byte) {
+func (c *incCache) remember(path string, t format.Profile, id Identity, data []byte) {
 	if !t.AppendOnly() || len(data) == 0 || data[len(data)-1] != '\n' {
 		c.drop(path)
 		return
@@ -96,7 +96,7 @@ func (c *incCache) remember(path string, t fileType, id Identity, data []byte) {
 }
 
 // rememberFile records a large file validated streaming, hashing its windows from disk.
-func (c *incCache) rememberFile(path string, t fileType, id Identity) {
+func (c *incCache) rememberFile(path string, t format.Profile, id Identity) {
 	f, err := os.Open(path)
 	if err != nil {
 		c.drop(path)
@@ -114,7 +114,7 @@ func (c *incCache) rememberFile(path string, t fileType, id Identity) {
 // tryIncremental validates only what was appended to a file last seen healthy. ok is false
 // when the file is not a pure append of that version (or is damaged): then the caller reads
 // it in full.
-func (c *incCache) tryIncremental(path string, t fileType, maxSize int64) (id Identity, ok bool) {
+func (c *incCache) tryIncremental(path string, t format.Profile, maxSize int64) (id Identity, ok bool) {
 	if !t.AppendOnly() {
 		return id, false
 	}

@@ -10,7 +10,7 @@ import (
 
 // inspect reads and judges a target.
 func (e *Engine) inspect(t Target) *inspection {
-	in := &inspection{ctx: fileCtx{path: t.Path, typ: classify(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
+	in := &inspection{ctx: fileCtx{path: t.Path, typ: e.profile(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
 	if id, ok := e.inc.tryIncremental(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok {
 		in.id, in.incremental, in.verdict = id, true, healthy()
 		return in
@@ -57,7 +57,7 @@ func (e *Engine) inspect(t Target) *inspection {
 		}
 		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
-	if in.ctx.typ.jsonl() {
+	if in.ctx.typ.JSONL() {
 		// Only a JSONL checklist reads last-good (a cut at a line boundary); for the others it
 		// is loaded when a repair is planned.
 		in.ctx.lastGood = e.LastGood.Get(t.Path)
@@ -105,16 +105,17 @@ func (e *Engine) inspect(t Target) *inspection {
 	return in
 }
 
+// missingSkip: a missing file its profile would not judge anyway (another era of the app).
 func missingSkip(c *fileCtx) string {
-	if c.typ == ftOpenClawStore {
-		return openclawSQLiteEra(c.path)
+	if s, ok := c.typ.(format.Skipper); ok {
+		return s.SkipReason(c.path, nil)
 	}
 	return ""
 }
 
 func missingEvidence(c *fileCtx) string {
-	if c.typ == ftPraison {
-		return "the app's .corrupt copy is next to it"
+	if d, ok := c.typ.(format.MissingDetector); ok {
+		return d.MissingEvidence()
 	}
-	return "backups or transcripts show it existed"
+	return "backups show it existed"
 }

@@ -99,14 +99,14 @@ var planners = map[policy.Strategy]planner{
 		return reconcile(&in.ctx, in.data, in.missing, in.verdict.Kind)
 	},
 	policy.DropInvalidEntries: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
-		if in.ctx.typ == ftOpenClawStore && !in.missing {
-			return openclawDropInvalid(in.data)
+		if d, ok := in.ctx.typ.(format.EntryDropper); ok && !in.missing {
+			return d.DropInvalid(in.data)
 		}
 		return nil
 	},
 	policy.RestoreFields: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
-		if in.ctx.typ == ftPraison && !in.missing && in.ctx.lastGood != nil {
-			return praisonRestoreFields(in.ctx.path, in.data, in.ctx.lastGood)
+		if r, ok := in.ctx.typ.(format.FieldRestorer); ok && !in.missing && in.ctx.lastGood != nil {
+			return r.RestoreFields(in.ctx.path, in.data, in.ctx.lastGood)
 		}
 		return nil
 	},
@@ -167,15 +167,17 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 	if strategy == "normalize" {
 		p.lostBytes = int64(len(in.data) - len(data))
 	}
-	if in.ctx.typ == ftOVMessages {
-		ovCountEdit(p, in.ctx.path, data)
+	if l, ok := in.ctx.typ.(format.LinkedEditor); ok {
+		if o, ok := l.LinkedEdit(in.ctx.path, data); ok {
+			p.edits = append(p.edits, edit{path: o.Path, old: o.Old, oldID: o.OldID, data: o.Data})
+		}
 	}
 	return p
 }
 
 // measureLoss counts what the result drops of the damaged file.
 func measureLoss(p *plan, c *fileCtx, old, data []byte) {
-	if !c.typ.jsonl() {
+	if !c.typ.JSONL() {
 		p.total = records(c.typ, old)
 		if lost := p.total - p.keep; lost > 0 {
 			p.lostRecords = lost
@@ -190,9 +192,9 @@ func measureLoss(p *plan, c *fileCtx, old, data []byte) {
 	for _, l := range splitJSONL(data, c.typ) {
 		kept[string(bytes.TrimRight(l.Raw, "\r"))] = true
 	}
-	var archived map[string]bool
-	if c.typ == ftOVMessages {
-		archived = ovArchivedIDs(filepath.Dir(c.path))
+	var gone func(*jsonv.Value) bool
+	if s, ok := c.typ.(format.Superseder); ok {
+		gone = s.Superseded(c.path)
 	}
 	for _, l := range splitJSONL(old, c.typ) {
 		if l.Blank {
@@ -202,7 +204,7 @@ func measureLoss(p *plan, c *fileCtx, old, data []byte) {
 		if kept[string(bytes.TrimRight(l.Raw, "\r"))] || (l.Val == nil && !l.Terminated && bytes.Contains(data, l.Raw)) {
 			continue // kept, or a torn last record whose whole version the result holds
 		}
-		if l.Val != nil && archived[strOf(l.Val.Get("id"))] {
+		if l.Val != nil && gone != nil && gone(l.Val) {
 			continue // preserved in a finished archive
 		}
 		p.lostRecords++
@@ -219,13 +221,14 @@ func commonPrefix(a, b []byte) int {
 }
 
 // salvage: JSON keeps the bytes of the first complete value; JSONL keeps every complete
-// record line byte for byte. A missing PraisonAI file salvages from the app's .corrupt copy.
+// record line byte for byte. A missing file salvages from the copies its app set aside.
 func salvage(c *fileCtx, data []byte, missing bool) []byte {
 	if missing {
-		if c.typ != ftPraison {
+		d, ok := c.typ.(format.MissingDetector)
+		if !ok {
 			return nil
 		}
-		for _, src := range praisonCorruptCopies(c.path) {
+		for _, src := range d.MissingSources(c.path) {
 			b, _, err := fsio.ReadStable(src, c.maxSize)
 			if err != nil {
 				continue
@@ -240,46 +243,21 @@ func salvage(c *fileCtx, data []byte, missing bool) []byte {
 		}
 		return nil
 	}
-	if !c.typ.jsonl() {
-		end, err := jsonv.FirstValue(data, c.typ.dialect())
+	if !c.typ.JSONL() {
+		end, err := jsonv.FirstValue(data, c.typ.Dialect())
 		if err != nil || end >= len(bytes.TrimRight(data, " \t\r\n")) {
 			return nil
 		}
 		return data[:end]
 	}
-	var archived map[string]bool
-	if c.typ == ftOVMessages {
-		archived = ovArchivedIDs(filepath.Dir(c.path))
-	}
-	var out []byte
-	for _, l := range splitJSONL(data, c.typ) {
-		if l.Val == nil || archived[strOf(l.Val.Get("id"))] {
-			continue
-		}
-		out = append(out, data[l.Start:l.End]...)
-		if !l.Terminated {
-			out = append(out, '\n')
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
+	return format.KeepLines(c.typ, c.path, data)
 }
 
 // recordKey identifies a JSONL record across versions of a file.
-func recordKey(t fileType, l jsonlLine) string {
-	switch t {
-	case ftNanobot:
-		if strOf(l.Val.Get("_type")) == "metadata" {
-			return "\x00metadata"
-		}
-	case ftOVMessages, ftOpenClawTranscript:
-		if id := strOf(l.Val.Get("id")); id != "" {
-			if strOf(l.Val.Get("type")) == "session" {
-				return "\x00header"
-			}
-			return "id:" + id
+func recordKey(t format.Profile, l jsonlLine) string {
+	if k, ok := t.(format.RecordKeyer); ok {
+		if key := k.RecordKey(l.Val); key != "" {
+			return key
 		}
 	}
 	return string(bytes.TrimRight(l.Raw, "\r"))
@@ -289,7 +267,7 @@ func recordKey(t fileType, l jsonlLine) string {
 // tail was torn after the copy was taken): last-good's records in order, a newer version of
 // a keyed record (the metadata line) replacing its old one, then the new records in order.
 func union(c *fileCtx, lastGood, salvaged []byte) []byte {
-	if !c.typ.jsonl() || salvaged == nil {
+	if !c.typ.JSONL() || salvaged == nil {
 		return nil
 	}
 	newer := map[string][]byte{}
@@ -329,8 +307,8 @@ func union(c *fileCtx, lastGood, salvaged []byte) []byte {
 // fromBackup returns the newest backup that passes the file's full checklist.
 func fromBackup(rule *policy.Rule, c *fileCtx) []byte {
 	var cands []string
-	if c.typ == ftOpenClawStore {
-		cands = openclawBackups(filepath.Dir(c.path))
+	if b, ok := c.typ.(format.BackupFinder); ok {
+		cands = b.Backups(c.path)
 	} else {
 		for _, tmpl := range rule.Backups {
 			m, _ := filepath.Glob(policy.ExpandTemplate(tmpl, c.path))
@@ -360,48 +338,10 @@ func reconcile(c *fileCtx, data []byte, missing bool, kind string) []byte {
 	if missing {
 		return nil
 	}
-	switch c.typ {
-	case ftPraison:
-		out, ok := praisonReconcile(c.path, data)
-		if ok {
-			return out
-		}
-	case ftOVMessages:
-		if kind == KindStaleLiveRecords {
-			return salvage(c, data, false)
-		}
-	case ftOVMeta:
-		if live, overlap, ok := ovLive(filepath.Dir(c.path)); ok && !overlap {
-			if out, ok := ovSetCount(data, live); ok {
-				return out
-			}
-		}
+	if r, ok := c.typ.(format.Reconciler); ok {
+		return r.Reconcile(c.path, data, kind)
 	}
 	return nil
-}
-
-// ovCountEdit adds the .meta.json change that keeps message_count equal to the live lines.
-func ovCountEdit(p *plan, messages string, data []byte) {
-	metaPath := filepath.Join(filepath.Dir(messages), ".meta.json")
-	meta, id, err := fsio.ReadStable(metaPath, 16<<20)
-	if err != nil {
-		return
-	}
-	live := 0
-	for _, l := range splitJSONL(data, ftOVMessages) {
-		if l.Val != nil {
-			live++
-		}
-	}
-	if out, ok := ovSetCount(meta, live); ok {
-		p.edits = append(p.edits, edit{path: metaPath, old: meta, oldID: id, data: out})
-	}
-}
-
-func praisonCorruptCopies(path string) []string {
-	m, _ := filepath.Glob(path + ".corrupt-*")
-	sort.Sort(sort.Reverse(sort.StringSlice(m)))
-	return m
 }
 
 func (p *plan) String() string {

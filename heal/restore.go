@@ -41,7 +41,7 @@ func (e *Engine) restore(ctx context.Context, m *Manifest, t Target, orig []byte
 	if err != nil && !missing {
 		return "", err
 	}
-	in := &inspection{ctx: fileCtx{path: m.Path, typ: classify(t.Rule.Format, m.Path)}, data: cur, id: id, missing: missing,
+	in := &inspection{ctx: fileCtx{path: m.Path, typ: e.profile(t.Rule.Format, m.Path)}, data: cur, id: id, missing: missing,
 		verdict: Verdict{Status: Damaged, Kind: "restore", Offset: -1, Detail: "replaced by quarantine restore " + m.ID}}
 	if !missing && sha(cur) == m.SHA256 {
 		return "", nil // already holds those bytes

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionmedic/sessionmedic/heal/apps"
 	"github.com/sessionmedic/sessionmedic/heal/format"
 )
 
@@ -27,12 +28,13 @@ func TestStreamAgreesWithInMemory(t *testing.T) {
 		"{\"type\":\"message\",\"id\":\"1\"}\n",
 		"{\"type\":\"session\",\"id\":\"s\"}\n{\"id\":\"1\"}\n",
 	}
-	for _, typ := range []fileType{ftJSONL, ftOpenClawTranscript} {
+	reg := apps.Registry()
+	for _, typ := range []format.Profile{format.JSONLog, reg.Profile("openclaw", "/x/s.jsonl")} {
 		for _, in := range inputs {
 			want := inspectBytes(&fileCtx{path: "/x/s.jsonl", typ: typ}, []byte(in))
 			got := format.StreamLines(bufio.NewReaderSize(strings.NewReader(in), 16), typ)
 			if got.Status != want.Status || got.Kind != want.Kind || got.Offset != want.Offset {
-				t.Errorf("%v %q: stream %s %s@%d, in memory %s %s@%d", typ, in, got.Status, got.Kind, got.Offset, want.Status, want.Kind, want.Offset)
+				t.Errorf("%s %q: stream %s %s@%d, in memory %s %s@%d", typ.Name(), in, got.Status, got.Kind, got.Offset, want.Status, want.Kind, want.Offset)
 			}
 		}
 	}

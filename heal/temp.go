@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
-	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -36,20 +36,11 @@ func (e *Engine) inspectTemp(t Target) (Verdict, []byte, Identity) {
 }
 
 // tempLockTarget names the session whose lock guards a temp file.
-func tempLockTarget(t Target, data []byte) string {
-	dir := filepath.Dir(t.Path)
-	switch classify(t.Rule.Format, t.Path) {
-	case ftPraison:
-		if v, err := jsonv.Parse(data, ftPraison.dialect()); err == nil {
-			if sid := v.Get("session_id"); isStr(sid) {
-				return filepath.Join(dir, praisonSafeID(sid.Str)+".json")
-			}
-		}
-		return ""
-	case ftOpenClawStore, ftOpenClawTranscript:
-		return filepath.Join(dir, "sessions.json")
+func (e *Engine) tempLockTarget(t Target, data []byte) string {
+	if o, ok := e.profile(t.Rule.Format, t.Path).(format.TempOwner); ok {
+		return o.TempLockTarget(t.Path, data)
 	}
-	return filepath.Join(dir, "session")
+	return filepath.Join(filepath.Dir(t.Path), "session")
 }
 
 // cleanTemp moves a stale app temp file into quarantine under the app's lock; the session
@@ -71,8 +62,8 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		return
 	}
 	var held interface{ Release() error } = noLock{}
-	if lt := tempLockTarget(t, data); lt != "" {
-		h, err := e.takeLock(ctx, t.Rule, lt, classify(t.Rule.Format, lt))
+	if lt := e.tempLockTarget(t, data); lt != "" {
+		h, err := e.takeLock(ctx, t.Rule, lt, e.profile(t.Rule.Format, lt))
 		if err != nil {
 			r.Verdict, r.Reason = Busy, err.Error()
 			return

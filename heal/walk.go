@@ -6,14 +6,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"sort"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
-
-var praisonCorruptRe = regexp.MustCompile(`^([A-Za-z0-9_-]+\.json)\.corrupt-\d{13}(?:-\d+)?$`)
 
 // Resolver finds the rule for a path no policy rule covers (nil: ignore the path).
 type Resolver func(path string) *policy.Rule
@@ -184,14 +182,25 @@ func (e *Engine) MissingIn(dir string) []Target {
 	})
 }
 
-// missingIn finds files whose absence is damage: an OpenClaw store renamed away by a dead
-// rotation, a PraisonAI session its own loader quarantined.
+// missingIn finds files whose absence is damage, as the profiles that can tell say (see
+// [format.MissingDetector]).
 func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Target {
-	// Only OpenClaw sessions directories and PraisonAI session directories can hold such a
-	// file: do not list any other directory a second time.
-	store := filepath.Join(dir, "sessions.json")
-	rs, rp := ruleFor(store), ruleFor(filepath.Join(dir, "x.json"))
-	if !(rs != nil && classify(rs.Format, store) == ftOpenClawStore) && !(rp != nil && classify(rp.Format, dir+"/x.json") == ftPraison) {
+	// Only a directory a rule maps to such a profile can hold such a file: do not list any
+	// other directory a second time.
+	covers := func(d format.MissingDetector, p string) *policy.Rule {
+		r := ruleFor(p)
+		if r != nil && e.profile(r.Format, p).Name() == d.(format.Profile).Name() {
+			return r
+		}
+		return nil
+	}
+	var ds []format.MissingDetector
+	for _, p := range e.reg.Profiles() {
+		if d, ok := p.(format.MissingDetector); ok && covers(d, filepath.Join(dir, d.Probe())) != nil {
+			ds = append(ds, d)
+		}
+	}
+	if len(ds) == 0 {
 		return nil
 	}
 	ents, err := os.ReadDir(dir)
@@ -203,30 +212,15 @@ func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Targ
 		names[i] = en.Name()
 	}
 	var out []Target
-	// The directory's own name says whether it is an OpenClaw sessions directory: it is read
-	// through a symlinked rule root, which stands for the directory it points to.
-	if r := ruleFor(store); r != nil && classify(r.Format, store) == ftOpenClawStore && openclawStoreMissing(resolved(dir), names) {
-		out = append(out, Target{Path: store, Rule: r, Missing: true})
-	}
-	for _, n := range names {
-		m := praisonCorruptRe.FindStringSubmatch(n)
-		if m == nil || slices.Contains(names, m[1]) {
-			continue
-		}
-		live := filepath.Join(dir, m[1])
-		if r := ruleFor(live); r != nil && classify(r.Format, live) == ftPraison {
-			out = append(out, Target{Path: live, Rule: r, Missing: true})
+	for _, d := range ds {
+		for _, n := range d.MissingIn(dir, names) {
+			p := filepath.Join(dir, n)
+			if r := covers(d, p); r != nil {
+				out = append(out, Target{Path: p, Rule: r, Missing: true})
+			}
 		}
 	}
 	return out
-}
-
-// resolved is dir read through every symlink on its way (dir itself when that fails).
-func resolved(dir string) string {
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		return real
-	}
-	return dir
 }
 
 var lockNameRe = regexp.MustCompile(`(\.lock|\.ovlock|^\.exact\.ovlock\..*)$`)

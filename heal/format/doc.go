@@ -4,15 +4,19 @@
 // torn last line, a healthy JSONL file that is a line-aligned prefix of its last-good copy);
 // streaming validation in bounded memory ([StreamLines], [StreamVerdict], [EachLine]); the
 // check of bytes appended to an append-only file ([AppendedValid]); and the [Profile]
-// interface through which all of it asks what one app's file type is. Nothing here names an
-// app: where an app differs, the code asks its Profile.
+// interface through which all of it asks what one app's file type is, with the generic
+// profiles ([JSON], [JSONLog]) and the [Registry] that maps a rule's format and a path to a
+// profile. Nothing here names an app: where an app differs, the code asks its Profile.
 //
 // It imports heal/jsonv (the strict scanner) and heal/fsio (stable reads, identities), never
 // heal; its import test keeps it so.
 //
 // # Adding an app
 //
-// A new app's file types are Profile values. Each must answer:
+// An app is one file of heal/apps: its file types are Profile values, its format name is
+// registered with a function choosing among them by path ([Registry.Add]), and its own lock
+// protocol, if it has one, with [Registry.AddLock] (the protocol itself lives in heal/lock).
+// Each profile must answer:
 //
 //   - Name, JSONL, Dialect: how the file is named in reports, its shape, and exactly what the
 //     app's own reader accepts (no more, no less);
@@ -21,20 +25,28 @@
 //   - CheckValue or CheckLines: the app's checklist over a valid document or valid lines,
 //     returning a [Damage] of kind [KindSchema] (or a more precise kind) at the offset of the
 //     first problem, and [OK] for a file the app itself wrote and reads;
-//   - Records: how many records a valid document holds;
-//   - and, where they apply, [Skipper] (files not to judge: encrypted, another era of the
-//     app), [EmptyChecker] (an empty file judged against its neighbours) and [RecordChecker]
-//     (the checklist one record at a time, for files streamed or checked incrementally).
+//   - Records: how many records a valid document holds.
 //
-// Every profile runs the tests that every file type runs today: the sample cases of
-// heal/samples_test.go and heal/shapes_test.go (the app's real files, healthy and damaged,
-// with the exact verdict and repair each must get), the streaming-versus-in-memory
-// agreement of heal/stream_test.go, the incremental-versus-full agreement of
-// heal/incremental_test.go and the fuzz targets of heal/fuzz_test.go (healed output is
-// valid, valid input is returned byte for byte, healing twice is a no-op).
+// and, where they apply, the optional abilities, each a small interface that heal asks for
+// and does without:
 //
-// For now the app file types are still heal's fileType, whose methods map each question to
-// the per-app functions of heal/app_*.go; the next step moves each app to one file of
-// heal/apps implementing Profile, with the rest of what an app is (reconcile, backups,
-// missing-file evidence, temp and lock names), which heal still decides by file type.
+//   - judging: [Skipper] (files not to judge: encrypted, another era of the app),
+//     [EmptyChecker] (an empty file judged against its neighbours), [RecordChecker] (the
+//     checklist one record at a time, for files streamed or checked incrementally);
+//   - repairing: [Reconciler] (cross-file repairs), [LinkedEditor] (another file a repair
+//     must change with it), [Superseder] (records kept elsewhere, which salvage drops),
+//     [RecordKeyer] (a record's identity across versions, for merging with last-good),
+//     [BackupFinder] (the app's own backups), [EntryDropper] and [FieldRestorer] (the
+//     opt-in drop-invalid-entries and restore-fields strategies);
+//   - the app's layout: [MissingDetector] (files whose absence is damage, the evidence, the
+//     copies to salvage from) and [TempOwner] (which file's lock guards an app temp file).
+//
+// heal/apps' tests check that every format policy accepts has a profile and every app lock
+// protocol is registered. Every profile also runs the tests that every file type runs: the
+// shared sample-case table of heal/samples_test.go and heal/shapes_test.go, fed by each app's
+// samples (its real files, healthy and damaged, with the exact verdict and repair each must
+// get); the streaming-versus-in-memory agreement of heal/stream_test.go; the
+// incremental-versus-full agreement of heal/incremental_test.go; and the fuzz targets of
+// heal/fuzz_test.go (healed output is valid, valid input is returned byte for byte, healing
+// twice is a no-op). A new app adds its samples to those tables.
 package format

@@ -1,12 +1,15 @@
 package format
 
-import "github.com/sessionmedic/sessionmedic/heal/jsonv"
+import (
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
 
 // Profile is what one file type is within its app's layout: the questions the generic
 // validation of this package asks of it. It is the contract an app file implements (see the
 // package doc, "Adding an app").
 type Profile interface {
-	// Name is the file type's name in reports ("json", "openclaw-transcript").
+	// Name is the file type's name in reports ("json", "<app>-transcript").
 	Name() string
 	// JSONL: the file holds one object record per line; otherwise one JSON document.
 	JSONL() bool
@@ -62,4 +65,80 @@ type File struct {
 	Path     string
 	LastGood []byte // nil when there is none
 	MaxSize  int64  // the rule's max_file_size (0: none)
+}
+
+// Reconciler is a Profile with cross-file repairs (DESIGN §6): the file's bytes made to
+// agree with the files around it, or nil when there is nothing to do. kind is the damage the
+// inspection found.
+type Reconciler interface {
+	Reconcile(path string, data []byte, kind string) []byte
+}
+
+// Superseder is a JSONL Profile some of whose live records are already kept elsewhere (an
+// archive): a salvage drops them, and dropping them loses nothing. Superseded returns nil
+// when no record is.
+type Superseder interface {
+	Superseded(path string) func(rec *jsonv.Value) bool
+}
+
+// LinkedEditor is a Profile whose file, when a repair rewrites it to data, must be matched
+// by an edit of another file (a count kept in a metadata file). ok is false when none is
+// needed.
+type LinkedEditor interface {
+	LinkedEdit(path string, data []byte) (e Edit, ok bool)
+}
+
+// Edit is one more file a repair rewrites: its path, the bytes and identity read, and the
+// new bytes.
+type Edit struct {
+	Path  string
+	Old   []byte
+	OldID fsio.Identity
+	Data  []byte
+}
+
+// RecordKeyer is a JSONL Profile whose records have an identity across versions of the
+// file, so that a newer version of a record replaces its old one when a last-good copy and
+// salvaged records are merged. A key starting with NUL names a record of which the file holds
+// one only (a header); "" means the record is keyed by its bytes.
+type RecordKeyer interface {
+	RecordKey(rec *jsonv.Value) string
+}
+
+// EntryDropper is a Profile that implements the drop-invalid-entries strategy: the file
+// without the entries its checklist rejects, or nil.
+type EntryDropper interface {
+	DropInvalid(data []byte) []byte
+}
+
+// FieldRestorer is a Profile that implements the restore-fields strategy: the file with the
+// fields its app's writer drops put back from the last-good copy, or nil.
+type FieldRestorer interface {
+	RestoreFields(path string, data, lastGood []byte) []byte
+}
+
+// BackupFinder is a Profile whose app keeps its own backups: their paths, newest first,
+// replace the rule's backup templates.
+type BackupFinder interface {
+	Backups(path string) []string
+}
+
+// MissingDetector is a Profile whose files' absence can itself be damage (a store renamed
+// away, a session the app's loader set aside).
+type MissingDetector interface {
+	// Probe is a file name that a rule covering a directory that may hold such files
+	// matches to this profile; directories whose probe no rule maps here are not listed.
+	Probe() string
+	// MissingIn names the files of dir, listed as names, whose absence is damage.
+	MissingIn(dir string, names []string) []string
+	// MissingEvidence says why a missing file existed ("the app's .corrupt copy is next to it").
+	MissingEvidence() string
+	// MissingSources are files, best first, whose content a missing file's salvage may use.
+	MissingSources(path string) []string
+}
+
+// TempOwner is a Profile whose app's temp files are cleaned up under the lock of another
+// file: the one that lock guards, given the temp file's path and bytes ("" for no lock).
+type TempOwner interface {
+	TempLockTarget(temp string, data []byte) string
 }

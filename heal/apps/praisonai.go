@@ -1,61 +1,139 @@
-package heal
+package apps
 
 import (
 	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
+// PraisonAI (praisonai.md): one JSON document per session, <safe id>.json, written whole
+// without a lock; sessions form a hierarchy through parent_id and children_ids. Its loader
+// renames a file it cannot read to <name>.corrupt-<ms>, which leaves the session missing.
+
+var (
+	praisonDialect   = jsonv.Dialect{NonFinite: true}
+	praisonCorruptRe = regexp.MustCompile(`^([A-Za-z0-9_-]+\.json)\.corrupt-\d{13}(?:-\d+)?$`)
+)
+
+func addPraisonAI(r *format.Registry) {
+	r.Add("praisonai", func(string) format.Profile { return praison{} }, praison{})
+}
+
+// praison is a session file.
+type praison struct{}
+
+func (praison) Name() string           { return "praisonai" }
+func (praison) JSONL() bool            { return false }
+func (praison) Dialect() jsonv.Dialect { return praisonDialect }
+func (praison) EmptyIsDamage() bool    { return true }
+func (praison) AppendOnly() bool       { return false }
+func (praison) Plain() bool            { return false }
+func (praison) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
+	return checkPraison(f, data, root)
+}
+func (praison) CheckLines(format.File, []format.Line) format.Verdict { return format.OK() }
+func (praison) Records(root *jsonv.Value) int                        { return len(root.Get("messages").Items) }
+
+// Reconcile rebuilds children_ids from the children's parent_id.
+func (praison) Reconcile(path string, data []byte, _ string) []byte {
+	if out, ok := praisonReconcile(path, data); ok {
+		return out
+	}
+	return nil
+}
+
+// RestoreFields puts back the hierarchy fields a plain store write dropped.
+func (praison) RestoreFields(path string, data, lastGood []byte) []byte {
+	return praisonRestoreFields(path, data, lastGood)
+}
+
+// Probe: any session file name.
+func (praison) Probe() string { return "x.json" }
+
+// MissingIn: the sessions the app's loader set aside as .corrupt copies, and no live file.
+func (praison) MissingIn(_ string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		m := praisonCorruptRe.FindStringSubmatch(n)
+		if m == nil || slices.Contains(names, m[1]) {
+			continue
+		}
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func (praison) MissingEvidence() string { return "the app's .corrupt copy is next to it" }
+
+// MissingSources are the .corrupt copies of the session, newest first.
+func (praison) MissingSources(path string) []string {
+	m, _ := filepath.Glob(path + ".corrupt-*")
+	sort.Sort(sort.Reverse(sort.StringSlice(m)))
+	return m
+}
+
+// TempLockTarget: a temp file belongs to the session its session_id names.
+func (praison) TempLockTarget(temp string, data []byte) string {
+	if v, err := jsonv.Parse(data, praisonDialect); err == nil {
+		if sid := v.Get("session_id"); isStr(sid) {
+			return filepath.Join(filepath.Dir(temp), praisonSafeID(sid.Str)+".json")
+		}
+	}
+	return ""
+}
+
 var praisonSessionRe = regexp.MustCompile(`^[A-Za-z0-9_-]+\.json$`)
 
 // checkPraison: praisonai.md "What valid means" 1–6.
-func checkPraison(c *fileCtx, data []byte, root *jsonv.Value) Verdict {
+func checkPraison(f format.File, data []byte, root *jsonv.Value) format.Verdict {
 	if root.Type != jsonv.Object {
-		return damaged(KindNotObject, int64(root.Start), "top-level value is not an object")
+		return format.Damage(format.KindNotObject, int64(root.Start), "top-level value is not an object")
 	}
-	v := healthy()
+	v := format.OK()
 	msgs := root.Get("messages")
 	if msgs != nil && !isArr(msgs) {
-		return damaged(KindSchema, int64(msgs.Start), "messages is not a list")
+		return format.Damage(format.KindSchema, int64(msgs.Start), "messages is not a list")
 	}
 	if msgs != nil {
 		for i, m := range msgs.Items {
 			if !isObj(m) {
-				return damaged(KindSchema, int64(m.Start), "messages[%d] is not an object", i)
+				return format.Damage(format.KindSchema, int64(m.Start), "messages[%d] is not an object", i)
 			}
 		}
 	}
 	if a := root.Get("archived_messages"); a != nil && !isArr(a) {
-		return damaged(KindSchema, int64(a.Start), "archived_messages is not a list")
+		return format.Damage(format.KindSchema, int64(a.Start), "archived_messages is not a list")
 	}
 	if ch := root.Get("children_ids"); ch != nil && !isArr(ch) {
-		return damaged(KindSchema, int64(ch.Start), "children_ids is not a list")
+		return format.Damage(format.KindSchema, int64(ch.Start), "children_ids is not a list")
 	}
 	sid := root.Get("session_id")
-	stem := strings.TrimSuffix(filepath.Base(c.path), ".json")
+	stem := strings.TrimSuffix(filepath.Base(f.Path), ".json")
 	if !isStr(sid) {
 		v.Warnings = append(v.Warnings, "session_id is not a string")
 	} else if praisonSafeID(sid.Str) != stem {
 		v.Warnings = append(v.Warnings, "session_id does not match the file name")
 	}
 	if p := root.Get("parent_id"); isStr(p) {
-		if _, err := os.Lstat(filepath.Join(filepath.Dir(c.path), praisonSafeID(p.Str)+".json")); err != nil {
+		if _, err := os.Lstat(filepath.Join(filepath.Dir(f.Path), praisonSafeID(p.Str)+".json")); err != nil {
 			v.Warnings = append(v.Warnings, "parent session "+p.Str+" does not exist")
 		}
 	}
 	if isStr(sid) {
-		missing := praisonMissingChildren(c.path, sid.Str, root)
+		missing := praisonMissingChildren(f.Path, sid.Str, root)
 		if len(missing) > 0 {
 			if root.Get("children_ids") == nil && root.Get("snapshots") == nil && root.Get("title") == nil && root.Get("parent_id") == nil {
-				return damaged(KindDanglingReference, int64(root.End-1), "hierarchy wiped: %s names this session as its parent", strings.Join(missing, ", "))
+				return format.Damage(format.KindDanglingReference, int64(root.End-1), "hierarchy wiped: %s names this session as its parent", strings.Join(missing, ", "))
 			}
-			return damaged(KindDanglingReference, int64(root.Get("children_ids").Start), "children_ids lacks %s", strings.Join(missing, ", "))
+			return format.Damage(format.KindDanglingReference, int64(root.Get("children_ids").Start), "children_ids lacks %s", strings.Join(missing, ", "))
 		}
 	}
 	return v
@@ -90,7 +168,7 @@ func praisonChildren(path, sid string) []string {
 		if err != nil || !bytes.Contains(data, []byte(`"parent_id"`)) {
 			continue
 		}
-		v, err := jsonv.Parse(data, ftPraison.dialect())
+		v, err := jsonv.Parse(data, praisonDialect)
 		if err != nil || !isObj(v) {
 			continue
 		}
@@ -125,7 +203,7 @@ func praisonMissingChildren(path, sid string, root *jsonv.Value) []string {
 // praisonReconcile rebuilds children_ids from the children's parent_id, splicing the
 // array into the file's own bytes (indent 2, as PraisonAI writes it).
 func praisonReconcile(path string, data []byte) ([]byte, bool) {
-	root, err := jsonv.Parse(data, ftPraison.dialect())
+	root, err := jsonv.Parse(data, praisonDialect)
 	if err != nil || !isObj(root) {
 		return nil, false
 	}
@@ -210,11 +288,11 @@ func praisonRestoreFields(path string, data, lastGood []byte) []byte {
 	if out, ok := praisonReconcile(path, data); ok {
 		data = out
 	}
-	cur, err := jsonv.Parse(data, ftPraison.dialect())
+	cur, err := jsonv.Parse(data, praisonDialect)
 	if err != nil || !isObj(cur) || len(cur.Keys) == 0 {
 		return nil
 	}
-	lg, err := jsonv.Parse(lastGood, ftPraison.dialect())
+	lg, err := jsonv.Parse(lastGood, praisonDialect)
 	if err != nil || !isObj(lg) || strOf(lg.Get("session_id")) != strOf(cur.Get("session_id")) {
 		return nil
 	}

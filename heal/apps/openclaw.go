@@ -1,7 +1,8 @@
-package heal
+package apps
 
 import (
 	"bytes"
+	"context"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,10 +10,19 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
+	"github.com/sessionmedic/sessionmedic/policy"
 )
+
+// OpenClaw (openclaw.md): an agent's sessions directory holds the store sessions.json (one
+// object, an entry per session, rotated to sessions.json.bak.<ms> and written through
+// sessions.json.<uuid>.tmp) and one append-only transcript per session. Both are guarded by
+// the OpenClaw lock files of heal/lock. A file of an install of the SQLite era is left alone.
 
 var (
 	openclawSessionIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]*$`)
@@ -20,13 +30,112 @@ var (
 	openclawTempRe      = regexp.MustCompile(`(?i)^sessions\.json\.(?:\d+\.)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$`)
 )
 
+func addOpenClaw(r *format.Registry) {
+	r.Add("openclaw", func(path string) format.Profile {
+		if base := filepath.Base(path); base == "sessions.json" || strings.HasPrefix(base, "sessions.json.") {
+			return openclawStore{}
+		}
+		return openclawTranscript{}
+	}, openclawStore{}, openclawTranscript{})
+	r.AddLock(string(policy.LockOpenClaw), lockOpenClaw)
+}
+
+// openclawStore is sessions.json (and its backups and temp files).
+type openclawStore struct{}
+
+func (openclawStore) Name() string           { return "openclaw-store" }
+func (openclawStore) JSONL() bool            { return false }
+func (openclawStore) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
+func (openclawStore) EmptyIsDamage() bool    { return true }
+func (openclawStore) AppendOnly() bool       { return false }
+func (openclawStore) Plain() bool            { return false }
+func (openclawStore) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
+	return checkOpenClawStore(f, data, root)
+}
+func (openclawStore) CheckLines(format.File, []format.Line) format.Verdict { return format.OK() }
+func (openclawStore) Records(root *jsonv.Value) int                        { return len(root.Keys) }
+func (openclawStore) SkipReason(path string, _ []byte) string              { return openclawSQLiteEra(path) }
+
+// DropInvalid removes the entries that fail the per-entry checklist.
+func (openclawStore) DropInvalid(data []byte) []byte { return openclawDropInvalid(data) }
+
+// Backups: the rotation backups and complete temp files, newest first.
+func (openclawStore) Backups(path string) []string { return openclawBackups(filepath.Dir(path)) }
+
+// Probe: the store itself.
+func (openclawStore) Probe() string { return "sessions.json" }
+
+// MissingIn: a store renamed away by a rotation that died, which backups or transcripts
+// show existed. The directory's own name says whether it is a sessions directory: it is read
+// through a symlinked rule root, which stands for the directory it points to.
+func (openclawStore) MissingIn(dir string, names []string) []string {
+	if openclawStoreMissing(fsio.Resolved(dir), names) {
+		return []string{"sessions.json"}
+	}
+	return nil
+}
+
+func (openclawStore) MissingEvidence() string        { return "backups or transcripts show it existed" }
+func (openclawStore) MissingSources(string) []string { return nil }
+
+// TempLockTarget: the store's temp files are written under the store's lock.
+func (openclawStore) TempLockTarget(temp string, _ []byte) string {
+	return filepath.Join(filepath.Dir(temp), "sessions.json")
+}
+
+// openclawTranscript is one session's append-only transcript.
+type openclawTranscript struct{}
+
+func (openclawTranscript) Name() string             { return "openclaw-transcript" }
+func (openclawTranscript) JSONL() bool              { return true }
+func (openclawTranscript) Dialect() jsonv.Dialect   { return jsonv.Dialect{} }
+func (openclawTranscript) EmptyIsDamage() bool      { return true }
+func (openclawTranscript) AppendOnly() bool         { return true }
+func (openclawTranscript) Plain() bool              { return false }
+func (openclawTranscript) Records(*jsonv.Value) int { return 1 }
+func (openclawTranscript) CheckValue(format.File, []byte, *jsonv.Value) format.Verdict {
+	return format.OK()
+}
+func (openclawTranscript) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return checkOpenClawTranscript(f, lines)
+}
+func (openclawTranscript) SkipReason(path string, _ []byte) string { return openclawSQLiteEra(path) }
+func (openclawTranscript) RecordProblem(rec []byte, first bool) string {
+	return transcriptLineProblem(rec, first)
+}
+func (openclawTranscript) NoRecords() format.Verdict {
+	return format.Damage(format.KindEmpty, 0, "transcript has no header")
+}
+func (openclawTranscript) AppendedOK(rec []byte) bool { return transcriptAppendedOK(rec) }
+
+// RecordKey: an entry is keyed by its id, the session header apart.
+func (openclawTranscript) RecordKey(rec *jsonv.Value) string { return idKey(rec) }
+
+// TempLockTarget: temp files are written under the store's lock.
+func (openclawTranscript) TempLockTarget(temp string, _ []byte) string {
+	return filepath.Join(filepath.Dir(temp), "sessions.json")
+}
+
+// lockOpenClaw takes the store's lock for the store, a transcript's own lock for it.
+func lockOpenClaw(ctx context.Context, path string, p format.Profile, wait, stale time.Duration) (format.Lock, error) {
+	o := lock.Options{Wait: wait, Stale: stale}
+	if o.Stale == 0 {
+		o.Stale = 30 * time.Second
+	}
+	if _, ok := p.(openclawStore); ok {
+		return lock.OpenClaw(ctx, filepath.Join(filepath.Dir(path), "sessions.json.lock"), false, o)
+	}
+	o.Stale = 30 * time.Minute
+	return lock.OpenClaw(ctx, path+".lock", true, o)
+}
+
 // openclawSQLiteEra returns why a file of a SQLite-era install must be left alone, or "".
 func openclawSQLiteEra(path string) string {
 	sessions := filepath.Dir(path)
 	if filepath.Base(sessions) != "sessions" || filepath.Base(filepath.Dir(filepath.Dir(sessions))) != "agents" {
 		// Not <state>/agents/<id>/sessions as written: a symlinked rule root; the layout is
 		// where it points.
-		sessions = resolved(sessions)
+		sessions = fsio.Resolved(sessions)
 	}
 	agentDir := filepath.Dir(sessions) // <state>/agents/<id>
 	if _, err := os.Lstat(filepath.Join(agentDir, "agent", "openclaw-agent.sqlite")); err == nil {
@@ -78,22 +187,22 @@ func openclawEntryProblem(e *jsonv.Value) string {
 	return ""
 }
 
-func checkOpenClawStore(c *fileCtx, data []byte, root *jsonv.Value) Verdict {
+func checkOpenClawStore(f format.File, data []byte, root *jsonv.Value) format.Verdict {
 	if root.Type != jsonv.Object {
-		return damaged(KindNotObject, int64(root.Start), "store is not an object")
+		return format.Damage(format.KindNotObject, int64(root.Start), "store is not an object")
 	}
 	for _, m := range root.Keys {
 		if p := openclawEntryProblem(m.Val); p != "" {
-			return damaged(KindSchema, int64(m.KeyStart), "%s: %s", m.Key, p)
+			return format.Damage(format.KindSchema, int64(m.KeyStart), "%s: %s", m.Key, p)
 		}
 	}
-	v := healthy()
-	if filepath.Base(c.path) != "sessions.json" {
+	v := format.OK()
+	if filepath.Base(f.Path) != "sessions.json" {
 		return v
 	}
 	if len(root.Keys) == 0 {
-		if bak := openclawWipeEvidence(c.path); bak != "" {
-			return damaged(KindWipedPlaceholder, 0, "empty store, but %s holds entries whose transcripts are live and unreferenced", filepath.Base(bak))
+		if bak := openclawWipeEvidence(f.Path); bak != "" {
+			return format.Damage(format.KindWipedPlaceholder, 0, "empty store, but %s holds entries whose transcripts are live and unreferenced", filepath.Base(bak))
 		}
 	}
 	return v
@@ -188,7 +297,7 @@ func openclawStoreMissing(dir string, names []string) bool {
 	return false
 }
 
-func checkOpenClawTranscript(c *fileCtx, lines []jsonlLine) Verdict {
+func checkOpenClawTranscript(_ format.File, lines []format.Line) format.Verdict {
 	first := true
 	for i, l := range lines {
 		if l.Blank {
@@ -197,18 +306,18 @@ func checkOpenClawTranscript(c *fileCtx, lines []jsonlLine) Verdict {
 		if first {
 			first = false
 			if t := l.Val.Get("type"); !isStr(t) || t.Str != "session" || !isStr(l.Val.Get("id")) {
-				return damaged(KindSchema, int64(l.Start), "line 1 is not a session header")
+				return format.Damage(format.KindSchema, int64(l.Start), "line 1 is not a session header")
 			}
 			continue
 		}
 		if !isStr(l.Val.Get("type")) {
-			return damaged(KindSchema, int64(l.Start), "line %d: entry has no string type", i+1)
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: entry has no string type", i+1)
 		}
 	}
 	if first {
-		return damaged(KindEmpty, 0, "transcript has no header")
+		return format.Damage(format.KindEmpty, 0, "transcript has no header")
 	}
-	return healthy()
+	return format.OK()
 }
 
 // openclawDropInvalid removes the entries that fail the per-entry checklist, keeping every

@@ -1,0 +1,348 @@
+package apps
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// OpenViking (openviking.md): a session directory holds messages.jsonl, the live messages
+// rewritten whole, and .meta.json, whose message_count follows them; history/archive_NNN
+// holds the messages a commit archived. Files in an OVE1 envelope are encrypted and left
+// alone. Its lock is the OpenViking path lock of heal/lock.
+
+var ovDialect = jsonv.Dialect{NonFinite: true}
+
+func addOpenViking(r *format.Registry) {
+	r.Add("openviking", func(path string) format.Profile {
+		if filepath.Base(path) == ".meta.json" {
+			return ovMeta{}
+		}
+		return ovMessages{}
+	}, ovMessages{}, ovMeta{})
+	r.AddLock(string(policy.LockOpenViking), lockOpenViking)
+}
+
+// ovMessages is a session's messages.jsonl.
+type ovMessages struct{}
+
+func (ovMessages) Name() string             { return "openviking-messages" }
+func (ovMessages) JSONL() bool              { return true }
+func (ovMessages) Dialect() jsonv.Dialect   { return ovDialect }
+func (ovMessages) EmptyIsDamage() bool      { return false }
+func (ovMessages) AppendOnly() bool         { return false }
+func (ovMessages) Plain() bool              { return false }
+func (ovMessages) Records(*jsonv.Value) int { return 1 }
+func (ovMessages) CheckValue(format.File, []byte, *jsonv.Value) format.Verdict {
+	return format.OK()
+}
+func (ovMessages) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return checkOVMessages(f, lines)
+}
+func (ovMessages) SkipReason(_ string, data []byte) string { return ovEncrypted(data) }
+
+// CheckEmpty: an empty messages file is damage only when its metadata counts messages.
+func (ovMessages) CheckEmpty(f format.File) format.Verdict { return ovEmptyMessages(f) }
+
+// Superseded: the messages a finished commit already archived.
+func (ovMessages) Superseded(path string) func(*jsonv.Value) bool {
+	archived := ovArchivedIDs(filepath.Dir(path))
+	return func(rec *jsonv.Value) bool { return archived[strOf(rec.Get("id"))] }
+}
+
+// RecordKey: a message is keyed by its id.
+func (ovMessages) RecordKey(rec *jsonv.Value) string { return idKey(rec) }
+
+// Reconcile drops the live messages already archived.
+func (p ovMessages) Reconcile(path string, data []byte, kind string) []byte {
+	if kind == format.KindStaleLiveRecords {
+		return format.KeepLines(p, path, data)
+	}
+	return nil
+}
+
+// LinkedEdit keeps .meta.json's message_count equal to the live lines.
+func (ovMessages) LinkedEdit(messages string, data []byte) (format.Edit, bool) {
+	metaPath := filepath.Join(filepath.Dir(messages), ".meta.json")
+	meta, id, err := fsio.ReadStable(metaPath, 16<<20)
+	if err != nil {
+		return format.Edit{}, false
+	}
+	live := 0
+	for _, l := range format.Split(data, ovMessages{}) {
+		if l.Val != nil {
+			live++
+		}
+	}
+	if out, ok := ovSetCount(meta, live); ok {
+		return format.Edit{Path: metaPath, Old: meta, OldID: id, Data: out}, true
+	}
+	return format.Edit{}, false
+}
+
+// ovMeta is a session's .meta.json.
+type ovMeta struct{}
+
+func (ovMeta) Name() string             { return "openviking-meta" }
+func (ovMeta) JSONL() bool              { return false }
+func (ovMeta) Dialect() jsonv.Dialect   { return ovDialect }
+func (ovMeta) EmptyIsDamage() bool      { return true }
+func (ovMeta) AppendOnly() bool         { return false }
+func (ovMeta) Plain() bool              { return false }
+func (ovMeta) Records(*jsonv.Value) int { return 1 }
+func (ovMeta) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
+	return checkOVMeta(f, data, root)
+}
+func (ovMeta) CheckLines(format.File, []format.Line) format.Verdict { return format.OK() }
+func (ovMeta) SkipReason(_ string, data []byte) string              { return ovEncrypted(data) }
+
+// Reconcile sets message_count to the live messages, when none of them is archived.
+func (ovMeta) Reconcile(path string, data []byte, _ string) []byte {
+	if live, overlap, ok := ovLive(filepath.Dir(path)); ok && !overlap {
+		if out, ok := ovSetCount(data, live); ok {
+			return out
+		}
+	}
+	return nil
+}
+
+func ovEncrypted(data []byte) string {
+	if bytes.HasPrefix(data, []byte("OVE1")) {
+		return "encrypted (OVE1 envelope)"
+	}
+	return ""
+}
+
+// lockOpenViking takes the session's path lock below its `<workspace>/viking` tree.
+func lockOpenViking(ctx context.Context, path string, _ format.Profile, wait, stale time.Duration) (format.Lock, error) {
+	sid := filepath.Dir(path)
+	root := vikingRoot(sid)
+	if root == "" {
+		// Through a symlinked rule root, the tree above the session is where it points.
+		sid = fsio.Resolved(sid)
+		root = vikingRoot(sid)
+	}
+	return lock.OpenViking(ctx, sid, root, lock.Options{Wait: wait, Stale: stale})
+}
+
+// vikingRoot is the `<workspace>/viking` directory above a session, or "" when not found.
+func vikingRoot(sid string) string {
+	for d := sid; d != filepath.Dir(d); d = filepath.Dir(d) {
+		if filepath.Base(d) == "viking" {
+			return d
+		}
+	}
+	return ""
+}
+
+var ovArchiveRe = regexp.MustCompile(`^archive_(\d{3})$`)
+
+// ovArchive is one history/archive_NNN directory.
+type ovArchive struct {
+	n        int
+	done     bool
+	failed   bool
+	ready    bool
+	retained int // len(phase1.retained_message_ids), -1 when unknown
+	ids      map[string]bool
+}
+
+func ovArchives(sid string) []ovArchive {
+	ents, err := os.ReadDir(filepath.Join(sid, "history"))
+	if err != nil {
+		return nil
+	}
+	var out []ovArchive
+	for _, e := range ents {
+		m := ovArchiveRe.FindStringSubmatch(e.Name())
+		if m == nil || !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(sid, "history", e.Name())
+		a := ovArchive{retained: -1, ids: map[string]bool{}}
+		a.n, _ = strconv.Atoi(m[1])
+		_, err1 := os.Lstat(filepath.Join(dir, ".done"))
+		_, err2 := os.Lstat(filepath.Join(dir, ".failed.json"))
+		a.done, a.failed = err1 == nil, err2 == nil
+		if data, _, err := fsio.ReadStable(filepath.Join(dir, ".meta.json"), 16<<20); err == nil {
+			if v, err := jsonv.Parse(data, ovDialect); err == nil {
+				p := v.Get("phase1")
+				if st := p.Get("status"); isStr(st) && st.Str == "ready" {
+					a.ready = true
+				}
+				if r := p.Get("retained_message_ids"); isArr(r) {
+					a.retained = len(r.Items)
+				}
+			}
+		}
+		if data, _, err := fsio.ReadStable(filepath.Join(dir, "messages.jsonl"), 1<<30); err == nil {
+			for _, l := range format.Split(data, ovMessages{}) {
+				if id := l.Val.Get("id"); l.Val != nil && isStr(id) {
+					a.ids[id.Str] = true
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].n < out[j].n })
+	return out
+}
+
+// ovArchivedIDs are the ids of archives whose Phase 2 finished (.done, no .failed.json): only
+// those may be reconciled against (openviking.md rule 8).
+func ovArchivedIDs(sid string) map[string]bool {
+	ids := map[string]bool{}
+	for _, a := range ovArchives(sid) {
+		if a.done && !a.failed {
+			for id := range a.ids {
+				ids[id] = true
+			}
+		}
+	}
+	return ids
+}
+
+// ovMetaCount reads message_count from the session's .meta.json.
+func ovMetaCount(sid string) (int64, bool) {
+	data, _, err := fsio.ReadStable(filepath.Join(sid, ".meta.json"), 16<<20)
+	if err != nil {
+		return 0, false
+	}
+	v, err := jsonv.Parse(data, ovDialect)
+	if err != nil {
+		return 0, false
+	}
+	n := v.Get("message_count")
+	if n == nil || n.Type != jsonv.Number || !n.IsInt {
+		return 0, false
+	}
+	return n.Int, true
+}
+
+func ovEmptyMessages(f format.File) format.Verdict {
+	sid := filepath.Dir(f.Path)
+	n, ok := ovMetaCount(sid)
+	if !ok || n == 0 {
+		return format.OK()
+	}
+	arch := ovArchives(sid)
+	for i := len(arch) - 1; i >= 0; i-- {
+		if arch[i].ready {
+			if arch[i].retained == 0 {
+				return format.OK()
+			}
+			break
+		}
+	}
+	return format.Damage(format.KindEmpty, 0, "messages.jsonl is empty while .meta.json says message_count %d and no commit explains it", n)
+}
+
+func checkOVMessages(f format.File, lines []format.Line) format.Verdict {
+	seen := map[string]bool{}
+	for i, l := range lines {
+		if l.Blank {
+			continue
+		}
+		id := l.Val.Get("id")
+		if !isStr(id) {
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: message has no string id", i+1)
+		}
+		if r := l.Val.Get("role"); !isStr(r) || (r.Str != "user" && r.Str != "assistant") {
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: role is not user or assistant", i+1)
+		}
+		if !isArr(l.Val.Get("parts")) && l.Val.Get("content") == nil {
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: message has neither parts nor content", i+1)
+		}
+		if seen[id.Str] {
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: duplicate message id %s", i+1, id.Str)
+		}
+		seen[id.Str] = true
+	}
+	archived := ovArchivedIDs(filepath.Dir(f.Path))
+	stale := 0
+	first := -1
+	for _, l := range lines {
+		if l.Val != nil && archived[strOf(l.Val.Get("id"))] {
+			stale++
+			if first < 0 {
+				first = l.Start
+			}
+		}
+	}
+	if stale > 0 {
+		return format.Damage(format.KindStaleLiveRecords, int64(first), "%d live messages are already archived in a finished commit", stale)
+	}
+	return format.OK()
+}
+
+// ovLive counts the live lines of a session's messages.jsonl and whether any is archived;
+// ok is false when the file is missing or not valid.
+func ovLive(sid string) (live int, overlap bool, ok bool) {
+	data, _, err := fsio.ReadStable(filepath.Join(sid, "messages.jsonl"), 1<<30)
+	if err != nil {
+		return 0, false, false
+	}
+	archived := ovArchivedIDs(sid)
+	for _, l := range format.Split(data, ovMessages{}) {
+		if l.Blank {
+			continue
+		}
+		if l.Val == nil || !l.Terminated {
+			return 0, false, false
+		}
+		live++
+		if id := l.Val.Get("id"); isStr(id) && archived[id.Str] {
+			overlap = true
+		}
+	}
+	return live, overlap, true
+}
+
+func checkOVMeta(f format.File, data []byte, root *jsonv.Value) format.Verdict {
+	if root.Type != jsonv.Object {
+		return format.Damage(format.KindNotObject, int64(root.Start), "top-level value is not an object")
+	}
+	n := root.Get("message_count")
+	if n == nil || n.Type != jsonv.Number || !n.IsInt {
+		return format.Damage(format.KindSchema, int64(root.Start), "message_count is not an integer")
+	}
+	v := format.OK()
+	live, overlap, ok := ovLive(filepath.Dir(f.Path))
+	if ok && !overlap && int64(live) > n.Int {
+		return format.Damage(format.KindMetadataLag, int64(n.Start), "message_count %d lags %d live messages", n.Int, live)
+	}
+	if ok && int64(live) < n.Int {
+		v.Warnings = append(v.Warnings, "message_count exceeds the live messages")
+	}
+	return v
+}
+
+// ovSetCount changes only the number after "message_count" in .meta.json's own bytes.
+func ovSetCount(meta []byte, count int) ([]byte, bool) {
+	root, err := jsonv.Parse(meta, ovDialect)
+	if err != nil || !isObj(root) {
+		return nil, false
+	}
+	n := root.Get("message_count")
+	if n == nil || n.Type != jsonv.Number {
+		return nil, false
+	}
+	num := strconv.Itoa(count)
+	if bytes.Equal(n.Raw(meta), []byte(num)) {
+		return nil, false
+	}
+	out := append([]byte{}, meta[:n.Start]...)
+	out = append(out, num...)
+	return append(out, meta[n.End:]...), true
+}

@@ -1,0 +1,23 @@
+// Package apps holds what each app supported is, one file per app: the Profiles of its file
+// types (what valid means, records and their keys, cross-file checks and reconcile, backups,
+// missing-file detection, temp and lock names) and the lock protocol it uses, which heal/lock
+// implements. [Registry] gathers them with the generic profiles of heal/format; the engine
+// builds it once and asks it, by a rule's format and a path, which profile judges a file.
+//
+// It imports heal/format, heal/jsonv, heal/fsio, heal/lock and policy, never heal; its import
+// test keeps it so.
+package apps
+
+import "github.com/sessionmedic/sessionmedic/heal/format"
+
+// Registry returns the profiles of every format a policy may name, and the apps' lock
+// protocols.
+func Registry() *format.Registry {
+	r := format.NewRegistry()
+	addCopaw(r)
+	addNanobot(r)
+	addPraisonAI(r)
+	addOpenViking(r)
+	addOpenClaw(r)
+	return r
+}

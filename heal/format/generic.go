@@ -1,0 +1,48 @@
+package format
+
+import "github.com/sessionmedic/sessionmedic/heal/jsonv"
+
+// The generic profiles: JSON is one strict RFC 8259 document, JSONLog one object record per
+// line, appended to. Syntax is all their checklist is.
+var (
+	JSON    Profile = generic{name: "json"}
+	JSONLog Profile = generic{name: "jsonl", jsonl: true}
+)
+
+type generic struct {
+	name  string
+	jsonl bool
+}
+
+func (p generic) Name() string                                { return p.name }
+func (p generic) JSONL() bool                                 { return p.jsonl }
+func (generic) Dialect() jsonv.Dialect                        { return jsonv.Dialect{} }
+func (p generic) EmptyIsDamage() bool                         { return !p.jsonl }
+func (p generic) AppendOnly() bool                            { return p.jsonl }
+func (generic) Plain() bool                                   { return true }
+func (generic) CheckValue(File, []byte, *jsonv.Value) Verdict { return OK() }
+func (generic) CheckLines(File, []Line) Verdict               { return OK() }
+func (generic) Records(*jsonv.Value) int                      { return 1 }
+
+// KeepLines is the JSONL salvage of data: every valid record line byte for byte (a last one
+// given its '\n'), but the records p says are kept elsewhere; nil when none is left.
+func KeepLines(p Profile, path string, data []byte) []byte {
+	var gone func(*jsonv.Value) bool
+	if s, ok := p.(Superseder); ok {
+		gone = s.Superseded(path)
+	}
+	var out []byte
+	for _, l := range Split(data, p) {
+		if l.Val == nil || (gone != nil && gone(l.Val)) {
+			continue
+		}
+		out = append(out, data[l.Start:l.End]...)
+		if !l.Terminated {
+			out = append(out, '\n')
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
