@@ -107,21 +107,21 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 				return false // read whole: the line-aligned prefix check against last-good
 			}
 			if !e.oneShot {
-				e.inc.rememberFile(t.Path, in.ctx.typ, id)
+				e.inc.RememberFile(t.Path, in.ctx.typ, id)
 			}
 		} else if lg := e.LastGood.MaxFileBytes; t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve && (lg == 0 || id.Size <= lg) && id.Size <= planLimit {
 			return false // read whole for the last-good copy
 		}
 		in.id, in.verdict, in.incremental = id, v, true // no bytes held
 		if in.ctx.typ.AppendOnly() {
-			e.inc.full.Add(1)
+			e.inc.Full.Add(1)
 		}
 		return true
 	}
 	if in.ctx.typ.AppendOnly() {
-		e.inc.full.Add(1)
+		e.inc.Full.Add(1)
 	}
-	e.inc.drop(t.Path)
+	e.inc.Drop(t.Path)
 	in.id, in.verdict, in.big, in.bigEnd = id, v, true, firstEnd
 	return true
 }

@@ -28,10 +28,10 @@ type Engine struct {
 	Journal    state.Journal
 	LastGood   state.LastGood
 
-	handsOff state.HandsOff   // the files an operator restored
-	reg      *format.Registry // the profiles of the formats a rule may name (heal/apps)
-	inc      incCache         // append-only files last seen healthy
-	fs       fsio.FS          // every write of the engine (and of its quarantine, journal and last-good)
+	handsOff state.HandsOff     // the files an operator restored
+	reg      *format.Registry   // the profiles of the formats a rule may name (heal/apps)
+	inc      format.AppendCache // append-only files last seen healthy
+	fs       fsio.FS            // every write of the engine (and of its quarantine, journal and last-good)
 
 	oneShot     bool
 	quietCheck  time.Duration
@@ -270,7 +270,7 @@ func (e *Engine) Prune() error {
 // IncrementalStats reports how many inspections of append-only files read only the
 // appended bytes, and how many read the whole file.
 func (e *Engine) IncrementalStats() (incremental, full int64) {
-	return e.inc.incremental.Load(), e.inc.full.Load()
+	return e.inc.Incremental.Load(), e.inc.Full.Load()
 }
 
 // Fingerprint is the identity of the regular file at path now (without following a symlink):

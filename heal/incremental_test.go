@@ -151,7 +151,7 @@ func BenchmarkAppend64MiB(b *testing.B) {
 	b.Run("full", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			appendTo(b, tg.Path, chunk)
-			e.inc.drop(tg.Path)
+			e.inc.Drop(tg.Path)
 			if r := e.Check(tg); r.Verdict != Healthy {
 				b.Fatal(r)
 			}

@@ -11,7 +11,7 @@ import (
 // inspect reads and judges a target.
 func (e *Engine) inspect(t Target) *inspection {
 	in := &inspection{ctx: fileCtx{path: t.Path, typ: e.profile(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
-	if id, ok := e.inc.tryIncremental(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok {
+	if id, ok := e.inc.TryIncremental(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok {
 		in.id, in.incremental, in.verdict = id, true, healthy()
 		return in
 	}
@@ -40,15 +40,15 @@ func (e *Engine) inspect(t Target) *inspection {
 				return in
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v
-				e.inc.full.Add(1)
+				e.inc.Full.Add(1)
 				if !e.oneShot {
-					e.inc.rememberFile(t.Path, in.ctx.typ, sid)
+					e.inc.RememberFile(t.Path, in.ctx.typ, sid)
 				}
 				in.incremental = true // no bytes held: no last-good copy of a file this large
 				return in
 			case serr == nil && sid.Size > planLimit:
 				in.id, in.verdict, in.tooLarge = sid, v, true
-				e.inc.drop(t.Path)
+				e.inc.Drop(t.Path)
 				return in
 			}
 		} else if v, lid, lerr := largeVerdict(t.Path); lerr == nil {
@@ -77,11 +77,11 @@ func (e *Engine) inspect(t Target) *inspection {
 			in.verdict = inspectBytes(&in.ctx, data)
 		}
 		if in.ctx.typ.AppendOnly() {
-			e.inc.full.Add(1)
+			e.inc.Full.Add(1)
 			if in.verdict.Status == Healthy && !e.oneShot {
-				e.inc.remember(t.Path, in.ctx.typ, id, data)
+				e.inc.Remember(t.Path, in.ctx.typ, id, data)
 			} else {
-				e.inc.drop(t.Path)
+				e.inc.Drop(t.Path)
 			}
 		}
 	case errors.Is(err, os.ErrNotExist) && t.Missing:

@@ -3,7 +3,9 @@
 // empty, all-NUL and byte-order-mark files, one document or one object record per line, a
 // torn last line, a healthy JSONL file that is a line-aligned prefix of its last-good copy);
 // streaming validation in bounded memory ([StreamLines], [StreamVerdict], [EachLine]); the
-// check of bytes appended to an append-only file ([AppendedValid]); and the [Profile]
+// check of bytes appended to an append-only file ([AppendedValid]) and the memory of the
+// append-only files last seen healthy that lets a pass check only those bytes ([AppendCache]);
+// and the [Profile]
 // interface through which all of it asks what one app's file type is, with the generic
 // profiles ([JSON], [JSONLog]) and the [Registry] that maps a rule's format and a path to a
 // profile. Nothing here names an app: where an app differs, the code asks its Profile.

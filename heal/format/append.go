@@ -1,4 +1,4 @@
-package heal
+package format
 
 import (
 	"hash/maphash"
@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
@@ -31,23 +30,24 @@ type incEntry struct {
 	passes       int32
 }
 
-// incCache remembers the append-only files last seen healthy.
-type incCache struct {
+// AppendCache remembers the append-only files last seen healthy. Its zero value is empty and
+// ready; it is safe for concurrent use. Its counters are the caller's to read and to bump.
+type AppendCache struct {
 	mu sync.Mutex
 	m  map[string]incEntry
 
-	incremental atomic.Int64 // passes that read only the appended bytes
-	full        atomic.Int64 // full reads of eligible files
+	Incremental atomic.Int64 // passes that read only the appended bytes
+	Full        atomic.Int64 // full reads of eligible files (counted by the caller)
 }
 
-func (c *incCache) get(path string) (incEntry, bool) {
+func (c *AppendCache) get(path string) (incEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[path]
 	return e, ok
 }
 
-func (c *incCache) put(path string, e incEntry) {
+func (c *AppendCache) put(path string, e incEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -56,13 +56,15 @@ func (c *incCache) put(path string, e incEntry) {
 	c.m[path] = e
 }
 
-func (c *incCache) drop(path string) {
+// Drop forgets path: its next pass is a full one.
+func (c *AppendCache) Drop(path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, path)
 }
 
-// windowSeed keys the window hashes: they are compared only within this process.
+// windowSeed keys the window hashes: they are compared only within this process. It is
+// set once at start and never written after.
 var windowSeed = maphash.MakeSeed()
 
 // windowHashesOf hashes the head and the last window of data.
@@ -85,36 +87,36 @@ func windowHashes(r io.ReaderAt, size int64) (head, window uint64, err error) {
 	return maphash.Bytes(windowSeed, h), maphash.Bytes(windowSeed, w), nil
 }
 
-// remember records a file just validated in full as healthy.
-func (c *incCache) remember(path string, t format.Profile, id Identity, data []byte) {
+// Remember records a file just validated in full as healthy.
+func (c *AppendCache) Remember(path string, t Profile, id fsio.Identity, data []byte) {
 	if !t.AppendOnly() || len(data) == 0 || data[len(data)-1] != '\n' {
-		c.drop(path)
+		c.Drop(path)
 		return
 	}
 	head, window := windowHashesOf(data)
 	c.put(path, incEntry{dev: id.Dev, ino: id.Ino, size: int64(len(data)), head: head, window: window})
 }
 
-// rememberFile records a large file validated streaming, hashing its windows from disk.
-func (c *incCache) rememberFile(path string, t format.Profile, id Identity) {
+// RememberFile records a large file validated streaming, hashing its windows from disk.
+func (c *AppendCache) RememberFile(path string, t Profile, id fsio.Identity) {
 	f, err := os.Open(path)
 	if err != nil {
-		c.drop(path)
+		c.Drop(path)
 		return
 	}
 	defer f.Close()
 	head, window, err := windowHashes(f, id.Size)
 	if err != nil {
-		c.drop(path)
+		c.Drop(path)
 		return
 	}
 	c.put(path, incEntry{dev: id.Dev, ino: id.Ino, size: id.Size, head: head, window: window})
 }
 
-// tryIncremental validates only what was appended to a file last seen healthy. ok is false
+// TryIncremental validates only what was appended to a file last seen healthy. ok is false
 // when the file is not a pure append of that version (or is damaged): then the caller reads
 // it in full.
-func (c *incCache) tryIncremental(path string, t format.Profile, maxSize int64) (id Identity, ok bool) {
+func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id fsio.Identity, ok bool) {
 	if !t.AppendOnly() {
 		return id, false
 	}
@@ -146,7 +148,7 @@ func (c *incCache) tryIncremental(path string, t format.Profile, maxSize int64) 
 	if fi2, err := f.Stat(); err != nil || !fsio.IdentityOf(fi2).Same(id) {
 		return id, false
 	}
-	if len(tail) > 0 && !format.AppendedValid(t, tail) {
+	if len(tail) > 0 && !AppendedValid(t, tail) {
 		return id, false
 	}
 	next := prev
@@ -155,6 +157,6 @@ func (c *incCache) tryIncremental(path string, t format.Profile, maxSize int64) 
 		next.head, next.window, _ = windowHashes(f, id.Size)
 	}
 	c.put(path, next)
-	c.incremental.Add(1)
+	c.Incremental.Add(1)
 	return id, true
 }
