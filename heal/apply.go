@@ -133,12 +133,12 @@ func (e *Engine) verify(t Target, in *inspection) {
 	c := in.ctx
 	c.lastGood = nil
 	if id, err := fsio.StatIdentity(t.Path); err == nil && c.typ.Plain() && id.Size > e.bigAbove() {
-		f, err := openStable(t.Path, id)
+		f, err := fsio.OpenStable(t.Path, id)
 		if err != nil {
 			return
 		}
 		v, _, err := format.StreamVerdict(f, 0, id.Size, c.typ)
-		same := stillSame(f, id)
+		same := fsio.StillSame(f, id)
 		f.Close()
 		lg := e.LastGood.MaxFileBytes
 		if err != nil || !same || v.Status != Healthy || !t.Rule.KeepLastGood || (lg > 0 && id.Size > lg) || id.Size > planLimit {
@@ -336,7 +336,7 @@ func (e *Engine) putBack(d *fsio.Dir, old *os.File, ed edit, ours Identity) erro
 	}
 	// Copied from the old inode streaming: whatever its size, it is not held in memory.
 	tmp := fsio.TempName(ed.path)
-	if _, err := d.WriteTemp(tmp, rangeContent{0, fi.Size()}, old, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
+	if _, err := d.WriteTemp(tmp, fsio.Range{Off: 0, N: fi.Size()}, old, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
 		return err
 	}
 	if err := e.fs.Do("rename", ed.path, func() error { return d.Rename(filepath.Base(tmp), filepath.Base(ed.path)) }); err != nil {

@@ -1,7 +1,6 @@
 package heal
 
 import (
-	"errors"
 	"os"
 	"syscall"
 
@@ -30,34 +29,6 @@ func (e *Engine) bigAbove() int64 {
 	return bigFile
 }
 
-// openStable opens the regular file at path (not following a final symlink) and checks that
-// it is still the version id names.
-func openStable(path string, id Identity) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fsio.ErrNotRegular
-		}
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || !fsio.IdentityOf(fi).Same(id) {
-		f.Close()
-		return nil, fsio.ErrChanged
-	}
-	return f, nil
-}
-
-// stillSame reports whether the open file is still the version id names.
-func stillSame(f *os.File, id Identity) bool {
-	fi, err := f.Stat()
-	return err == nil && fsio.IdentityOf(fi).Same(id)
-}
-
-// inspectBig judges a big-eligible file over the big size streaming. done is false when the
-// caller is to go on with its own reading: the file is small, not there, not regular, over
-// max_file_size, cannot be judged streaming, or is healthy and wanted whole (for its last-good
-// copy, or for the JSONL checks against that copy).
 // wholeLimit is the largest plain JSON or JSONL file read whole: a healthy one needs its
 // bytes up to there (JSONL: the line-aligned prefix check against last-good; JSON: its
 // last-good copy), and a larger one is judged streaming.
@@ -74,6 +45,10 @@ func (e *Engine) wholeLimit(r *policy.Rule, typ format.Profile) int64 {
 	return e.bigAbove()
 }
 
+// inspectBig judges a big-eligible file over the big size streaming. done is false when the
+// caller is to go on with its own reading: the file is small, not there, not regular, over
+// max_file_size, cannot be judged streaming, or is healthy and wanted whole (for its last-good
+// copy, or for the JSONL checks against that copy).
 func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 	st, err := fsio.StatIdentity(t.Path)
 	maxSize := t.Rule.Limits.MaxFileSize
@@ -97,7 +72,7 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 	if err != nil {
 		return false
 	}
-	if !stillSame(f, id) {
+	if !fsio.StillSame(f, id) {
 		in.verdict = busy("file changed while it was read")
 		return true
 	}
@@ -125,5 +100,3 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 	in.id, in.verdict, in.big, in.bigEnd = id, v, true, firstEnd
 	return true
 }
-
-// What a temp file receives (an fsio.Content): bytes in memory, or bytes of the original.

@@ -17,7 +17,7 @@ import (
 type memCand struct {
 	strategy policy.Strategy
 	data     []byte
-	prefix   *prefixMatch
+	prefix   *fsio.PrefixMatch
 	kept     map[string]bool // JSONL: its records
 	lost     int
 	lostB    int64
@@ -43,7 +43,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 			}
 		}
 		if data != nil {
-			mc := &memCand{strategy: s, data: data, prefix: &prefixMatch{data: data}}
+			mc := &memCand{strategy: s, data: data, prefix: &fsio.PrefixMatch{Data: data}}
 			if c.typ.JSONL() {
 				mc.kept = map[string]bool{}
 				for _, l := range splitJSONL(data, c.typ) {
@@ -53,7 +53,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 			cands = append(cands, mc)
 		}
 	}
-	f, err := openStable(in.ctx.path, in.id)
+	f, err := fsio.OpenStable(in.ctx.path, in.id)
 	if err != nil {
 		if errors.Is(err, fsio.ErrChanged) {
 			return nil, busyErr("%s changed since it was read", in.ctx.path)
@@ -71,20 +71,23 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		}
 		bomLess = v.Status == Healthy
 	}
+	// One pass over the original accumulates what the plans need: the hash of the old bytes,
+	// and for each candidate the hash of its bytes (ranges of the old ones) or how much of the
+	// old bytes it keeps (candidates in memory).
 	oldH := sha256.New()
 	ws := []io.Writer{oldH}
 	for _, mc := range cands {
 		ws = append(ws, mc.prefix)
 	}
-	normH := newRangeHash(3, size)
-	normFirst := &firstNonWS{from: 3}
+	normH := fsio.NewRangeHash(3, size)
+	normFirst := &fsio.FirstNonWS{From: 3}
 	if bomLess {
 		ws = append(ws, normH, normFirst)
 	}
-	var salvH *rangeHash
-	salvFirst := &firstNonWS{}
+	var salvH *fsio.RangeHash
+	salvFirst := &fsio.FirstNonWS{}
 	if !c.typ.JSONL() && in.bigEnd > 0 {
-		salvH = newRangeHash(0, in.bigEnd)
+		salvH = fsio.NewRangeHash(0, in.bigEnd)
 		ws = append(ws, salvH, salvFirst)
 	}
 	// JSONL: the salvage's lines, and each line's fate in every candidate.
@@ -151,17 +154,17 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 	if err != nil {
 		return nil, err
 	}
-	if !stillSame(f, in.id) {
+	if !fsio.StillSame(f, in.id) {
 		return nil, busyErr("%s changed since it was read", in.ctx.path)
 	}
 	oldSHA := hex.EncodeToString(oldH.Sum(nil))
 	// A torn last record whose whole version the salvage holds is not lost.
 	if torn != nil && salvKeep > 0 {
-		cw := &containsWriter{needle: torn}
-		if _, err := (validLines{typ: c.typ, size: size}).WriteOut(cw, f); err != nil {
+		cw := &fsio.ContainsWriter{Needle: torn}
+		if _, err := (format.ValidLines{Profile: c.typ, Size: size}).WriteOut(cw, f); err != nil {
 			return nil, err
 		}
-		if cw.found {
+		if cw.Found {
 			salvLost--
 			salvLostB -= tornLen
 		}
@@ -179,16 +182,16 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		switch s {
 		case policy.Salvage:
 			if c.typ.JSONL() && salvKeep > 0 {
-				p = bigPlan(s, validLines{typ: c.typ, size: size}, hex.EncodeToString(salvLines.Sum(nil)), salvSize, salvPrefix)
+				p = bigPlan(s, format.ValidLines{Profile: c.typ, Size: size}, hex.EncodeToString(salvLines.Sum(nil)), salvSize, salvPrefix)
 				p.keep, p.total, p.lostRecords, p.lostBytes = salvKeep, total, salvLost, salvLostB
 			} else if salvH != nil {
-				p = bigPlan(s, rangeContent{0, in.bigEnd}, salvH.sum(), in.bigEnd, true)
+				p = bigPlan(s, fsio.Range{Off: 0, N: in.bigEnd}, salvH.Sum(), in.bigEnd, true)
 				p.keep = jsonRecords(salvFirst)
 				p.lostBytes = size - in.bigEnd
 			}
 		case policy.Normalize:
 			if bomLess {
-				p = bigPlan(s, rangeContent{3, size - 3}, normH.sum(), size-3, false)
+				p = bigPlan(s, fsio.Range{Off: 3, N: size - 3}, normH.Sum(), size-3, false)
 				p.lostBytes = 3
 				if c.typ.JSONL() {
 					p.total, p.lostRecords, p.keep = total, 1, total-1
@@ -204,14 +207,14 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 				if mc.strategy != s {
 					continue
 				}
-				p = bigPlan(s, memContent(mc.data), sha(mc.data), int64(len(mc.data)), mc.prefix.n == int64(len(mc.data)))
+				p = bigPlan(s, fsio.Bytes(mc.data), sha(mc.data), int64(len(mc.data)), mc.prefix.N == int64(len(mc.data)))
 				p.edits[0].data = mc.data
 				p.keep = records(c.typ, mc.data)
 				if c.typ.JSONL() {
 					p.total, p.lostRecords, p.lostBytes = total, mc.lost, mc.lostB
 				} else {
 					// The damaged document does not parse: it holds no record to lose.
-					p.lostBytes = max(size-mc.prefix.n, 0)
+					p.lostBytes = max(size-mc.prefix.N, 0)
 				}
 			}
 		}
@@ -223,55 +226,11 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 }
 
 // jsonRecords is records() for a valid generic JSON document whose first byte is known.
-func jsonRecords(f *firstNonWS) int {
-	if f.found && f.c == '{' {
+func jsonRecords(f *fsio.FirstNonWS) int {
+	if f.Found && f.C == '{' {
 		return 1
 	}
 	return 0
-}
-
-// containsWriter reports whether needle occurs in what is written to it.
-type containsWriter struct {
-	needle []byte
-	carry  []byte
-	found  bool
-}
-
-func (c *containsWriter) Write(p []byte) (int, error) {
-	if c.found {
-		return len(p), nil
-	}
-	buf := append(c.carry, p...)
-	if bytes.Contains(buf, c.needle) {
-		c.found = true
-		c.carry = nil
-		return len(p), nil
-	}
-	keep := min(len(buf), len(c.needle)-1)
-	c.carry = append(c.carry[:0], buf[len(buf)-keep:]...)
-	return len(p), nil
-}
-
-// shaFile is the sha256 of the regular file at path, read streaming, with the file's identity
-// checked around the read.
-func shaFile(path string) (string, error) {
-	st, err := fsio.StatIdentity(path)
-	if err != nil {
-		return "", err
-	}
-	f, err := openStable(path, st)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, st.Size), make([]byte, streamBuf)); err != nil {
-		return "", err
-	}
-	if !stillSame(f, st) {
-		return "", fsio.ErrChanged
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // plans asks the rule's strategies for a repair, from the bytes read or, for a big file, from

@@ -182,7 +182,7 @@ func measureLoss(p *plan, c *fileCtx, old, data []byte) {
 		if lost := p.total - p.keep; lost > 0 {
 			p.lostRecords = lost
 		}
-		p.lostBytes = int64(len(old) - commonPrefix(old, data))
+		p.lostBytes = int64(len(old) - fsio.CommonPrefix(old, data))
 		if p.lostBytes < 0 {
 			p.lostBytes = 0
 		}
@@ -210,14 +210,6 @@ func measureLoss(p *plan, c *fileCtx, old, data []byte) {
 		p.lostRecords++
 		p.lostBytes += int64(l.End - l.Start)
 	}
-}
-
-func commonPrefix(a, b []byte) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }
 
 // salvage: JSON keeps the bytes of the first complete value; JSONL keeps every complete

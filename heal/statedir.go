@@ -31,7 +31,7 @@ func sha(b []byte) string {
 // file at path, which must be the version id names, and hash to wantSHA (the bytes the plan
 // was made from). Anything else is busy: the file changed.
 func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA string, now time.Time) (string, error) {
-	f, err := openStable(path, id)
+	f, err := fsio.OpenStable(path, id)
 	if errors.Is(err, fsio.ErrChanged) {
 		return "", busyErr("%s changed since it was read", path)
 	}
@@ -39,8 +39,8 @@ func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA s
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
 	defer f.Close()
-	return e.Quarantine.PutFrom(m, id.Size, rangeContent{0, id.Size}, f, func(sum string) error {
-		if sum != wantSHA || !stillSame(f, id) {
+	return e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, func(sum string) error {
+		if sum != wantSHA || !fsio.StillSame(f, id) {
 			return busyErr("%s changed since it was read", path)
 		}
 		return nil

@@ -1,6 +1,13 @@
 package format
 
-import "github.com/sessionmedic/sessionmedic/heal/jsonv"
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
 
 // The generic profiles: JSON is one strict RFC 8259 document, JSONLog one object record per
 // line, appended to. Syntax is all their checklist is.
@@ -45,4 +52,32 @@ func KeepLines(p Profile, path string, data []byte) []byte {
 		return nil
 	}
 	return out
+}
+
+// ValidLines is the JSONL salvage of an original of Size bytes streamed from it (an
+// [fsio.Content]): each valid record line, byte for byte, ended by '\n'.
+type ValidLines struct {
+	Profile Profile
+	Size    int64
+}
+
+func (c ValidLines) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(w, h), StreamBuf)
+	err := EachLine(io.NewSectionReader(src, 0, c.Size), func(_ int64, line []byte, _ bool) error {
+		if !ValidRecord(c.Profile, line) {
+			return nil
+		}
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+		return bw.WriteByte('\n')
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -2,7 +2,10 @@
 // [Identity]), and durable writes — a temp file in the target's directory, written, fsynced,
 // renamed over the target, the directory fsynced — through a directory descriptor reached
 // from the rule's root without following symlinks (a [Dir]). It also finds the processes
-// holding a file open for writing ([OpenWriters]).
+// holding a file open for writing ([OpenWriters]), opens and hashes a pinned version of a
+// file streaming ([OpenStable], [SHAFile]), and gives what a temp file receives ([Content]:
+// [Bytes] in memory, a [Range] of the original) with the writers that hash or compare a
+// stream on the way ([RangeHash], [PrefixMatch], [FirstNonWS], [ContainsWriter]).
 //
 // Every write goes through an [FS] value. Its Faults function, when set, is asked before each
 // file operation and may fail it: that is the seam of the I/O-fault tests, handed down as a

@@ -1,0 +1,129 @@
+package fsio
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+	"io"
+)
+
+// What a temp file receives, as bytes in memory or as bytes of the original, and the writers
+// that hash and compare a stream of the original's bytes on the way.
+
+// Bytes is content held in memory.
+type Bytes []byte
+
+// WriteOut does not compute the hash ("": the bytes are the caller's own).
+func (c Bytes) WriteOut(w io.Writer, _ io.ReaderAt) (string, error) {
+	_, err := w.Write(c)
+	return "", err
+}
+
+// Range is the bytes [Off, Off+N) of the original.
+type Range struct{ Off, N int64 }
+
+func (c Range) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
+	h := sha256.New()
+	n, err := io.CopyBuffer(io.MultiWriter(w, h), io.NewSectionReader(src, c.Off, c.N), make([]byte, bufSize))
+	if err != nil {
+		return "", err
+	}
+	if n != c.N {
+		return "", io.ErrUnexpectedEOF
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// PrefixMatch measures how much of Data the stream written to it starts with: N is the
+// common prefix so far.
+type PrefixMatch struct {
+	Data []byte
+	N    int64 // common prefix so far
+	done bool
+}
+
+func (m *PrefixMatch) Write(p []byte) (int, error) {
+	if m.done {
+		return len(p), nil
+	}
+	rest := m.Data[min(int64(len(m.Data)), m.N):]
+	k := CommonPrefix(p, rest)
+	m.N += int64(k)
+	if k < len(p) {
+		m.done = true
+	}
+	return len(p), nil
+}
+
+// CommonPrefix is the length of the longest common prefix of a and b.
+func CommonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// RangeHash hashes the bytes [from, to) of the stream written to it.
+type RangeHash struct {
+	from, to, pos int64
+	h             hash.Hash
+}
+
+// NewRangeHash hashes the bytes [from, to) of what is written to it.
+func NewRangeHash(from, to int64) *RangeHash {
+	return &RangeHash{from: from, to: to, h: sha256.New()}
+}
+
+func (r *RangeHash) Write(p []byte) (int, error) {
+	lo, hi := max(r.from-r.pos, 0), min(r.to-r.pos, int64(len(p)))
+	if lo < hi {
+		r.h.Write(p[lo:hi])
+	}
+	r.pos += int64(len(p))
+	return len(p), nil
+}
+
+// Sum is the hex sha256 of the range.
+func (r *RangeHash) Sum() string { return hex.EncodeToString(r.h.Sum(nil)) }
+
+// FirstNonWS records the first byte after offset From that is not JSON whitespace: C, when
+// Found.
+type FirstNonWS struct {
+	From, pos int64
+	C         byte
+	Found     bool
+}
+
+func (f *FirstNonWS) Write(p []byte) (int, error) {
+	for i := max(f.From-f.pos, 0); !f.Found && i < int64(len(p)); i++ {
+		if c := p[i]; c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			f.C, f.Found = p[i], true
+		}
+	}
+	f.pos += int64(len(p))
+	return len(p), nil
+}
+
+// ContainsWriter reports (Found) whether Needle occurs in what is written to it.
+type ContainsWriter struct {
+	Needle []byte
+	carry  []byte
+	Found  bool
+}
+
+func (c *ContainsWriter) Write(p []byte) (int, error) {
+	if c.Found {
+		return len(p), nil
+	}
+	buf := append(c.carry, p...)
+	if bytes.Contains(buf, c.Needle) {
+		c.Found = true
+		c.carry = nil
+		return len(p), nil
+	}
+	keep := min(len(buf), len(c.Needle)-1)
+	c.carry = append(c.carry[:0], buf[len(buf)-keep:]...)
+	return len(p), nil
+}
