@@ -6,11 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
-	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -88,7 +86,7 @@ var planners = map[policy.Strategy]planner{
 		if lg == nil || !candidateOK(&in.ctx, lg) {
 			return nil
 		}
-		if u := union(&in.ctx, lg, st.salvaged); u != nil && !bytes.Equal(u, lg) {
+		if u := format.Union(in.ctx.typ, lg, st.salvaged); u != nil && !bytes.Equal(u, lg) {
 			if p := newPlan(rule, in, "salvage+last-good", u); p != nil {
 				st.extra = append(st.extra, p)
 			}
@@ -163,7 +161,7 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 	}
 	p := &plan{strategy: strategy, edits: []edit{{path: in.ctx.path, old: in.data, oldID: in.id, missing: in.missing, data: data}}}
 	p.keep = records(in.ctx.typ, data)
-	measureLoss(p, &in.ctx, in.data, data)
+	p.total, p.lostRecords, p.lostBytes = format.Loss(in.ctx.typ, in.ctx.path, in.data, data, p.keep)
 	if strategy == "normalize" {
 		p.lostBytes = int64(len(in.data) - len(data))
 	}
@@ -175,45 +173,8 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 	return p
 }
 
-// measureLoss counts what the result drops of the damaged file.
-func measureLoss(p *plan, c *fileCtx, old, data []byte) {
-	if !c.typ.JSONL() {
-		p.total = records(c.typ, old)
-		if lost := p.total - p.keep; lost > 0 {
-			p.lostRecords = lost
-		}
-		p.lostBytes = int64(len(old) - fsio.CommonPrefix(old, data))
-		if p.lostBytes < 0 {
-			p.lostBytes = 0
-		}
-		return
-	}
-	kept := map[string]bool{}
-	for _, l := range splitJSONL(data, c.typ) {
-		kept[string(bytes.TrimRight(l.Raw, "\r"))] = true
-	}
-	var gone func(*jsonv.Value) bool
-	if s, ok := c.typ.(format.Superseder); ok {
-		gone = s.Superseded(c.path)
-	}
-	for _, l := range splitJSONL(old, c.typ) {
-		if l.Blank {
-			continue
-		}
-		p.total++
-		if kept[string(bytes.TrimRight(l.Raw, "\r"))] || (l.Val == nil && !l.Terminated && bytes.Contains(data, l.Raw)) {
-			continue // kept, or a torn last record whose whole version the result holds
-		}
-		if l.Val != nil && gone != nil && gone(l.Val) {
-			continue // preserved in a finished archive
-		}
-		p.lostRecords++
-		p.lostBytes += int64(l.End - l.Start)
-	}
-}
-
-// salvage: JSON keeps the bytes of the first complete value; JSONL keeps every complete
-// record line byte for byte. A missing file salvages from the copies its app set aside.
+// salvage is the file's own salvage ([format.Salvage]); a missing file salvages from the
+// copies its app set aside.
 func salvage(c *fileCtx, data []byte, missing bool) []byte {
 	if missing {
 		d, ok := c.typ.(format.MissingDetector)
@@ -235,65 +196,7 @@ func salvage(c *fileCtx, data []byte, missing bool) []byte {
 		}
 		return nil
 	}
-	if !c.typ.JSONL() {
-		end, err := jsonv.FirstValue(data, c.typ.Dialect())
-		if err != nil || end >= len(bytes.TrimRight(data, " \t\r\n")) {
-			return nil
-		}
-		return data[:end]
-	}
-	return format.KeepLines(c.typ, c.path, data)
-}
-
-// recordKey identifies a JSONL record across versions of a file.
-func recordKey(t format.Profile, l jsonlLine) string {
-	if k, ok := t.(format.RecordKeyer); ok {
-		if key := k.RecordKey(l.Val); key != "" {
-			return key
-		}
-	}
-	return string(bytes.TrimRight(l.Raw, "\r"))
-}
-
-// union merges a last-good copy with salvaged records the copy lacks (an append log whose
-// tail was torn after the copy was taken): last-good's records in order, a newer version of
-// a keyed record (the metadata line) replacing its old one, then the new records in order.
-func union(c *fileCtx, lastGood, salvaged []byte) []byte {
-	if !c.typ.JSONL() || salvaged == nil {
-		return nil
-	}
-	newer := map[string][]byte{}
-	var order []string
-	for _, l := range splitJSONL(salvaged, c.typ) {
-		if l.Val == nil {
-			continue
-		}
-		k := recordKey(c.typ, l)
-		if _, dup := newer[k]; !dup {
-			order = append(order, k)
-		}
-		newer[k] = salvaged[l.Start:l.End]
-	}
-	var out []byte
-	used := map[string]bool{}
-	for _, l := range splitJSONL(lastGood, c.typ) {
-		if l.Val == nil {
-			continue
-		}
-		k := recordKey(c.typ, l)
-		if b, ok := newer[k]; ok && strings.HasPrefix(k, "\x00") {
-			out = append(out, b...)
-		} else {
-			out = append(out, lastGood[l.Start:l.End]...)
-		}
-		used[k] = true
-	}
-	for _, k := range order {
-		if !used[k] {
-			out = append(out, newer[k]...)
-		}
-	}
-	return out
+	return format.Salvage(c.typ, c.path, data)
 }
 
 // fromBackup returns the newest backup that passes the file's full checklist.

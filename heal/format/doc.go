@@ -1,14 +1,15 @@
-// Package format owns what is generic about judging a session file, whatever app wrote it:
-// the verdicts and damage kinds of DESIGN §5; strict JSON and JSONL validation ([Inspect]:
-// empty, all-NUL and byte-order-mark files, one document or one object record per line, a
-// torn last line, a healthy JSONL file that is a line-aligned prefix of its last-good copy);
-// streaming validation in bounded memory ([StreamLines], [StreamVerdict], [EachLine]); the
-// check of bytes appended to an append-only file ([AppendedValid]) and the memory of the
-// append-only files last seen healthy that lets a pass check only those bytes ([AppendCache]);
-// and the [Profile]
-// interface through which all of it asks what one app's file type is, with the generic
-// profiles ([JSON], [JSONLog]) and the [Registry] that maps a rule's format and a path to a
-// profile. Nothing here names an app: where an app differs, the code asks its Profile.
+// Package format owns what is generic about judging a session file, whatever app wrote it: the
+// verdicts and damage kinds of DESIGN §5; strict JSON and JSONL validation ([Inspect]: empty,
+// all-NUL and byte-order-mark files, one document or one object record per line, a torn last
+// line, a healthy JSONL file that is a line-aligned prefix of its last-good copy); the generic
+// salvage and its measure ([Salvage], [KeepLines], [ValidLines], [Union] with a last-good
+// copy, [Loss]); streaming validation in bounded memory ([StreamLines], [StreamVerdict],
+// [EachLine]); the check of bytes appended to an append-only file ([AppendedValid]) and the
+// memory of the append-only files last seen healthy that lets a pass check only those bytes
+// ([AppendCache]); and the [Profile] interface through which all of it asks what one app's
+// file type is, with the generic profiles ([JSON], [JSONLog]) and the [Registry] that maps a
+// rule's format and a path to a profile. Nothing here names an app: where an app differs, the
+// code asks its Profile.
 //
 // It imports heal/jsonv (the strict scanner) and heal/fsio (stable reads, identities), never
 // heal; its import test keeps it so.

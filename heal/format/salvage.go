@@ -1,0 +1,114 @@
+package format
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// Salvage is the repair a damaged file's own bytes allow: a JSON document keeps the bytes of
+// its first complete value (nil when there is nothing after it to drop, or no such value);
+// JSONL keeps every complete record line byte for byte (see [KeepLines]).
+func Salvage(p Profile, path string, data []byte) []byte {
+	if !p.JSONL() {
+		end, err := jsonv.FirstValue(data, p.Dialect())
+		if err != nil || end >= len(bytes.TrimRight(data, " \t\r\n")) {
+			return nil
+		}
+		return data[:end]
+	}
+	return KeepLines(p, path, data)
+}
+
+// Loss counts what a repair's bytes (data, holding keep records) drop of the damaged file's
+// (old): the records of old, those lost, and the bytes lost.
+func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecords int, lostBytes int64) {
+	if !p.JSONL() {
+		total = Records(p, old)
+		if lost := total - keep; lost > 0 {
+			lostRecords = lost
+		}
+		lostBytes = int64(len(old) - fsio.CommonPrefix(old, data))
+		if lostBytes < 0 {
+			lostBytes = 0
+		}
+		return total, lostRecords, lostBytes
+	}
+	kept := map[string]bool{}
+	for _, l := range Split(data, p) {
+		kept[string(bytes.TrimRight(l.Raw, "\r"))] = true
+	}
+	var gone func(*jsonv.Value) bool
+	if s, ok := p.(Superseder); ok {
+		gone = s.Superseded(path)
+	}
+	for _, l := range Split(old, p) {
+		if l.Blank {
+			continue
+		}
+		total++
+		if kept[string(bytes.TrimRight(l.Raw, "\r"))] || (l.Val == nil && !l.Terminated && bytes.Contains(data, l.Raw)) {
+			continue // kept, or a torn last record whose whole version the result holds
+		}
+		if l.Val != nil && gone != nil && gone(l.Val) {
+			continue // preserved in a finished archive
+		}
+		lostRecords++
+		lostBytes += int64(l.End - l.Start)
+	}
+	return total, lostRecords, lostBytes
+}
+
+// recordKey identifies a JSONL record across versions of a file.
+func recordKey(p Profile, l Line) string {
+	if k, ok := p.(RecordKeyer); ok {
+		if key := k.RecordKey(l.Val); key != "" {
+			return key
+		}
+	}
+	return string(bytes.TrimRight(l.Raw, "\r"))
+}
+
+// Union merges a JSONL last-good copy with salvaged records the copy lacks (an append log
+// whose tail was torn after the copy was taken): last-good's records in order, a newer
+// version of a keyed record (the metadata line) replacing its old one, then the new records
+// in order. It is nil for JSON, or when nothing was salvaged.
+func Union(p Profile, lastGood, salvaged []byte) []byte {
+	if !p.JSONL() || salvaged == nil {
+		return nil
+	}
+	newer := map[string][]byte{}
+	var order []string
+	for _, l := range Split(salvaged, p) {
+		if l.Val == nil {
+			continue
+		}
+		k := recordKey(p, l)
+		if _, dup := newer[k]; !dup {
+			order = append(order, k)
+		}
+		newer[k] = salvaged[l.Start:l.End]
+	}
+	var out []byte
+	used := map[string]bool{}
+	for _, l := range Split(lastGood, p) {
+		if l.Val == nil {
+			continue
+		}
+		k := recordKey(p, l)
+		if b, ok := newer[k]; ok && strings.HasPrefix(k, "\x00") {
+			out = append(out, b...)
+		} else {
+			out = append(out, lastGood[l.Start:l.End]...)
+		}
+		used[k] = true
+	}
+	for _, k := range order {
+		if !used[k] {
+			out = append(out, newer[k]...)
+		}
+	}
+	return out
+}
