@@ -35,12 +35,12 @@ func (e *Engine) inspectTemp(t Target) (Verdict, []byte, Identity) {
 	return damaged(KindStaleTemp, -1, "app temp file untouched for %s: a crash left it before its rename", age.Round(time.Second)), data, id
 }
 
-// tempLockTarget names the session whose lock guards a temp file.
+// tempLockTarget names the session whose lock guards a temp file, as its profile says.
 func (e *Engine) tempLockTarget(t Target, data []byte) string {
 	if o, ok := e.profile(t.Rule.Format, t.Path).(format.TempOwner); ok {
 		return o.TempLockTarget(t.Path, data)
 	}
-	return filepath.Join(filepath.Dir(t.Path), "session")
+	return "" // the profile does not say: no lock
 }
 
 // cleanTemp moves a stale app temp file into quarantine under the app's lock; the session

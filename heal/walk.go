@@ -4,9 +4,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
+	"strings"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/internal/workpool"
@@ -132,28 +132,43 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 		default:
 			if t, ok := e.targetFor(abs, ruleFor); ok {
 				add(t)
-			} else if reason := notSession(abs); reason != "" {
+			} else if reason := e.notSession(abs); reason != "" {
 				add(Target{Path: abs, Rule: &policy.Rule{Name: "-"}, Skip: reason})
 			} else {
 				errs = append(errs, &fs.PathError{Op: "check", Path: abs, Err: errNoRule})
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return targetLess(out[i], out[j]) })
+	var ords []format.DirOrderer
+	for _, p := range e.reg.Profiles() {
+		if o, ok := p.(format.DirOrderer); ok {
+			ords = append(ords, o)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return targetLess(ords, out[i], out[j]) })
 	return out, errs
 }
 
-// targetLess orders files so that a heal sees a session's live messages before its
-// metadata, and otherwise goes by path.
-func targetLess(a, b Target) bool {
+// targetLess orders files so that a heal sees a file a profile wants last in its directory
+// (metadata, see [format.DirOrderer]) after its siblings, and otherwise goes by path.
+func targetLess(ords []format.DirOrderer, a, b Target) bool {
 	da, db := filepath.Dir(a.Path), filepath.Dir(b.Path)
 	if da == db {
-		ma, mb := filepath.Base(a.Path) == ".meta.json", filepath.Base(b.Path) == ".meta.json"
+		ma, mb := lastInDir(ords, filepath.Base(a.Path)), lastInDir(ords, filepath.Base(b.Path))
 		if ma != mb {
 			return mb
 		}
 	}
 	return a.Path < b.Path
+}
+
+func lastInDir(ords []format.DirOrderer, name string) bool {
+	for _, o := range ords {
+		if o.LastInDir(name) {
+			return true
+		}
+	}
+	return false
 }
 
 // targetFor: a session file some rule covers, or an app temp file a rule may clean up.
@@ -223,14 +238,25 @@ func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Targ
 	return out
 }
 
-var lockNameRe = regexp.MustCompile(`(\.lock|\.ovlock|^\.exact\.ovlock\..*)$`)
+// isLockName reports whether a base name is a lock file's: ".lock", or an app's own names.
+func (e *Engine) isLockName(base string) bool {
+	if strings.HasSuffix(base, ".lock") {
+		return true
+	}
+	for _, p := range e.reg.Profiles() {
+		if l, ok := p.(format.LockNamer); ok && l.IsLockName(base) {
+			return true
+		}
+	}
+	return false
+}
 
 // notSession names why a file given on the command line is not judged: a lock file or a
 // temp file (the apps' or sessionmedic's own).
-func notSession(p string) string {
+func (e *Engine) notSession(p string) string {
 	base := filepath.Base(p)
 	switch {
-	case lockNameRe.MatchString(base):
+	case e.isLockName(base):
 		return "a lock file, not session state"
 	case policy.IsOwnTemp(base):
 		return "sessionmedic's own temp file"

@@ -63,6 +63,12 @@ func lockNanobot(ctx context.Context, path string, _ format.Profile, wait, stale
 	return lock.Flock(ctx, filepath.Join(dir, ".session-files.lock"), true, lock.Options{Wait: wait, Stale: stale})
 }
 
+// TempLockTarget: nanobot's lock guards a whole directory; a temp file is cleaned up under the
+// lock of its directory's sessions.
+func (nanobot) TempLockTarget(temp string, _ []byte) string {
+	return filepath.Join(filepath.Dir(temp), "session")
+}
+
 // checkNanobot: nanobot.md "What valid means" 3–7.
 func checkNanobot(f format.File, lines []format.Line) format.Verdict {
 	v := format.OK()

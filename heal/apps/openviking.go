@@ -94,6 +94,16 @@ func (ovMessages) LinkedEdit(messages string, data []byte) (format.Edit, bool) {
 // ovMeta is a session's .meta.json.
 type ovMeta struct{}
 
+// LastInDir: a heal sees a session's live messages before the .meta.json that counts them.
+func (ovMeta) LastInDir(name string) bool { return name == ".meta.json" }
+
+// ovLockNameRe matches OpenViking's lock files (.ovlock, .exact.ovlock.*). It is never
+// written.
+var ovLockNameRe = regexp.MustCompile(`(\.ovlock|^\.exact\.ovlock\..*)$`)
+
+// IsLockName: OpenViking's path locks.
+func (ovMeta) IsLockName(name string) bool { return ovLockNameRe.MatchString(name) }
+
 func (ovMeta) Name() string             { return "openviking-meta" }
 func (ovMeta) JSONL() bool              { return false }
 func (ovMeta) Dialect() jsonv.Dialect   { return ovDialect }

@@ -42,7 +42,8 @@
 //     [BackupFinder] (the app's own backups), [EntryDropper] and [FieldRestorer] (the
 //     opt-in drop-invalid-entries and restore-fields strategies);
 //   - the app's layout: [MissingDetector] (files whose absence is damage, the evidence, the
-//     copies to salvage from) and [TempOwner] (which file's lock guards an app temp file).
+//     copies to salvage from), [TempOwner] (which file's lock guards an app temp file),
+//     [DirOrderer] (a file seen after its siblings) and [LockNamer] (the app's lock files).
 //
 // heal/apps' tests check that every format policy accepts has a profile and every app lock
 // protocol is registered. Every profile also runs the tests that every file type runs: the

@@ -138,7 +138,22 @@ type MissingDetector interface {
 }
 
 // TempOwner is a Profile whose app's temp files are cleaned up under the lock of another
-// file: the one that lock guards, given the temp file's path and bytes ("" for no lock).
+// file: the one that lock guards, given the temp file's path and bytes ("" for no lock). A
+// profile that is not a TempOwner has its temp files cleaned up under no lock.
 type TempOwner interface {
 	TempLockTarget(temp string, data []byte) string
+}
+
+// DirOrderer is a Profile whose app needs a heal to see one file of a directory after its
+// siblings (metadata that follows the other files' records). It is asked of every registered
+// profile, by base name.
+type DirOrderer interface {
+	LastInDir(name string) bool
+}
+
+// LockNamer is a Profile whose app keeps lock files under names of its own, which a path named
+// on the command line is not judged as (a name ending in ".lock" never is). It is asked of
+// every registered profile, by base name.
+type LockNamer interface {
+	IsLockName(name string) bool
 }
