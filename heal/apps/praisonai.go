@@ -279,6 +279,7 @@ func pyString(s string) string {
 
 // praisonHierarchyFields are what a plain DefaultSessionStore write drops from a
 // hierarchical session (children_ids is rebuilt by reconcile from the children themselves).
+// It is never written.
 var praisonHierarchyFields = []string{"parent_id", "forked_from_message_id", "snapshots", "is_shared", "title"}
 
 // praisonRestoreFields puts back, from the last-good copy, the hierarchy keys the file lacks

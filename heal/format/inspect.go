@@ -7,7 +7,8 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
-// BOM is the UTF-8 byte order mark, which no app writes and every strict reader refuses.
+// BOM is the UTF-8 byte order mark, which no app writes and every strict reader refuses. It
+// is never written.
 var BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // AllNUL: b is non-empty and all NUL bytes (a file the kernel extended but never wrote).
