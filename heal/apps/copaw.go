@@ -16,18 +16,14 @@ func addCopaw(r *format.Registry) {
 	r.Add("qwenpaw", pick, copaw{})
 }
 
-type copaw struct{}
+type copaw struct{ format.Document }
 
 func (copaw) Name() string           { return "copaw" }
-func (copaw) JSONL() bool            { return false }
 func (copaw) Dialect() jsonv.Dialect { return jsonv.Dialect{NonFinite: true, Surrogates: true} }
 func (copaw) EmptyIsDamage() bool    { return true }
-func (copaw) AppendOnly() bool       { return false }
-func (copaw) Plain() bool            { return false }
 func (copaw) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
 	return checkCopaw(f, data, root)
 }
-func (copaw) CheckLines(format.File, []format.Line) format.Verdict { return format.OK() }
 
 // Records: the messages of agent.memory.content.
 func (copaw) Records(root *jsonv.Value) int {

@@ -26,18 +26,11 @@ func addNanobot(r *format.Registry) {
 	r.AddLock(string(policy.LockNanobot), lockNanobot)
 }
 
-type nanobot struct{}
+type nanobot struct{ format.Log }
 
-func (nanobot) Name() string             { return "nanobot" }
-func (nanobot) JSONL() bool              { return true }
-func (nanobot) Dialect() jsonv.Dialect   { return jsonv.Dialect{NonFinite: true} }
-func (nanobot) EmptyIsDamage() bool      { return true }
-func (nanobot) AppendOnly() bool         { return false }
-func (nanobot) Plain() bool              { return false }
-func (nanobot) Records(*jsonv.Value) int { return 1 }
-func (nanobot) CheckValue(format.File, []byte, *jsonv.Value) format.Verdict {
-	return format.OK()
-}
+func (nanobot) Name() string           { return "nanobot" }
+func (nanobot) Dialect() jsonv.Dialect { return jsonv.Dialect{NonFinite: true} }
+func (nanobot) EmptyIsDamage() bool    { return true }
 func (nanobot) CheckLines(f format.File, lines []format.Line) format.Verdict {
 	return checkNanobot(f, lines)
 }

@@ -41,20 +41,16 @@ func addOpenClaw(r *format.Registry) {
 }
 
 // openclawStore is sessions.json (and its backups and temp files).
-type openclawStore struct{}
+type openclawStore struct{ format.Document }
 
 func (openclawStore) Name() string           { return "openclaw-store" }
-func (openclawStore) JSONL() bool            { return false }
 func (openclawStore) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
 func (openclawStore) EmptyIsDamage() bool    { return true }
-func (openclawStore) AppendOnly() bool       { return false }
-func (openclawStore) Plain() bool            { return false }
 func (openclawStore) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
 	return checkOpenClawStore(f, data, root)
 }
-func (openclawStore) CheckLines(format.File, []format.Line) format.Verdict { return format.OK() }
-func (openclawStore) Records(root *jsonv.Value) int                        { return len(root.Keys) }
-func (openclawStore) SkipReason(path string, _ []byte) string              { return openclawSQLiteEra(path) }
+func (openclawStore) Records(root *jsonv.Value) int           { return len(root.Keys) }
+func (openclawStore) SkipReason(path string, _ []byte) string { return openclawSQLiteEra(path) }
 
 // DropInvalid removes the entries that fail the per-entry checklist.
 func (openclawStore) DropInvalid(data []byte) []byte { return openclawDropInvalid(data) }
@@ -84,18 +80,12 @@ func (openclawStore) TempLockTarget(temp string, _ []byte) string {
 }
 
 // openclawTranscript is one session's append-only transcript.
-type openclawTranscript struct{}
+type openclawTranscript struct{ format.Log }
 
-func (openclawTranscript) Name() string             { return "openclaw-transcript" }
-func (openclawTranscript) JSONL() bool              { return true }
-func (openclawTranscript) Dialect() jsonv.Dialect   { return jsonv.Dialect{} }
-func (openclawTranscript) EmptyIsDamage() bool      { return true }
-func (openclawTranscript) AppendOnly() bool         { return true }
-func (openclawTranscript) Plain() bool              { return false }
-func (openclawTranscript) Records(*jsonv.Value) int { return 1 }
-func (openclawTranscript) CheckValue(format.File, []byte, *jsonv.Value) format.Verdict {
-	return format.OK()
-}
+func (openclawTranscript) Name() string           { return "openclaw-transcript" }
+func (openclawTranscript) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
+func (openclawTranscript) EmptyIsDamage() bool    { return true }
+func (openclawTranscript) AppendOnly() bool       { return true }
 func (openclawTranscript) CheckLines(f format.File, lines []format.Line) format.Verdict {
 	return checkOpenClawTranscript(f, lines)
 }

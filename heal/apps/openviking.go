@@ -35,18 +35,11 @@ func addOpenViking(r *format.Registry) {
 }
 
 // ovMessages is a session's messages.jsonl.
-type ovMessages struct{}
+type ovMessages struct{ format.Log }
 
-func (ovMessages) Name() string             { return "openviking-messages" }
-func (ovMessages) JSONL() bool              { return true }
-func (ovMessages) Dialect() jsonv.Dialect   { return ovDialect }
-func (ovMessages) EmptyIsDamage() bool      { return false }
-func (ovMessages) AppendOnly() bool         { return false }
-func (ovMessages) Plain() bool              { return false }
-func (ovMessages) Records(*jsonv.Value) int { return 1 }
-func (ovMessages) CheckValue(format.File, []byte, *jsonv.Value) format.Verdict {
-	return format.OK()
-}
+func (ovMessages) Name() string           { return "openviking-messages" }
+func (ovMessages) Dialect() jsonv.Dialect { return ovDialect }
+func (ovMessages) EmptyIsDamage() bool    { return false }
 func (ovMessages) CheckLines(f format.File, lines []format.Line) format.Verdict {
 	return checkOVMessages(f, lines)
 }
@@ -92,7 +85,7 @@ func (ovMessages) LinkedEdit(messages string, data []byte) (format.Edit, bool) {
 }
 
 // ovMeta is a session's .meta.json.
-type ovMeta struct{}
+type ovMeta struct{ format.Document }
 
 // LastInDir: a heal sees a session's live messages before the .meta.json that counts them.
 func (ovMeta) LastInDir(name string) bool { return name == ".meta.json" }
@@ -105,17 +98,13 @@ var ovLockNameRe = regexp.MustCompile(`(\.ovlock|^\.exact\.ovlock\..*)$`)
 func (ovMeta) IsLockName(name string) bool { return ovLockNameRe.MatchString(name) }
 
 func (ovMeta) Name() string             { return "openviking-meta" }
-func (ovMeta) JSONL() bool              { return false }
 func (ovMeta) Dialect() jsonv.Dialect   { return ovDialect }
 func (ovMeta) EmptyIsDamage() bool      { return true }
-func (ovMeta) AppendOnly() bool         { return false }
-func (ovMeta) Plain() bool              { return false }
 func (ovMeta) Records(*jsonv.Value) int { return 1 }
 func (ovMeta) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
 	return checkOVMeta(f, data, root)
 }
-func (ovMeta) CheckLines(format.File, []format.Line) format.Verdict { return format.OK() }
-func (ovMeta) SkipReason(_ string, data []byte) string              { return ovEncrypted(data) }
+func (ovMeta) SkipReason(_ string, data []byte) string { return ovEncrypted(data) }
 
 // Reconcile sets message_count to the live messages, when none of them is archived.
 func (ovMeta) Reconcile(path string, data []byte, _ string) []byte {

@@ -28,19 +28,15 @@ func addPraisonAI(r *format.Registry) {
 }
 
 // praison is a session file.
-type praison struct{}
+type praison struct{ format.Document }
 
 func (praison) Name() string           { return "praisonai" }
-func (praison) JSONL() bool            { return false }
 func (praison) Dialect() jsonv.Dialect { return praisonDialect }
 func (praison) EmptyIsDamage() bool    { return true }
-func (praison) AppendOnly() bool       { return false }
-func (praison) Plain() bool            { return false }
 func (praison) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
 	return checkPraison(f, data, root)
 }
-func (praison) CheckLines(format.File, []format.Line) format.Verdict { return format.OK() }
-func (praison) Records(root *jsonv.Value) int                        { return len(root.Get("messages").Items) }
+func (praison) Records(root *jsonv.Value) int { return len(root.Get("messages").Items) }
 
 // Reconcile rebuilds children_ids from the children's parent_id.
 func (praison) Reconcile(path string, data []byte, _ string) []byte {

@@ -19,7 +19,8 @@
 // An app is one file of heal/apps: its file types are Profile values, its format name is
 // registered with a function choosing among them by path ([Registry.Add]), and its own lock
 // protocol, if it has one, with [Registry.AddLock] (the protocol itself lives in heal/lock).
-// Each profile must answer:
+// Each profile must answer (embedding [Document] or [Log] answers the shape questions every
+// app's document or log shares, leaving Name, Dialect, EmptyIsDamage and the checklist):
 //
 //   - Name, JSONL, Dialect: how the file is named in reports, its shape, and exactly what the
 //     app's own reader accepts (no more, no less);

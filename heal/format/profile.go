@@ -157,3 +157,25 @@ type DirOrderer interface {
 type LockNamer interface {
 	IsLockName(name string) bool
 }
+
+// Document gives a JSON-document profile the answers every app's document shares: not JSONL,
+// not append-only, with a checklist (not plain), never asked about lines. Embed it and answer
+// the rest (Name, Dialect, EmptyIsDamage, CheckValue, Records).
+type Document struct{}
+
+func (Document) JSONL() bool                     { return false }
+func (Document) AppendOnly() bool                { return false }
+func (Document) Plain() bool                     { return false }
+func (Document) CheckLines(File, []Line) Verdict { return OK() }
+
+// Log gives a JSONL profile the answers every app's log shares: JSONL, rewritten by its app
+// (embedders that only ever append say so), with a checklist, never asked about a document,
+// its records counted by lines. Embed it and answer the rest (Name, Dialect, EmptyIsDamage,
+// CheckLines).
+type Log struct{}
+
+func (Log) JSONL() bool                                   { return true }
+func (Log) AppendOnly() bool                              { return false }
+func (Log) Plain() bool                                   { return false }
+func (Log) Records(*jsonv.Value) int                      { return 1 }
+func (Log) CheckValue(File, []byte, *jsonv.Value) Verdict { return OK() }
