@@ -23,7 +23,7 @@ func (d *loop) scanAll(initial bool) {
 	for _, err := range errs {
 		d.log.Error(events.WatchError, "err", err)
 	}
-	events.Announce(d.log, heal.Coverage(d.cfg, targets))
+	events.Announce(d.log, events.Coverage(d.cfg, targets))
 	d.startScan(targets, initial)
 }
 

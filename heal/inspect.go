@@ -51,7 +51,7 @@ func (e *Engine) inspect(t Target) *inspection {
 				e.inc.Drop(t.Path)
 				return in
 			}
-		} else if v, lid, lerr := largeVerdict(t.Path); lerr == nil {
+		} else if v, lid, lerr := format.LargeVerdict(t.Path, planLimit); lerr == nil {
 			in.id, in.verdict, in.tooLarge = lid, v, true
 			return in
 		}

@@ -80,10 +80,10 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	for _, e := range errs {
 		fmt.Fprintf(stderr, "sessionmedic: %v\n", e)
 	}
-	var cov []heal.RootCoverage
+	var cov []events.RootCoverage
 	if len(paths) == 0 {
 		// What each rule path guards: a path that is missing or holds nothing is said.
-		cov = heal.Coverage(cfg, targets)
+		cov = events.Coverage(cfg, targets)
 		events.Announce(log, cov)
 		if len(cfg.Rules) == 0 && c.config == "" {
 			env := policy.SystemEnv()
@@ -164,7 +164,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 }
 
 // printCoverage lists the rule paths that guard nothing.
-func printCoverage(w io.Writer, cov []heal.RootCoverage) {
+func printCoverage(w io.Writer, cov []events.RootCoverage) {
 	for _, c := range cov {
 		switch {
 		case c.Missing:
@@ -314,7 +314,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 	// What each rule path guards today: a missing path, or one holding no matching file.
 	eng := heal.New(cfg, heal.Options{OneShot: true})
 	targets, _ := eng.Targets(nil, nil)
-	events.Announce(newLogger(stderr), heal.Coverage(cfg, targets))
+	events.Announce(newLogger(stderr), events.Coverage(cfg, targets))
 	fmt.Fprintf(stdout, "# effective policy from %s\n", cfg.Source)
 	_, err = stdout.Write(policy.Marshal(cfg))
 	if err != nil {

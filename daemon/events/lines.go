@@ -32,7 +32,7 @@ func Report(log *slog.Logger, r heal.Report) {
 // that does not exist (the daemon waits for it to appear), rule.no_files for one that holds
 // no file the rule's patterns match. It returns how many paths it announced. The daemon
 // calls it once per full scan; check, heal and policy once per run.
-func Announce(log *slog.Logger, cov []heal.RootCoverage) int {
+func Announce(log *slog.Logger, cov []RootCoverage) int {
 	n := 0
 	for _, c := range cov {
 		patterns := c.Patterns

@@ -1,8 +1,9 @@
-package heal
+package events
 
 import (
 	"os"
 
+	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -20,7 +21,7 @@ type RootCoverage struct {
 }
 
 // Coverage counts, per rule path of cfg, the targets found below it.
-func Coverage(cfg *policy.Config, targets []Target) []RootCoverage {
+func Coverage(cfg *policy.Config, targets []heal.Target) []RootCoverage {
 	type key struct{ rule, root string }
 	count := map[key]int{}
 	for _, t := range targets {

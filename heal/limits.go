@@ -1,0 +1,21 @@
+package heal
+
+import (
+	"fmt"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
+)
+
+// Large append-only logs are validated streaming, so that memory stays bounded whatever the
+// file's size: only one line is held at a time. A damaged one is read whole for planning
+// only up to planLimit; beyond that the damage is reported and the heal refused.
+const (
+	streamThreshold = 32 << 20
+	planLimit       = 256 << 20
+	streamBuf       = format.StreamBuf
+	maxLine         = format.MaxLine // a longer record is reported, not held
+)
+
+func tooLargeToPlan(size int64) string {
+	return fmt.Sprintf("%d bytes: damage in files over %d bytes is reported, not repaired in memory", size, planLimit)
+}
