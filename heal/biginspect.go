@@ -73,7 +73,7 @@ func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
 		return false
 	}
 	if !fsio.StillSame(f, id) {
-		in.verdict = busy("file changed while it was read")
+		in.verdict = format.Wait("file changed while it was read")
 		return true
 	}
 	if v.Status == Healthy {

@@ -137,7 +137,7 @@ func fill(r *Report, v Verdict) {
 func (e *Engine) Check(t Target) Report {
 	r := e.newReport(t)
 	if t.Skip != "" {
-		fill(&r, skipped("%s", t.Skip))
+		fill(&r, format.Skip("%s", t.Skip))
 		return r
 	}
 	if t.Temp {
@@ -154,7 +154,7 @@ func (e *Engine) Check(t Target) Report {
 func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	r := e.newReport(t)
 	if t.Skip != "" {
-		fill(&r, skipped("%s", t.Skip))
+		fill(&r, format.Skip("%s", t.Skip))
 		r.Action = ActionNone
 		return r
 	}

@@ -54,16 +54,6 @@ const (
 // Verdict says whether a file is healthy and, if not, where it breaks (see [format.Verdict]).
 type Verdict = format.Verdict
 
-func healthy() Verdict { return format.OK() }
-
-func damaged(kind string, off int64, f string, args ...any) Verdict {
-	return format.Damage(kind, off, f, args...)
-}
-
-func skipped(f string, args ...any) Verdict { return format.Skip(f, args...) }
-
-func busy(f string, args ...any) Verdict { return format.Wait(f, args...) }
-
 // Actions of a heal.
 const (
 	ActionNone      = "none"

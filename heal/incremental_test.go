@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -59,7 +60,7 @@ func TestIncrementalAppendOnly(t *testing.T) {
 	}
 	// Damage appended after a healthy prefix: the incremental pass must not call it healthy.
 	appendTo(t, tg.Path, []byte("{\"id\": torn"))
-	if r, inc := pass(t, e, tg); r.Verdict != Damaged || r.Kind != KindTruncated || inc {
+	if r, inc := pass(t, e, tg); r.Verdict != Damaged || r.Kind != format.KindTruncated || inc {
 		t.Fatalf("torn append: %+v inc=%v", r, inc)
 	}
 }

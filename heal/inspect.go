@@ -12,7 +12,7 @@ import (
 func (e *Engine) inspect(t Target) *inspection {
 	in := &inspection{ctx: fileCtx{path: t.Path, typ: e.profile(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
 	if id, ok := e.inc.TryIncremental(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok {
-		in.id, in.incremental, in.verdict = id, true, healthy()
+		in.id, in.incremental, in.verdict = id, true, format.OK()
 		return in
 	}
 	// Files up to the streaming size (append-only logs) or the planning size (the rest) are
@@ -36,7 +36,7 @@ func (e *Engine) inspect(t Target) *inspection {
 			v, sid, serr := format.StreamInspect(t.Path, in.ctx.typ)
 			switch {
 			case errors.Is(serr, fsio.ErrChanged):
-				in.verdict = busy("file changed while it was read")
+				in.verdict = format.Wait("file changed while it was read")
 				return in
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v
@@ -87,20 +87,20 @@ func (e *Engine) inspect(t Target) *inspection {
 	case errors.Is(err, os.ErrNotExist) && t.Missing:
 		in.missing = true
 		if reason := missingSkip(&in.ctx); reason != "" {
-			in.verdict = skipped("%s", reason)
+			in.verdict = format.Skip("%s", reason)
 		} else {
-			in.verdict = damaged(KindMissing, -1, "file is missing but %s", missingEvidence(&in.ctx))
+			in.verdict = format.Damage(format.KindMissing, -1, "file is missing but %s", missingEvidence(&in.ctx))
 		}
 	case errors.Is(err, os.ErrNotExist):
-		in.verdict = skipped("file no longer exists")
+		in.verdict = format.Skip("file no longer exists")
 	case errors.Is(err, fsio.ErrNotRegular):
-		in.verdict = skipped("not a regular file")
+		in.verdict = format.Skip("not a regular file")
 	case errors.Is(err, fsio.ErrTooLarge):
-		in.verdict = skipped("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
+		in.verdict = format.Skip("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
 	case errors.Is(err, fsio.ErrChanged):
-		in.verdict = busy("file changed while it was read")
+		in.verdict = format.Wait("file changed while it was read")
 	default:
-		in.verdict = skipped("unreadable: %v", err)
+		in.verdict = format.Skip("unreadable: %v", err)
 	}
 	return in
 }

@@ -122,7 +122,7 @@ func makePlans(rule *policy.Rule, in *inspection) []*plan {
 	var st planState
 	// A file whose own content is sound and newest, and only disagrees with its neighbours,
 	// is repaired in place, never replaced by an older copy.
-	crossFile := in.verdict.Kind == KindDanglingReference || in.verdict.Kind == KindStaleLiveRecords || in.verdict.Kind == KindMetadataLag
+	crossFile := in.verdict.Kind == format.KindDanglingReference || in.verdict.Kind == format.KindStaleLiveRecords || in.verdict.Kind == format.KindMetadataLag
 	for _, s := range rule.Strategies {
 		if crossFile && (s == policy.Backup || s == policy.LastGoodCopy) {
 			continue

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/apps"
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -162,31 +163,31 @@ func sampleCases() []sampleCase {
 		{app: "copaw", src: "healthy", preset: "copaw"},
 		{app: "copaw", src: "healthy_legacy_copaw", preset: "copaw"},
 		{app: "copaw", src: "corrupt_extra_data_race", preset: "copaw", files: []fileExp{
-			lastGood(copawConsole, KindTrailingGarbage, "salvage", copawHealthy)}},
+			lastGood(copawConsole, format.KindTrailingGarbage, "salvage", copawHealthy)}},
 		{app: "copaw", src: "corrupt_truncated", preset: "copaw", files: []fileExp{
-			withLG(lastGood(copawConsole, KindTruncated, "", ""), copawHealthy, "last-good", copawHealthy)}},
+			withLG(lastGood(copawConsole, format.KindTruncated, "", ""), copawHealthy, "last-good", copawHealthy)}},
 		{app: "copaw", src: "corrupt_empty", preset: "copaw", files: []fileExp{
-			withLG(lastGood(copawConsole, KindEmpty, "", ""), copawHealthy, "last-good", copawHealthy)}},
+			withLG(lastGood(copawConsole, format.KindEmpty, "", ""), copawHealthy, "last-good", copawHealthy)}},
 		{app: "nanobot", src: "healthy_head", preset: "nanobot"},
 		{app: "nanobot", src: "healthy_v0.3.0", preset: "nanobot"},
 		{app: "nanobot", src: "healthy_pr3312", preset: "nanobot"},
 		{app: "nanobot", src: "corrupt_truncated_midline", preset: "nanobot", files: []fileExp{
-			withLG(lastGood(nb, KindTruncated, "salvage", nbLine), nbHealthy, "last-good", nbHealthy),
-			lastGood(nbLossy, KindTruncated, "salvage", nbLine)}},
+			withLG(lastGood(nb, format.KindTruncated, "salvage", nbLine), nbHealthy, "last-good", nbHealthy),
+			lastGood(nbLossy, format.KindTruncated, "salvage", nbLine)}},
 		{app: "nanobot", src: "truncated_at_line_boundary", preset: "nanobot", files: []fileExp{
 			withLG(fileExp{file: nb}, nbHealthy, "last-good", nbHealthy)}},
 		{app: "nanobot", src: "corrupt_truncated_in_metadata", preset: "nanobot", files: []fileExp{
-			withLG(lastGood(nb, KindTruncated, "", ""), nbHealthy, "last-good", nbHealthy),
-			lastGood(nbLossy, KindTruncated, "", "")}},
+			withLG(lastGood(nb, format.KindTruncated, "", ""), nbHealthy, "last-good", nbHealthy),
+			lastGood(nbLossy, format.KindTruncated, "", "")}},
 		{app: "nanobot", src: "corrupt_empty", preset: "nanobot", files: []fileExp{
-			withLG(lastGood(nb, KindEmpty, "", ""), nbHealthy, "last-good", nbHealthy),
-			lastGood(nbLossy, KindEmpty, "", "")}},
+			withLG(lastGood(nb, format.KindEmpty, "", ""), nbHealthy, "last-good", nbHealthy),
+			lastGood(nbLossy, format.KindEmpty, "", "")}},
 		{app: "nanobot", src: "corrupt_bad_middle_line", preset: "nanobot", files: []fileExp{
-			withLG(lastGood(nb, KindMalformedRecord, "salvage", nbHealthy), nbHealthy, "salvage", nbHealthy),
-			lastGood(nbLossy, KindMalformedRecord, "salvage", nbHealthy)}},
+			withLG(lastGood(nb, format.KindMalformedRecord, "salvage", nbHealthy), nbHealthy, "salvage", nbHealthy),
+			lastGood(nbLossy, format.KindMalformedRecord, "salvage", nbHealthy)}},
 		{app: "nanobot", src: "corrupt_non_object_line", preset: "nanobot", files: []fileExp{
-			lastGood(nb, KindMalformedRecord, "salvage", nbHealthy),
-			lastGood(nbLossy, KindMalformedRecord, "salvage", nbHealthy)}},
+			lastGood(nb, format.KindMalformedRecord, "salvage", nbHealthy),
+			lastGood(nbLossy, format.KindMalformedRecord, "salvage", nbHealthy)}},
 		{app: "nanobot", src: "stale_tmp_head", preset: "nanobot", setup: ageTemps, files: []fileExp{
 			lastGood(".dGVsZWdyYW06MTIzNDU2Nzg5.jsonl.0123456789abcdef.tmp", KindStaleTemp, "clean-temp", "-")}},
 		{app: "nanobot", src: "stale_tmp_pr3312", preset: "nanobot", setup: ageTemps, files: []fileExp{
@@ -194,63 +195,63 @@ func sampleCases() []sampleCase {
 		{app: "praisonai", src: "healthy", preset: "praisonai"},
 		{app: "praisonai", src: "healthy_pr1745", preset: "praisonai"},
 		{app: "praisonai", src: "corrupt_truncated", preset: "praisonai", files: []fileExp{
-			withLG(lastGood(pc, KindTruncated, "", ""), pcHealthy, "last-good", pcHealthy)}},
+			withLG(lastGood(pc, format.KindTruncated, "", ""), pcHealthy, "last-good", pcHealthy)}},
 		{app: "praisonai", src: "corrupt_empty", preset: "praisonai", files: []fileExp{
-			withLG(lastGood(pc, KindEmpty, "", ""), pcHealthy, "last-good", pcHealthy)}},
+			withLG(lastGood(pc, format.KindEmpty, "", ""), pcHealthy, "last-good", pcHealthy)}},
 		{app: "praisonai", src: "corrupt_trailing_garbage", preset: "praisonai", files: []fileExp{
-			lastGood(pc, KindTrailingGarbage, "salvage", pcHealthy)}},
+			lastGood(pc, format.KindTrailingGarbage, "salvage", pcHealthy)}},
 		{app: "praisonai", src: "corrupt_not_object", preset: "praisonai", files: []fileExp{
-			withLG(lastGood(pc, KindNotObject, "", ""), pcHealthy, "last-good", pcHealthy)}},
+			withLG(lastGood(pc, format.KindNotObject, "", ""), pcHealthy, "last-good", pcHealthy)}},
 		{app: "praisonai", src: "stale_tmp", preset: "praisonai", setup: ageTemps, files: []fileExp{
 			lastGood("sessions/tmpk3j4h5g6.tmp", KindStaleTemp, "clean-temp", "-")}},
 		{app: "praisonai", src: "after_head_quarantine", preset: "praisonai", files: []fileExp{
-			withLG(lastGood(pc, KindMissing, "", ""), pcHealthy, "last-good", pcHealthy)}},
+			withLG(lastGood(pc, format.KindMissing, "", ""), pcHealthy, "last-good", pcHealthy)}},
 		{app: "praisonai", src: "extended_fields_wiped", preset: "praisonai", files: []fileExp{
-			{file: pc, kind: KindDanglingReference, strategy: "reconcile", check: checkChildrenSpliced}}},
+			{file: pc, kind: format.KindDanglingReference, strategy: "reconcile", check: checkChildrenSpliced}}},
 		{app: "openviking", src: "healthy", preset: "openviking"},
 		{app: "openviking", src: "stale_path_lock", preset: "openviking"},
 		{app: "openviking", src: "lost_clear", preset: "openviking", files: []fileExp{
-			lastGood(ov+"demo-committed/messages.jsonl", KindStaleLiveRecords, "reconcile", ovHealthy+"demo-committed/messages.jsonl")}},
+			lastGood(ov+"demo-committed/messages.jsonl", format.KindStaleLiveRecords, "reconcile", ovHealthy+"demo-committed/messages.jsonl")}},
 		{app: "openviking", src: "corrupt_truncated_messages", preset: "openviking", files: []fileExp{
-			withLG(fileExp{file: ovLive + "messages.jsonl", kind: KindTruncated, strategy: "salvage", check: firstLines(2)},
+			withLG(fileExp{file: ovLive + "messages.jsonl", kind: format.KindTruncated, strategy: "salvage", check: firstLines(2)},
 				ovHealthy+"demo-live/messages.jsonl", "last-good", ovHealthy+"demo-live/messages.jsonl"),
 			{file: ovLive + ".meta.json", check: metaCount(2)}}},
 		{app: "openviking", src: "corrupt_empty_messages", preset: "openviking", files: []fileExp{
-			withLG(lastGood(ovLive+"messages.jsonl", KindEmpty, "", ""), ovHealthy+"demo-live/messages.jsonl", "last-good", ovHealthy+"demo-live/messages.jsonl")}},
+			withLG(lastGood(ovLive+"messages.jsonl", format.KindEmpty, "", ""), ovHealthy+"demo-live/messages.jsonl", "last-good", ovHealthy+"demo-live/messages.jsonl")}},
 		{app: "openviking", src: "corrupt_truncated_meta", preset: "openviking", files: []fileExp{
-			withLG(lastGood(ovLive+".meta.json", KindTruncated, "", ""), ovHealthy+"demo-live/.meta.json", "last-good", ovHealthy+"demo-live/.meta.json")}},
+			withLG(lastGood(ovLive+".meta.json", format.KindTruncated, "", ""), ovHealthy+"demo-live/.meta.json", "last-good", ovHealthy+"demo-live/.meta.json")}},
 		{app: "openviking", src: "meta_lag_after_append_crash", preset: "openviking", files: []fileExp{
-			lastGood(ovLive+".meta.json", KindMetadataLag, "reconcile", ovHealthy+"demo-live/.meta.json")}},
+			lastGood(ovLive+".meta.json", format.KindMetadataLag, "reconcile", ovHealthy+"demo-live/.meta.json")}},
 		{app: "openclaw", src: "01-healthy", preset: "openclaw"},
 		{app: "openclaw", src: "02-truncated", preset: "openclaw", files: []fileExp{
-			withLG(lastGood(oc+"sessions.json", KindTruncated, "", ""), ocHealthy, "last-good", ocHealthy)}},
+			withLG(lastGood(oc+"sessions.json", format.KindTruncated, "", ""), ocHealthy, "last-good", ocHealthy)}},
 		{app: "openclaw", src: "03-trailing-garbage", preset: "openclaw", files: []fileExp{
-			{file: oc + "sessions.json", kind: KindTrailingGarbage, strategy: "salvage", check: firstObject(4)}}},
+			{file: oc + "sessions.json", kind: format.KindTrailingGarbage, strategy: "salvage", check: firstObject(4)}}},
 		{app: "openclaw", src: "04-placeholder-with-bak", preset: "openclaw", files: []fileExp{
-			lastGood(oc+"sessions.json", KindWipedPlaceholder, "backup", "openclaw/04-placeholder-with-bak/"+oc+"sessions.json.bak.1795247922317")}},
+			lastGood(oc+"sessions.json", format.KindWipedPlaceholder, "backup", "openclaw/04-placeholder-with-bak/"+oc+"sessions.json.bak.1795247922317")}},
 		{app: "openclaw", src: "05-missing-newest-bak-corrupt", preset: "openclaw", files: []fileExp{
-			lastGood(oc+"sessions.json", KindMissing, "backup", "openclaw/05-missing-newest-bak-corrupt/"+oc+"sessions.json.bak.1795247923574")}},
+			lastGood(oc+"sessions.json", format.KindMissing, "backup", "openclaw/05-missing-newest-bak-corrupt/"+oc+"sessions.json.bak.1795247923574")}},
 		{app: "openclaw", src: "06-empty-file", preset: "openclaw", files: []fileExp{
-			withLG(lastGood(oc+"sessions.json", KindEmpty, "", ""), ocHealthy, "last-good", ocHealthy)}},
+			withLG(lastGood(oc+"sessions.json", format.KindEmpty, "", ""), ocHealthy, "last-good", ocHealthy)}},
 		{app: "openclaw", src: "07-nul-filled", preset: "openclaw", files: []fileExp{
-			lastGood(oc+"sessions.json", KindNULFilled, "", "")}},
+			lastGood(oc+"sessions.json", format.KindNULFilled, "", "")}},
 		{app: "openclaw", src: "08-json-array", preset: "openclaw", files: []fileExp{
-			lastGood(oc+"sessions.json", KindNotObject, "", "")}},
+			lastGood(oc+"sessions.json", format.KindNotObject, "", "")}},
 		{app: "openclaw", src: "09-missing-no-bak", preset: "openclaw", files: []fileExp{
-			withLG(lastGood(oc+"sessions.json", KindMissing, "", ""), ocHealthy, "last-good", ocHealthy)}},
+			withLG(lastGood(oc+"sessions.json", format.KindMissing, "", ""), ocHealthy, "last-good", ocHealthy)}},
 		{app: "openclaw", src: "10-bad-entries", preset: "openclaw", files: []fileExp{
-			lastGood(oc+"sessions.json", KindSchema, "", "")}},
+			lastGood(oc+"sessions.json", format.KindSchema, "", "")}},
 		{app: "openclaw", src: "11-corrupt-transcripts", preset: "openclaw", files: []fileExp{
-			{file: oc + "1d754b99-7ff3-4a4e-bb43-87e369a9c6ae.jsonl", kind: KindMalformedRecord, strategy: "salvage", check: keepLines(1, 2, 4)},
-			lastGood(oc+"571aabb8-7a50-4397-bb51-12f20d457f10.jsonl", KindMalformedRecord, "", "")}},
+			{file: oc + "1d754b99-7ff3-4a4e-bb43-87e369a9c6ae.jsonl", kind: format.KindMalformedRecord, strategy: "salvage", check: keepLines(1, 2, 4)},
+			lastGood(oc+"571aabb8-7a50-4397-bb51-12f20d457f10.jsonl", format.KindMalformedRecord, "", "")}},
 		{app: "openclaw", src: "12-utf8-bom", preset: "openclaw", files: []fileExp{
-			{file: oc + "sessions.json", kind: KindBOM, strategy: "normalize", check: func(t *testing.T, orig, healed []byte) {
+			{file: oc + "sessions.json", kind: format.KindBOM, strategy: "normalize", check: func(t *testing.T, orig, healed []byte) {
 				if !bytes.Equal(healed, orig[3:]) {
 					t.Errorf("BOM not stripped exactly: %d bytes", len(healed))
 				}
 			}}}},
 		{app: "openclaw", src: "13-json5-comment-trailing-comma", preset: "openclaw", files: []fileExp{
-			lastGood(oc+"sessions.json", KindSyntax, "", "")}},
+			lastGood(oc+"sessions.json", format.KindSyntax, "", "")}},
 		{app: "openclaw", src: "21-sqlite-plus-legacy-json", preset: "openclaw", setup: sqlite, files: []fileExp{
 			lastGood(oc+"sessions.json", "skipped", "", "")}},
 	}
@@ -452,7 +453,7 @@ func TestSamples(t *testing.T) {
 			}
 			copyTree(t, src, root2)
 			for _, f := range lg {
-				if f.kind == KindMissing {
+				if f.kind == format.KindMissing {
 					os.Remove(filepath.Join(root2, f.file))
 				}
 			}

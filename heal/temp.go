@@ -20,19 +20,19 @@ func (e *Engine) inspectTemp(t Target) (Verdict, []byte, Identity) {
 	data, id, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return skipped("file no longer exists"), nil, id
+		return format.Skip("file no longer exists"), nil, id
 	case errors.Is(err, fsio.ErrNotRegular):
-		return skipped("not a regular file"), nil, id
+		return format.Skip("not a regular file"), nil, id
 	case errors.Is(err, fsio.ErrChanged):
-		return busy("temp file is being written"), nil, id
+		return format.Wait("temp file is being written"), nil, id
 	case err != nil:
-		return skipped("unreadable: %v", err), nil, id
+		return format.Skip("unreadable: %v", err), nil, id
 	}
 	age := e.Now().Sub(id.Mtime)
 	if age < t.Rule.TempAge {
 		return Verdict{Status: Healthy, Offset: -1, Detail: "recent app temp file: a write may be in flight"}, data, id
 	}
-	return damaged(KindStaleTemp, -1, "app temp file untouched for %s: a crash left it before its rename", age.Round(time.Second)), data, id
+	return format.Damage(KindStaleTemp, -1, "app temp file untouched for %s: a crash left it before its rename", age.Round(time.Second)), data, id
 }
 
 // tempLockTarget names the session whose lock guards a temp file, as its profile says.
