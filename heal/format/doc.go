@@ -4,7 +4,7 @@
 // line, a healthy JSONL file that is a line-aligned prefix of its last-good copy); the generic
 // salvage and its measure ([Salvage], [KeepLines], [ValidLines], [Union] with a last-good
 // copy, [Loss]); streaming validation in bounded memory ([StreamLines], [StreamVerdict],
-// [EachLine]); the check of bytes appended to an append-only file ([AppendedValid]) and the
+// [EachLine]) and the one pass over a big file that measures its repairs ([Survey]); the check of bytes appended to an append-only file ([AppendedValid]) and the
 // memory of the append-only files last seen healthy that lets a pass check only those bytes
 // ([AppendCache]); and the [Profile] interface through which all of it asks what one app's
 // file type is, with the generic profiles ([JSON], [JSONLog]) and the [Registry] that maps a

@@ -1,0 +1,181 @@
+package format
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+)
+
+// SurveyOptions says what else a [Survey] measures.
+type SurveyOptions struct {
+	// FirstValueEnd, when over 0, is the end of a JSON document's first value (the document
+	// has trailing garbage): its bytes [0, FirstValueEnd) are hashed (not asked of JSONL).
+	FirstValueEnd int64
+	// BOMLess: the file's bytes past its 3-byte byte order mark are hashed.
+	BOMLess bool
+	// Unchanged, when set, is asked after the pass over the file and before it is read
+	// again: false ends the survey with [fsio.ErrChanged].
+	Unchanged func() bool
+}
+
+// SurveyCand is a candidate replacement held in memory (a backup, the last-good copy),
+// measured against the original by [Survey].
+type SurveyCand struct {
+	Data []byte
+	// Filled by Survey:
+	PrefixN   int64 // how much of Data the original starts with
+	Lost      int   // JSONL: the original's records Data does not hold
+	LostBytes int64 // ... and their bytes, each with its '\n'
+}
+
+// SurveyResult is what one pass over an original gives for planning its repair.
+type SurveyResult struct {
+	OldSHA string // hex sha256 of the original
+
+	// JSONL: the original's records (non-blank lines), and its salvage (each valid record
+	// line ended by '\n'): the lines it keeps, the records and bytes it loses, its size,
+	// whether the original starts with it, and its hex sha256.
+	Total         int
+	SalvKeep      int
+	SalvLost      int
+	SalvLostBytes int64
+	SalvSize      int64
+	SalvPrefix    bool
+	SalvSHA       string
+	Line1Blank    bool // JSONL: line 1 is blank past a 3-byte byte order mark
+
+	// BOMLess: the hash of the bytes past the byte order mark, and their first byte.
+	NormSHA   string
+	NormFirst fsio.FirstNonWS
+	// FirstValueEnd > 0 (JSON): the hash of the first value's bytes, and their first byte.
+	ValueSHA   string
+	ValueFirst fsio.FirstNonWS
+}
+
+// Survey reads the original (size bytes of f) once and measures what the repair plans of a
+// file of profile p need: its hash, for JSONL the salvage's figures and each candidate's
+// loss, and the hashes opt asks for. A record over [MaxLine] is [ErrNoStream].
+func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*SurveyCand) (SurveyResult, error) {
+	var res SurveyResult
+	kept := make([]map[string]bool, len(cands))
+	prefix := make([]*fsio.PrefixMatch, len(cands))
+	oldH := sha256.New()
+	ws := []io.Writer{oldH}
+	for i, c := range cands {
+		prefix[i] = &fsio.PrefixMatch{Data: c.Data}
+		ws = append(ws, prefix[i])
+		if p.JSONL() {
+			kept[i] = map[string]bool{}
+			for _, l := range Split(c.Data, p) {
+				kept[i][string(bytes.TrimRight(l.Raw, "\r"))] = true
+			}
+		}
+	}
+	normH := fsio.NewRangeHash(3, size)
+	normFirst := &fsio.FirstNonWS{From: 3}
+	if opt.BOMLess {
+		ws = append(ws, normH, normFirst)
+	}
+	var valueH *fsio.RangeHash
+	valueFirst := &fsio.FirstNonWS{}
+	if !p.JSONL() && opt.FirstValueEnd > 0 {
+		valueH = fsio.NewRangeHash(0, opt.FirstValueEnd)
+		ws = append(ws, valueH, valueFirst)
+	}
+	// JSONL: the salvage's lines, and each line's fate in every candidate.
+	var (
+		droppedBefore bool
+		torn          []byte // an unterminated invalid last line
+		tornLen       int64
+		salvLines     = sha256.New()
+	)
+	res.SalvPrefix = true
+	var err error
+	r := io.TeeReader(io.NewSectionReader(f, 0, size), io.MultiWriter(ws...))
+	if p.JSONL() {
+		err = EachLine(r, func(start int64, line []byte, terminated bool) error {
+			ll := int64(len(line))
+			if terminated {
+				ll++
+			}
+			if start == 0 && len(line) >= 3 {
+				res.Line1Blank = len(bytes.TrimSpace(bytes.TrimSuffix(line[3:], []byte("\r")))) == 0
+			}
+			valid := ValidRecord(p, line)
+			if valid {
+				res.SalvKeep++
+				res.SalvSize += int64(len(line)) + 1
+				salvLines.Write(line)
+				salvLines.Write([]byte{'\n'})
+				if droppedBefore || !terminated {
+					res.SalvPrefix = false
+				}
+			} else {
+				droppedBefore = true
+			}
+			body := bytes.TrimSuffix(line, []byte("\r"))
+			if len(bytes.TrimSpace(body)) == 0 {
+				return nil
+			}
+			res.Total++
+			if !valid {
+				res.SalvLost++
+				res.SalvLostBytes += ll
+				if !terminated {
+					torn, tornLen = bytes.Clone(line), ll
+				}
+			}
+			key := string(bytes.TrimRight(line, "\r"))
+			for i, c := range cands {
+				if kept[i][key] || (!valid && !terminated && bytes.Contains(c.Data, line)) {
+					continue
+				}
+				c.Lost++
+				c.LostBytes += ll
+			}
+			return nil
+		})
+	} else {
+		_, err = io.CopyBuffer(io.Discard, r, make([]byte, StreamBuf))
+	}
+	if err != nil {
+		return SurveyResult{}, err
+	}
+	if opt.Unchanged != nil && !opt.Unchanged() {
+		return SurveyResult{}, fsio.ErrChanged
+	}
+	res.OldSHA = hex.EncodeToString(oldH.Sum(nil))
+	// A torn last record whose whole version the salvage holds is not lost.
+	if torn != nil && res.SalvKeep > 0 {
+		cw := &fsio.ContainsWriter{Needle: torn}
+		if _, err := (ValidLines{Profile: p, Size: size}).WriteOut(cw, f); err != nil {
+			return SurveyResult{}, err
+		}
+		if cw.Found {
+			res.SalvLost--
+			res.SalvLostBytes -= tornLen
+		}
+	}
+	for i, c := range cands {
+		c.PrefixN = prefix[i].N
+	}
+	res.SalvSHA = hex.EncodeToString(salvLines.Sum(nil))
+	if opt.BOMLess {
+		res.NormSHA, res.NormFirst = normH.Sum(), *normFirst
+	}
+	if valueH != nil {
+		res.ValueSHA, res.ValueFirst = valueH.Sum(), *valueFirst
+	}
+	return res, nil
+}
+
+// JSONRecords is [Records] for a valid generic JSON document whose first byte is known.
+func JSONRecords(f fsio.FirstNonWS) int {
+	if f.Found && f.C == '{' {
+		return 1
+	}
+	return 0
+}
