@@ -151,7 +151,7 @@ func (e *Engine) verify(t Target, in *inspection) {
 		return
 	}
 	if data, _, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {
-		if inspectBytes(&c, data).Status == Healthy && t.Rule.KeepLastGood {
+		if format.Inspect(c.typ, c.file(), data).Status == Healthy && t.Rule.KeepLastGood {
 			_ = e.LastGood.Put(t.Path, data)
 		}
 	}

@@ -19,7 +19,7 @@ type memCand struct {
 // same results, except that salvage+last-good is not offered.
 func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error) {
 	c := &in.ctx
-	crossFile := in.verdict.Kind == KindDanglingReference || in.verdict.Kind == KindStaleLiveRecords || in.verdict.Kind == KindMetadataLag
+	crossFile := in.verdict.Kind == format.KindDanglingReference || in.verdict.Kind == format.KindStaleLiveRecords || in.verdict.Kind == format.KindMetadataLag
 	var cands []memCand
 	var surveyed []*format.SurveyCand
 	for _, s := range rule.Strategies {
@@ -52,7 +52,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 	size := in.id.Size
 	// The BOM-less bytes, when the file starts with a byte order mark (normalize).
 	var bomLess bool
-	if in.verdict.Kind == KindBOM {
+	if in.verdict.Kind == format.KindBOM {
 		v, _, err := format.StreamVerdict(f, 3, size, c.typ)
 		if err != nil {
 			return nil, err
@@ -114,7 +114,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 				}
 				p = bigPlan(s, fsio.Bytes(mc.Data), sha(mc.Data), int64(len(mc.Data)), mc.PrefixN == int64(len(mc.Data)))
 				p.edits[0].data = mc.Data
-				p.keep = records(c.typ, mc.Data)
+				p.keep = format.Records(c.typ, mc.Data)
 				if c.typ.JSONL() {
 					p.total, p.lostRecords, p.lostBytes = sv.Total, mc.Lost, mc.LostBytes
 				} else {

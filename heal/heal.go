@@ -32,25 +32,6 @@ const (
 	Skipped = format.Skipped
 )
 
-// Damage kinds (see heal/format).
-const (
-	KindTrailingGarbage   = format.KindTrailingGarbage
-	KindTruncated         = format.KindTruncated
-	KindEmpty             = format.KindEmpty
-	KindMissing           = format.KindMissing
-	KindMalformedRecord   = format.KindMalformedRecord
-	KindNotObject         = format.KindNotObject
-	KindInvalidUTF8       = format.KindInvalidUTF8
-	KindSyntax            = format.KindSyntax
-	KindSchema            = format.KindSchema
-	KindStaleLiveRecords  = format.KindStaleLiveRecords
-	KindMetadataLag       = format.KindMetadataLag
-	KindDanglingReference = format.KindDanglingReference
-	KindWipedPlaceholder  = format.KindWipedPlaceholder
-	KindBOM               = format.KindBOM
-	KindNULFilled         = format.KindNULFilled
-)
-
 // Verdict says whether a file is healthy and, if not, where it breaks (see [format.Verdict]).
 type Verdict = format.Verdict
 

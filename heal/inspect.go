@@ -65,7 +65,7 @@ func (e *Engine) inspect(t Target) *inspection {
 	switch {
 	case err == nil:
 		in.data, in.id = data, id
-		in.verdict = inspectBytes(&in.ctx, data)
+		in.verdict = format.Inspect(in.ctx.typ, in.ctx.file(), data)
 		if in.verdict.Status == Damaged && in.ctx.typ.Plain() && id.Size > e.bigAbove() {
 			// Planned streaming: the bytes read are let go, the plan reads the file again.
 			*in = inspection{ctx: in.ctx}
@@ -74,7 +74,7 @@ func (e *Engine) inspect(t Target) *inspection {
 				return in
 			}
 			in.data, in.id = data, id
-			in.verdict = inspectBytes(&in.ctx, data)
+			in.verdict = format.Inspect(in.ctx.typ, in.ctx.file(), data)
 		}
 		if in.ctx.typ.AppendOnly() {
 			e.inc.Full.Add(1)

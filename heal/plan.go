@@ -57,7 +57,7 @@ type inspection struct {
 func candidateOK(c *fileCtx, data []byte) bool {
 	cc := *c
 	cc.lastGood = nil
-	return inspectBytes(&cc, data).Status == Healthy
+	return format.Inspect(cc.typ, cc.file(), data).Status == Healthy
 }
 
 // planState is what one strategy's plan leaves for the next ones: the salvaged bytes (the
@@ -160,7 +160,7 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 		return nil
 	}
 	p := &plan{strategy: strategy, edits: []edit{{path: in.ctx.path, old: in.data, oldID: in.id, missing: in.missing, data: data}}}
-	p.keep = records(in.ctx.typ, data)
+	p.keep = format.Records(in.ctx.typ, data)
 	p.total, p.lostRecords, p.lostBytes = format.Loss(in.ctx.typ, in.ctx.path, in.data, data, p.keep)
 	if strategy == "normalize" {
 		p.lostBytes = int64(len(in.data) - len(data))

@@ -304,7 +304,7 @@ func firstObject(n int) func(t *testing.T, orig, healed []byte) {
 		if !bytes.Equal(healed, orig[:end]) {
 			t.Errorf("want the first %d bytes, got %d bytes", end, len(healed))
 		}
-		if got := records(apps.Registry().Profile("openclaw", "/x/sessions.json"), healed); got != n {
+		if got := format.Records(apps.Registry().Profile("openclaw", "/x/sessions.json"), healed); got != n {
 			t.Errorf("healed store has %d entries, want %d", got, n)
 		}
 	}

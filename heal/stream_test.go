@@ -31,7 +31,7 @@ func TestStreamAgreesWithInMemory(t *testing.T) {
 	reg := apps.Registry()
 	for _, typ := range []format.Profile{format.JSONLog, reg.Profile("openclaw", "/x/s.jsonl")} {
 		for _, in := range inputs {
-			want := inspectBytes(&fileCtx{path: "/x/s.jsonl", typ: typ}, []byte(in))
+			want := format.Inspect(typ, format.File{Path: "/x/s.jsonl"}, []byte(in))
 			got := format.StreamLines(bufio.NewReaderSize(strings.NewReader(in), 16), typ)
 			if got.Status != want.Status || got.Kind != want.Kind || got.Offset != want.Offset {
 				t.Errorf("%s %q: stream %s %s@%d, in memory %s %s@%d", typ.Name(), in, got.Status, got.Kind, got.Offset, want.Status, want.Kind, want.Offset)
