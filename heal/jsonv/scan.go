@@ -68,22 +68,7 @@ value:
 			return i, newError(ErrTooDeep, i, "exceeded max depth")
 		}
 		obj := b[i] == '{'
-		if depth < 64 {
-			if obj {
-				small |= 1 << depth
-			} else {
-				small &^= 1 << depth
-			}
-		} else {
-			if deep == nil {
-				deep = new([MaxDepth/64 + 1]uint64)
-			}
-			if obj {
-				deep[depth>>6] |= 1 << (depth & 63)
-			} else {
-				deep[depth>>6] &^= 1 << (depth & 63)
-			}
-		}
+		openContainer(depth, obj, &small, &deep)
 		depth++
 		i = skipWS(b, i+1)
 		if i >= n {
@@ -190,6 +175,27 @@ key:
 	}
 	i++
 	goto value
+}
+
+// openContainer records the kind of the container opened at depth: the first 64 levels in
+// small, deeper ones in deep, allocated on first use.
+func openContainer(depth int, obj bool, small *uint64, deep **[MaxDepth/64 + 1]uint64) {
+	if depth < 64 {
+		if obj {
+			*small |= 1 << depth
+		} else {
+			*small &^= 1 << depth
+		}
+		return
+	}
+	if *deep == nil {
+		*deep = new([MaxDepth/64 + 1]uint64)
+	}
+	if obj {
+		(*deep)[depth>>6] |= 1 << (depth & 63)
+	} else {
+		(*deep)[depth>>6] &^= 1 << (depth & 63)
+	}
 }
 
 // inObject reports whether the innermost open container (depth >= 1) is an object.

@@ -191,22 +191,7 @@ value:
 			return s.base + int64(i), &Error{Kind: ErrTooDeep, Offset: s.base + int64(i), Msg: "exceeded max depth"}
 		}
 		obj := s.buf[i] == '{'
-		if depth < 64 {
-			if obj {
-				small |= 1 << depth
-			} else {
-				small &^= 1 << depth
-			}
-		} else {
-			if deep == nil {
-				deep = new([MaxDepth/64 + 1]uint64)
-			}
-			if obj {
-				deep[depth>>6] |= 1 << (depth & 63)
-			} else {
-				deep[depth>>6] &^= 1 << (depth & 63)
-			}
-		}
+		openContainer(depth, obj, &small, &deep)
 		depth++
 		i = s.skipWS(i + 1)
 		if i >= len(s.buf) {
