@@ -3,6 +3,7 @@ package format
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"strings"
 	"testing"
 
@@ -73,5 +74,30 @@ func TestLinePrefixAndAppended(t *testing.T) {
 	}
 	if n := Records(p, bytes.Repeat([]byte("{}\n"), 3)); n != 3 {
 		t.Errorf("Records = %d", n)
+	}
+}
+
+// xs reads n bytes of 'x' (no newline) without holding them.
+type xs struct{ n int64 }
+
+func (r *xs) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(int64(len(p)), r.n)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	r.n -= k
+	return int(k), nil
+}
+
+// A record longer than MaxLine is reported where it starts, with its line number, not held.
+func TestStreamLinesRecordOverMaxLine(t *testing.T) {
+	in := io.MultiReader(strings.NewReader("{}\n\n{\"a\": 1}\n"), &xs{n: MaxLine + 2*StreamBuf})
+	v := StreamLines(bufio.NewReaderSize(in, StreamBuf), plain{jsonl: true})
+	want := Damage(KindMalformedRecord, 13, "line 4 is longer than %d bytes", MaxLine)
+	if v.Status != want.Status || v.Kind != want.Kind || v.Offset != want.Offset || v.Detail != want.Detail {
+		t.Fatalf("got %+v, want %+v", v, want)
 	}
 }

@@ -53,51 +53,40 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 }
 
 // StreamLines judges a JSONL file read from r as [Inspect] does (without a last-good copy),
-// applying a [RecordChecker]'s checklist record by record.
+// applying a [RecordChecker]'s checklist record by record. A read error ends the file there.
 func StreamLines(r *bufio.Reader, p Profile) Verdict {
 	d := p.Dialect()
 	rc, _ := p.(RecordChecker)
-	var off int64
-	var long []byte // a line longer than the reader's buffer
+	var next int64 // where the next line starts
 	n, records := 0, 0
 	var schema *Verdict // the first checklist problem; syntax damage anywhere is reported first
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			if len(long)+len(chunk) > MaxLine {
-				return Damage(KindMalformedRecord, off, "line %d is longer than %d bytes", n+1, MaxLine)
-			}
-			long = append(long, chunk...)
-			continue
-		}
-		line := chunk
-		if long != nil {
-			line = append(long, chunk...)
-			long = nil
-		}
-		if len(line) == 0 && err != nil {
-			break
-		}
+	var stop Verdict    // the damage that ended the walk
+	err := EachLine(r, func(off int64, line []byte, terminated bool) error {
 		n++
-		terminated := len(line) > 0 && line[len(line)-1] == '\n'
-		body := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
-		if len(bytes.TrimSpace(body)) > 0 {
-			verr := jsonv.Valid(body, d)
-			if verr == nil && bytes.TrimSpace(body)[0] != '{' {
-				verr = ErrNotObject // as Inspect: an unterminated one is a torn last line
+		next = off + int64(len(line))
+		if terminated {
+			next++
+		}
+		body := bytes.TrimSuffix(line, []byte("\r"))
+		if len(bytes.TrimSpace(body)) == 0 {
+			return nil
+		}
+		verr := jsonv.Valid(body, d)
+		if verr == nil && bytes.TrimSpace(body)[0] != '{' {
+			verr = ErrNotObject // as Inspect: an unterminated one is a torn last line
+		}
+		switch {
+		case verr != nil && !terminated:
+			stop = Damage(KindTruncated, off, "torn last line %d: %v", n, verr)
+		case verr != nil:
+			if e, ok := verr.(*jsonv.Error); ok && e.Kind == jsonv.ErrInvalidUTF8 {
+				stop = Damage(KindInvalidUTF8, off+e.Offset, "line %d: %s", n, e.Msg)
+			} else {
+				stop = Damage(KindMalformedRecord, off, "line %d: %v", n, verr)
 			}
-			if verr != nil {
-				if !terminated {
-					return Damage(KindTruncated, off, "torn last line %d: %v", n, verr)
-				}
-				if e, ok := verr.(*jsonv.Error); ok && e.Kind == jsonv.ErrInvalidUTF8 {
-					return Damage(KindInvalidUTF8, off+e.Offset, "line %d: %s", n, e.Msg)
-				}
-				return Damage(KindMalformedRecord, off, "line %d: %v", n, verr)
-			}
-			if !terminated {
-				return Damage(KindTruncated, off+int64(len(line)), "last line %d has no terminating newline", n)
-			}
+		case !terminated:
+			stop = Damage(KindTruncated, off+int64(len(line)), "last line %d has no terminating newline", n)
+		default:
 			if rc != nil && schema == nil {
 				if prob := rc.RecordProblem(body, records == 0); prob != "" {
 					v := Damage(KindSchema, off, "line %d: %s", n, prob)
@@ -105,11 +94,15 @@ func StreamLines(r *bufio.Reader, p Profile) Verdict {
 				}
 			}
 			records++
+			return nil
 		}
-		off += int64(len(line))
-		if err != nil {
-			break
-		}
+		return errStop
+	})
+	switch {
+	case err == errStop:
+		return stop
+	case errors.Is(err, ErrNoStream):
+		return Damage(KindMalformedRecord, next, "line %d is longer than %d bytes", n+1, MaxLine)
 	}
 	if schema != nil {
 		return *schema
@@ -219,9 +212,13 @@ func AllNULAt(f io.ReaderAt, off, n int64) (bool, error) {
 }
 
 // EachLine calls fn for each line of r as jsonv.Lines does (start is the line's offset; the
-// '\n' is not part of line). A line longer than MaxLine is ErrNoStream.
+// '\n' is not part of line). A line longer than MaxLine is ErrNoStream. r is read through a
+// buffer of StreamBuf bytes, or its own when it is a *bufio.Reader.
 func EachLine(r io.Reader, fn func(start int64, line []byte, terminated bool) error) error {
-	br := bufio.NewReaderSize(r, StreamBuf)
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, StreamBuf)
+	}
 	var off int64
 	var long []byte
 	for {
