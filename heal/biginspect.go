@@ -1,9 +1,6 @@
 package heal
 
 import (
-	"os"
-	"syscall"
-
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/policy"
@@ -50,21 +47,12 @@ func (e *Engine) wholeLimit(r *policy.Rule, typ format.Profile) int64 {
 // max_file_size, cannot be judged streaming, or is healthy and wanted whole (for its last-good
 // copy, or for the JSONL checks against that copy).
 func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
-	st, err := fsio.StatIdentity(t.Path)
 	maxSize := t.Rule.Limits.MaxFileSize
-	if err != nil || st.Size <= e.bigAbove() || (maxSize > 0 && st.Size > maxSize) {
-		return false
-	}
-	f, err := os.OpenFile(t.Path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, id, err := fsio.OpenRegular(t.Path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	id := fsio.IdentityOf(fi)
 	if id.Size <= e.bigAbove() || (maxSize > 0 && id.Size > maxSize) {
 		return false
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
@@ -124,16 +123,11 @@ func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id 
 	if !found || prev.passes >= fullEvery {
 		return id, false
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, id, err := fsio.OpenRegular(path)
 	if err != nil {
 		return id, false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return id, false
-	}
-	id = fsio.IdentityOf(fi)
 	if id.Dev != prev.dev || id.Ino != prev.ino || id.Size < prev.size || (maxSize > 0 && id.Size > maxSize) {
 		return id, false
 	}

@@ -2,8 +2,6 @@ package format
 
 import (
 	"io"
-	"os"
-	"syscall"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
@@ -12,16 +10,11 @@ import (
 // record by record: all NUL bytes is damage (reported, not repaired); anything else is
 // skipped with the reason. Memory stays bounded either way.
 func LargeVerdict(path string, limit int64) (Verdict, fsio.Identity, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, id, err := fsio.OpenRegular(path)
 	if err != nil {
 		return Verdict{}, fsio.Identity{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return Verdict{}, fsio.Identity{}, fsio.ErrNotRegular
-	}
-	id := fsio.IdentityOf(fi)
 	buf := make([]byte, StreamBuf)
 	for {
 		n, err := f.Read(buf)

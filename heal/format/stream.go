@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
-	"syscall"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
@@ -28,22 +26,11 @@ var errStop = errors.New("stop")
 
 // StreamInspect validates an append-only JSONL file line by line (see [StreamLines]).
 func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, id, err := fsio.OpenRegular(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			err = fsio.ErrNotRegular
-		}
 		return Verdict{}, fsio.Identity{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Verdict{}, fsio.Identity{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return Verdict{}, fsio.Identity{}, fsio.ErrNotRegular
-	}
-	id := fsio.IdentityOf(fi)
 	v := StreamLines(bufio.NewReaderSize(io.LimitReader(f, id.Size), StreamBuf), p)
 	fi2, err := f.Stat()
 	if err != nil || !fsio.IdentityOf(fi2).Same(id) {

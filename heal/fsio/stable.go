@@ -9,6 +9,28 @@ import (
 	"syscall"
 )
 
+// OpenRegular opens the regular file at path for reading, never following a final symlink
+// (that is [ErrNotRegular], as anything but a regular file is) and never blocking on a FIFO,
+// and returns it with its identity.
+func OpenRegular(path string) (*os.File, Identity, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			err = ErrNotRegular
+		}
+		return nil, Identity{}, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = ErrNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, Identity{}, err
+	}
+	return f, IdentityOf(fi), nil
+}
+
 // OpenStable opens the regular file at path (not following a final symlink) and checks that
 // it is still the version id names (else [ErrChanged]).
 func OpenStable(path string, id Identity) (*os.File, error) {
