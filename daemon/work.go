@@ -139,6 +139,9 @@ func (d *loop) onEvent(ev watcher.Event) {
 		for _, t := range d.eng.MissingIn(filepath.Dir(p)) {
 			d.enqueue(job{t: t, since: time.Now()})
 		}
+		if t, ok := d.eng.Deleted(p); ok {
+			d.enqueue(job{t: t, since: time.Now()})
+		}
 		return
 	}
 	if r, _, ok := d.cfg.RuleFor(p); ok {

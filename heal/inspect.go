@@ -117,5 +117,8 @@ func missingEvidence(c *fileCtx) string {
 	if d, ok := c.typ.(format.MissingDetector); ok {
 		return d.MissingEvidence()
 	}
+	if _, ok := c.typ.(format.Resurrectable); ok {
+		return "it was seen healthy and its app deletes sessions it cannot list"
+	}
 	return "backups show it existed"
 }

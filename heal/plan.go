@@ -67,6 +67,15 @@ type planState struct {
 	extra    []*plan
 }
 
+// base is what a strategy that edits the file's records starts from: the salvage, when an
+// earlier strategy made one, else the file's own bytes.
+func (st *planState) base(in *inspection) []byte {
+	if st.salvaged != nil {
+		return st.salvaged
+	}
+	return in.data
+}
+
 // A planner is one strategy: the repaired bytes of the inspected file, or nil when the
 // strategy does not apply to it.
 type planner func(rule *policy.Rule, in *inspection, st *planState) []byte
@@ -105,6 +114,18 @@ var planners = map[policy.Strategy]planner{
 	policy.RestoreFields: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
 		if r, ok := in.ctx.typ.(format.FieldRestorer); ok && !in.missing && in.ctx.lastGood != nil {
 			return r.RestoreFields(in.ctx.path, in.data, in.ctx.lastGood)
+		}
+		return nil
+	},
+	policy.AddOrdinals: func(_ *policy.Rule, in *inspection, st *planState) []byte {
+		if a, ok := in.ctx.typ.(format.OrdinalAdder); ok && !in.missing {
+			return a.AddOrdinals(in.ctx.path, st.base(in))
+		}
+		return nil
+	},
+	policy.RebuildHeader: func(_ *policy.Rule, in *inspection, st *planState) []byte {
+		if r, ok := in.ctx.typ.(format.HeaderRebuilder); ok && !in.missing {
+			return r.RebuildHeader(in.ctx.path, st.base(in))
 		}
 		return nil
 	},

@@ -159,7 +159,7 @@ func sampleCases() []sampleCase {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, nil, 0o644)
 	}
-	return []sampleCase{
+	cases := []sampleCase{
 		{app: "copaw", src: "healthy", preset: "copaw"},
 		{app: "copaw", src: "healthy_legacy_copaw", preset: "copaw"},
 		{app: "copaw", src: "corrupt_extra_data_race", preset: "copaw", files: []fileExp{
@@ -255,6 +255,9 @@ func sampleCases() []sampleCase {
 		{app: "openclaw", src: "21-sqlite-plus-legacy-json", preset: "openclaw", setup: sqlite, files: []fileExp{
 			lastGood(oc+"sessions.json", "skipped", "", "")}},
 	}
+	cases = append(cases, claudeSampleCases()...)
+	cases = append(cases, codexSampleCases()...)
+	return append(cases, geminiSampleCases()...)
 }
 
 func ageTemps(t *testing.T, root string) {

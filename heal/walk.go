@@ -197,6 +197,25 @@ func (e *Engine) MissingIn(dir string) []Target {
 	})
 }
 
+// Deleted is the target of a file that just disappeared when its absence is damage: its
+// profile is [format.Resurrectable], sessionmedic holds its last-good copy, and the app would
+// still keep that copy.
+func (e *Engine) Deleted(p string) (Target, bool) {
+	r, _, ok := e.Policy.RuleFor(p)
+	if !ok || !r.KeepLastGood {
+		return Target{}, false
+	}
+	res, ok := e.profile(r.Format, p).(format.Resurrectable)
+	if !ok {
+		return Target{}, false
+	}
+	lg := e.LastGood.Load(p)
+	if lg == nil || !res.Restore(lg, e.Now()) {
+		return Target{}, false
+	}
+	return Target{Path: p, Rule: r, Missing: true}, true
+}
+
 // missingIn finds files whose absence is damage, as the profiles that can tell say (see
 // [format.MissingDetector]).
 func (e *Engine) missingIn(dir string, ruleFor func(string) *policy.Rule) []Target {

@@ -107,10 +107,16 @@ const (
 	RestoreFields      Strategy = "restore-fields"
 	DropInvalidEntries Strategy = "drop-invalid-entries"
 	CleanTemp          Strategy = "clean-temp"
+	// AddOrdinals gives the trailing records of a paginated log that lack one the ordinal that
+	// follows the last record's (Codex refuses to resume otherwise); nothing else is changed.
+	AddOrdinals Strategy = "add-ordinals"
+	// RebuildHeader rebuilds a torn or missing first line (the session's metadata record) from
+	// values present in the file and its directory, keeping every other byte.
+	RebuildHeader Strategy = "rebuild-header"
 )
 
 // Strategies lists every strategy a policy may name.
-var Strategies = []Strategy{Salvage, Backup, LastGoodCopy, Reconcile, Normalize, RestoreFields, DropInvalidEntries, CleanTemp}
+var Strategies = []Strategy{Salvage, Backup, LastGoodCopy, Reconcile, Normalize, RestoreFields, DropInvalidEntries, CleanTemp, AddOrdinals, RebuildHeader}
 
 // Mode says whether a rule heals or only reports.
 type Mode string

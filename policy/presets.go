@@ -7,7 +7,7 @@ import (
 )
 
 // The presets, in the order of the embedded default; qwenpaw is an alias of copaw.
-var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw"}
+var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli"}
 
 var presetAliases = map[string]string{"qwenpaw": "copaw"}
 
@@ -17,12 +17,19 @@ const (
 	LockNanobot    LockProtocol = "nanobot"
 	LockOpenViking LockProtocol = "openviking"
 	LockOpenClaw   LockProtocol = "openclaw"
+	// LockClaudeCode: no lock; a transcript is live while Claude's pid registry
+	// (<config>/sessions/<pid>.json) names its session for a running process.
+	LockClaudeCode LockProtocol = "claude-code"
+	// LockCodex: Codex's per-thread writer flock, taken under its coordination lock.
+	LockCodex LockProtocol = "codex"
+	// LockGeminiCLI: no lock; a project is live while a Gemini process runs in its root.
+	LockGeminiCLI LockProtocol = "gemini-cli"
 )
 
 var appLocks = []struct {
 	protocol LockProtocol
 	stale    bool
-}{{LockNanobot, false}, {LockOpenViking, true}, {LockOpenClaw, true}}
+}{{LockNanobot, false}, {LockOpenViking, true}, {LockOpenClaw, true}, {LockClaudeCode, false}, {LockCodex, false}, {LockGeminiCLI, false}}
 
 func appLockProtocols() []LockProtocol {
 	var out []LockProtocol
@@ -35,7 +42,8 @@ func appLockProtocols() []LockProtocol {
 // presetEnv lists the environment variables the presets read to find their apps' default
 // locations.
 var presetEnv = []string{"QWENPAW_WORKING_DIR", "COPAW_WORKING_DIR", "PRAISONAI_HOME",
-	"OPENVIKING_CONFIG_FILE", "OPENCLAW_HOME", "OPENCLAW_STATE_DIR"}
+	"OPENVIKING_CONFIG_FILE", "OPENCLAW_HOME", "OPENCLAW_STATE_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
+	"GEMINI_CLI_HOME"}
 
 // PresetEnv returns the environment variables the presets read to find their apps (a
 // harness that must not see real app data drops them).
@@ -46,7 +54,7 @@ func Presets() []string { return slices.Clone(presetNames) }
 
 // presetChoices lists every accepted preset name, aliases included, for error messages.
 func presetChoices() []string {
-	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw"}
+	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli"}
 }
 
 // PresetRule returns the full rule of a preset (an alias gives its preset), named after it,
@@ -117,6 +125,33 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Backups = []string{"{dir}/sessions.json.bak.*"}
 		r.Lock = Lock{Protocol: LockOpenClaw, Stale: DefaultLockStale, Wait: DefaultLockWait}
 		r.Strategies = []Strategy{Salvage, Backup, LastGoodCopy, Normalize}
+	case "claude-code":
+		// <config>/projects/<slug>/<sessionId>.jsonl and its subagents'
+		// <sessionId>/subagents/[<sub>/]agent-<id>.jsonl; the pid registry sessions/*.json,
+		// the compaction temps and the settings are not transcripts.
+		r.Paths = envOrHome(env, "CLAUDE_CONFIG_DIR", ".claude")
+		r.Match = []string{"**/projects/*/*.jsonl", "**/projects/*/*/subagents/**/agent-*.jsonl"}
+		r.Temps = []string{"*.jsonl.compact.tmp.*"}
+		r.Lock = Lock{Protocol: LockClaudeCode}
+		r.Strategies = []Strategy{Salvage, LastGoodCopy}
+	case "codex":
+		// <home>/sessions/YYYY/MM/DD/rollout-<ts>-<id>.jsonl and archived_sessions/; the
+		// compressed .jsonl.zst rollouts, the SQLite indexes and session_index.jsonl are
+		// never touched.
+		r.Paths = envOrHome(env, "CODEX_HOME", ".codex")
+		r.Match = []string{"**/sessions/**/rollout-*.jsonl", "**/archived_sessions/rollout-*.jsonl"}
+		r.Lock = Lock{Protocol: LockCodex, Wait: DefaultLockWait}
+		r.Strategies = []Strategy{Salvage, LastGoodCopy, AddOrdinals, RebuildHeader}
+	case "gemini-cli":
+		// <home>/.gemini/tmp/<project>/chats/session-<ts>-<id8>.jsonl and the subagents'
+		// chats/<parent>/<id>.jsonl; the app's .unreadable-<ms> copies and .tmp-<pid> temps
+		// are its own.
+		r.Paths = geminiPaths(env)
+		r.Match = []string{"**/chats/session-*.jsonl", "**/chats/*/*.jsonl"}
+		r.Exclude = []string{"*.unreadable-*"}
+		r.Temps = []string{"*.jsonl.tmp-*"}
+		r.Lock = Lock{Protocol: LockGeminiCLI}
+		r.Strategies = []Strategy{Salvage, LastGoodCopy, RebuildHeader}
 	default:
 		return Rule{}, false
 	}
@@ -154,6 +189,28 @@ func firstExisting(env Env, fallback string, candidates ...string) []string {
 		}
 	}
 	return []string{fallback}
+}
+
+// envOrHome: the directory an app's environment variable names, else ~/<dir>.
+func envOrHome(env Env, key, dir string) []string {
+	if v := env.getenv(key); v != "" {
+		if p := appPath(v, env.Home); p != "" {
+			return []string{p}
+		}
+		return nil
+	}
+	return homePaths(env, dir)
+}
+
+// geminiPaths: $GEMINI_CLI_HOME/.gemini, else ~/.gemini.
+func geminiPaths(env Env) []string {
+	if v := env.getenv("GEMINI_CLI_HOME"); v != "" {
+		if p := appPath(v, env.Home); p != "" {
+			return []string{filepath.Join(p, ".gemini")}
+		}
+		return nil
+	}
+	return homePaths(env, ".gemini")
 }
 
 // copawPaths: $QWENPAW_WORKING_DIR or $COPAW_WORKING_DIR; else ~/.copaw if it exists;

@@ -11,7 +11,7 @@ import (
 )
 
 func TestPresetNames(t *testing.T) {
-	if got := Presets(); !slices.Equal(got, []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw"}) {
+	if got := Presets(); !slices.Equal(got, []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli"}) {
 		t.Fatalf("Presets() = %v", got)
 	}
 	for _, name := range presetChoices() {
@@ -81,11 +81,14 @@ func TestPresetDefaultPaths(t *testing.T) {
 // sessionFile is, per app, an independent description of the sample files a preset must
 // cover (paths relative to samples/<app>/); every other file must not be covered.
 var sessionFile = map[string]*regexp.Regexp{
-	"copaw":      regexp.MustCompile(`^[^/]+/sessions/([^/]+/)?[^/]+\.json$`),
-	"nanobot":    regexp.MustCompile(`^([^/]+/)*[^/]+\.jsonl$`),
-	"praisonai":  regexp.MustCompile(`^[^/]+/sessions/[A-Za-z0-9_-]+\.json$`),
-	"openviking": regexp.MustCompile(`^[^/]+/workspace/viking/default/user/default/sessions/[^/]+/(messages\.jsonl|\.meta\.json)$`),
-	"openclaw":   regexp.MustCompile(`^[^/]+/state/agents/main/sessions/(sessions\.json|[0-9a-f-]{36}\.jsonl)$`),
+	"copaw":       regexp.MustCompile(`^[^/]+/sessions/([^/]+/)?[^/]+\.json$`),
+	"nanobot":     regexp.MustCompile(`^([^/]+/)*[^/]+\.jsonl$`),
+	"praisonai":   regexp.MustCompile(`^[^/]+/sessions/[A-Za-z0-9_-]+\.json$`),
+	"openviking":  regexp.MustCompile(`^[^/]+/workspace/viking/default/user/default/sessions/[^/]+/(messages\.jsonl|\.meta\.json)$`),
+	"openclaw":    regexp.MustCompile(`^[^/]+/state/agents/main/sessions/(sessions\.json|[0-9a-f-]{36}\.jsonl)$`),
+	"claude-code": regexp.MustCompile(`^[^/]+/home/\.claude/projects/-tmp-demo-proj/[0-9a-f-]{36}\.jsonl$`),
+	"codex":       regexp.MustCompile(`^[^/]+/home/\.codex/sessions/2026/11/22/rollout-[0-9T-]+-[0-9a-f-]{36}\.jsonl$`),
+	"gemini-cli":  regexp.MustCompile(`^[^/]+/home/\.gemini/tmp/proj/chats/session-[0-9T-]+-[0-9a-f]{8}\.jsonl$`),
 }
 
 // appTemp describes the sample files that are the app's temp files (clean-temp candidates).

@@ -19,5 +19,8 @@ func Registry() *format.Registry {
 	addPraisonAI(r)
 	addOpenViking(r)
 	addOpenClaw(r)
+	addClaudeCode(r)
+	addCodex(r)
+	addGeminiCLI(r)
 	return r
 }

@@ -32,7 +32,9 @@ func (generic) CheckLines(File, []Line) Verdict               { return OK() }
 func (generic) Records(*jsonv.Value) int                      { return 1 }
 
 // KeepLines is the JSONL salvage of data: every valid record line byte for byte (a last one
-// given its '\n'), but the records p says are kept elsewhere; nil when none is left.
+// given its '\n'), but the records p says are kept elsewhere, and the whole records a
+// [Splitter] finds on the other lines ([SplitLine]), each on its own line; nil when none is
+// left.
 func KeepLines(p Profile, path string, data []byte) []byte {
 	var gone func(*jsonv.Value) bool
 	if s, ok := p.(Superseder); ok {
@@ -40,6 +42,12 @@ func KeepLines(p Profile, path string, data []byte) []byte {
 	}
 	var out []byte
 	for _, l := range Split(data, p) {
+		if l.Val == nil && !l.Blank {
+			for _, rec := range SplitLine(p, l.Raw) {
+				out = append(append(out, rec...), '\n')
+			}
+			continue
+		}
 		if l.Val == nil || (gone != nil && gone(l.Val)) {
 			continue
 		}

@@ -50,6 +50,12 @@ func Inspect(p Profile, f File, data []byte) Verdict {
 		v = inspectJSON(p, f, data)
 	}
 	if v.Status == Healthy && p.JSONL() && f.LastGood != nil && IsLinePrefix(data, f.LastGood) {
+		if j, ok := p.(PrefixJudge); ok {
+			if cut, warning := j.TruncatedTail(f.LastGood[len(data):]); !cut {
+				v.Warnings = append(v.Warnings, warning)
+				return v
+			}
+		}
 		return Damage(KindTruncated, int64(len(data)), "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", len(data), len(f.LastGood))
 	}
 	return v

@@ -1,6 +1,8 @@
 package format
 
 import (
+	"time"
+
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
@@ -179,3 +181,46 @@ func (Log) AppendOnly() bool                              { return false }
 func (Log) Plain() bool                                   { return false }
 func (Log) Records(*jsonv.Value) int                      { return 1 }
 func (Log) CheckValue(File, []byte, *jsonv.Value) Verdict { return OK() }
+
+// Splitter is a JSONL Profile whose app glues records onto one line (a torn stub and then a
+// whole record appended without a newline; two complete records with the '\n' between them
+// lost; a NUL run a power loss left before a record): its salvage splits such a line at a
+// record boundary instead of dropping it (see [SplitLine]).
+type Splitter interface {
+	// RecordStarts are the byte strings one of the app's records begins with (`{"type":"`).
+	RecordStarts() [][]byte
+	// Whole: rec, a valid object found after other bytes on a line, is a whole record of the
+	// app, not a value that was nested in a torn one.
+	Whole(rec *jsonv.Value) bool
+}
+
+// PrefixJudge is a JSONL Profile whose app itself legitimately removes its last records: a
+// healthy file that is a line-aligned prefix of its last-good copy is truncated only when
+// the missing tail (last-good's bytes after it) says so; otherwise the verdict is healthy
+// with the warning returned.
+type PrefixJudge interface {
+	TruncatedTail(missing []byte) (truncated bool, warning string)
+}
+
+// OrdinalAdder is a JSONL Profile whose records carry a sequence number the app needs on its
+// last record: the add-ordinals strategy. AddOrdinals returns data with the number given to
+// the trailing records that lack one (only that member is inserted), or nil.
+type OrdinalAdder interface {
+	AddOrdinals(path string, data []byte) []byte
+}
+
+// HeaderRebuilder is a JSONL Profile whose first line is a metadata record the app cannot
+// load a file without: the rebuild-header strategy. RebuildHeader returns data with a torn
+// or missing first record rebuilt from values present in the file and around it (every
+// other byte kept), or nil when some value is not there to be found.
+type HeaderRebuilder interface {
+	RebuildHeader(path string, data []byte) []byte
+}
+
+// Resurrectable is a Profile whose app deletes files it should not (a start-up sweep that
+// removes a session it cannot list): a file seen healthy that disappears is restored from
+// its last-good copy when Restore says the app would still keep that copy (not older than
+// its own retention at now).
+type Resurrectable interface {
+	Restore(lastGood []byte, now time.Time) bool
+}

@@ -55,6 +55,22 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 		if l.Val != nil && gone != nil && gone(l.Val) {
 			continue // preserved in a finished archive
 		}
+		if l.Val == nil {
+			if recs := SplitLine(p, l.Raw); recs != nil {
+				// Split: what is lost is the bytes around the whole records kept.
+				kept := 0
+				for _, r := range recs {
+					if bytes.Contains(data, r) {
+						kept += len(r)
+					}
+				}
+				if lost := bytes.Count(l.Raw, []byte{0}); len(bytes.TrimSuffix(l.Raw, []byte("\r")))-lost > kept {
+					lostRecords++
+				}
+				lostBytes += int64(len(l.Raw) - kept)
+				continue
+			}
+		}
 		lostRecords++
 		lostBytes += int64(l.End - l.Start)
 	}

@@ -1,0 +1,73 @@
+package format
+
+import (
+	"bytes"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// maxSplitStarts bounds the record starts tried on one line, so that a hostile line full of
+// them costs a bounded number of passes.
+const maxSplitStarts = 256
+
+// SplitLine is what a Splitter's salvage keeps of a line that is not one valid record (its
+// bytes without the '\n'): the line without its NUL bytes when that is one valid record;
+// else, for the smallest b that is 0 or an offset where one of the app's record starts
+// begins, the line's bytes from b when they are one or more whole records back to back with
+// nothing after. The records are returned in order, each exactly its bytes; nil when the line
+// holds none.
+func SplitLine(p Profile, line []byte) [][]byte {
+	s, ok := p.(Splitter)
+	if !ok {
+		return nil
+	}
+	body := bytes.TrimSuffix(line, []byte("\r"))
+	if bytes.IndexByte(body, 0) >= 0 {
+		body = bytes.ReplaceAll(body, []byte{0}, nil)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if ValidRecord(p, body) {
+		return [][]byte{body}
+	}
+	starts := []int{0}
+	for i := 1; i < len(body) && len(starts) < maxSplitStarts; i++ {
+		if body[i] != '{' {
+			continue
+		}
+		for _, m := range s.RecordStarts() {
+			if bytes.HasPrefix(body[i:], m) {
+				starts = append(starts, i)
+				break
+			}
+		}
+	}
+	for _, b := range starts {
+		if recs := wholeRecords(p, s, body[b:]); recs != nil {
+			return recs
+		}
+	}
+	return nil
+}
+
+// wholeRecords splits b into whole records back to back, or returns nil.
+func wholeRecords(p Profile, s Splitter, b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		if b[0] != '{' {
+			return nil
+		}
+		end, err := jsonv.FirstValue(b, p.Dialect())
+		if err != nil {
+			return nil
+		}
+		v, err := jsonv.Parse(b[:end], p.Dialect())
+		if err != nil || !s.Whole(v) {
+			return nil
+		}
+		out = append(out, b[:end])
+		b = b[end:]
+	}
+	return out
+}
