@@ -177,7 +177,7 @@ func best(plans []*plan) *plan {
 }
 
 func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data []byte) *plan {
-	if !candidateOK(&in.ctx, data) {
+	if !candidateOK(&in.ctx, data) || !keepsPrefix(&in.ctx, in.data, data) {
 		return nil
 	}
 	p := &plan{strategy: strategy, edits: []edit{{path: in.ctx.path, old: in.data, oldID: in.id, missing: in.missing, data: data}}}
@@ -192,6 +192,16 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 		}
 	}
 	return p
+}
+
+// keepsPrefix: data leaves alone the bytes of old that other files point into.
+func keepsPrefix(c *fileCtx, old, data []byte) bool {
+	k, ok := c.typ.(format.PrefixKeeper)
+	if !ok {
+		return true
+	}
+	n := k.KeptPrefix(c.path)
+	return n <= 0 || (int64(len(old)) >= n && int64(len(data)) >= n && bytes.Equal(old[:n], data[:n]))
 }
 
 // salvage is the file's own salvage ([format.Salvage]); a missing file salvages from the

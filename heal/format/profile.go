@@ -224,3 +224,10 @@ type HeaderRebuilder interface {
 type Resurrectable interface {
 	Restore(lastGood []byte, now time.Time) bool
 }
+
+// PrefixKeeper is a Profile some of whose bytes other files point into (a child session whose
+// history is this file's first bytes, by offset): a repair that changes any of the first
+// KeptPrefix bytes of path is never made.
+type PrefixKeeper interface {
+	KeptPrefix(path string) int64
+}
