@@ -165,7 +165,8 @@ var (
 
 // OwnTempPattern matches the base names of sessionmedic's own temp files. Every rule treats
 // them as temps: they are never validated as sessions. Name temp files
-// ".<name>.sessionmedic-<random>.tmp" to match it.
+// ".~<name>.sessionmedic-<random>.tmp" to match it (older versions wrote
+// ".<name>.sessionmedic-<random>.tmp", which it matches too).
 const OwnTempPattern = ".*.sessionmedic-*.tmp"
 
 // DefaultSource is Config.Source of the embedded default policy.

@@ -58,18 +58,20 @@ func RandHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// TempSuffix marks sessionmedic's own temp files: `.<name>.sessionmedic-<hex>.tmp`.
+// TempSuffix marks sessionmedic's own temp files: `.~<name>.sessionmedic-<hex>.tmp`.
 const TempSuffix = ".tmp"
 
-// TempName is a fresh name for a temp file beside target.
+// TempName is a fresh name for a temp file beside target. It starts with ".~", so that it
+// matches neither the app's session names nor the dot-names apps give their own temps
+// (Codex's ".rollout-*"), and ends in ".tmp", which no app lists as a session.
 func TempName(target string) string {
 	base := filepath.Base(target)
 	// A name may be 255 bytes long; the temp's own affixes must fit beside it.
-	const affixes = len(".") + len(".sessionmedic-") + 12 + len(TempSuffix)
+	const affixes = len(".~") + len(".sessionmedic-") + 12 + len(TempSuffix)
 	if len(base) > 255-affixes {
 		base = base[:255-affixes]
 	}
-	return filepath.Join(filepath.Dir(target), "."+base+".sessionmedic-"+RandHex(6)+TempSuffix)
+	return filepath.Join(filepath.Dir(target), ".~"+base+".sessionmedic-"+RandHex(6)+TempSuffix)
 }
 
 // SyncDir fsyncs the directory dir.
