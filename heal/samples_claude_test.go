@@ -205,3 +205,17 @@ func TestClaudeLiveSessionIsNotHealed(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHealClaudeCode runs the heal properties through the claude-code profile (its split
+// salvage above all), seeded with its samples and glued lines.
+func FuzzHealClaudeCode(f *testing.F) {
+	healthy, err := os.ReadFile(filepath.Join(samples, claudeHealthy))
+	if err != nil {
+		f.Fatal(err)
+	}
+	lines := claudeLines(healthy)
+	f.Add(healthy)
+	f.Add(bytes.Join([][]byte{lines[0], lines[3][:40], lines[3], lines[10]}, nil))
+	f.Add(bytes.Join([][]byte{lines[3], bytes.TrimSuffix(lines[10], []byte("\n")), lines[11], []byte("\x00\x00"), lines[15]}, nil))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzHeal(t, "claude-code", claudeSID+".jsonl", data) })
+}
