@@ -2,30 +2,291 @@ package apps
 
 import (
 	"context"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
-// claude-code (claude-code.md). Placeholder profile: generic JSONL rules until the app's checklist lands.
+// Claude Code (claude-code.md): one append-only JSONL transcript per session,
+// <config>/projects/<slug>/<sessionId>.jsonl, and its subagents'
+// <sessionId>/subagents/[<sub>/]agent-<id>.jsonl, in the same record format. Records are
+// appended in batches by several threads with no lock, so a torn stub may have the next
+// batch glued onto it; the app's loader drops any line that is not one JSON object, glued
+// records with it, which the split salvage recovers. There is no lock: a transcript is live
+// while Claude's pid registry names its session (heal/lock).
+
+var claudeSessionIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func addClaudeCode(r *format.Registry) {
 	r.Add("claude-code", func(string) format.Profile { return claudeCodeLog{} }, claudeCodeLog{})
 	r.AddLock(string(policy.LockClaudeCode), lockClaudeCode)
 }
 
+// claudeCodeLog is a session's (or a subagent's) transcript.
 type claudeCodeLog struct{ format.Log }
 
 func (claudeCodeLog) Name() string           { return "claude-code" }
 func (claudeCodeLog) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
 func (claudeCodeLog) EmptyIsDamage() bool    { return true }
 func (claudeCodeLog) AppendOnly() bool       { return true }
-func (claudeCodeLog) CheckLines(format.File, []format.Line) format.Verdict {
-	return format.OK()
+func (claudeCodeLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return checkClaudeCode(f, lines)
 }
 
-func lockClaudeCode(context.Context, string, format.Profile, time.Duration, time.Duration) (format.Lock, error) {
+// RecordProblem: the per-record checklist; which record comes first does not matter (Claude
+// skips a torn first line and re-appends its atis-latch record).
+func (claudeCodeLog) RecordProblem(rec []byte, _ bool) string {
+	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	if err != nil {
+		return err.Error()
+	}
+	return claudeRecordProblem(v)
+}
+
+// NoRecords: a file of blank lines holds no conversation to resume.
+func (claudeCodeLog) NoRecords() format.Verdict { return claudeNoConversation() }
+
+// AppendedOK: any record the checklist accepts may be appended (the file already holds the
+// user or assistant record that made it healthy).
+func (p claudeCodeLog) AppendedOK(rec []byte) bool { return p.RecordProblem(rec, false) == "" }
+
+// RecordStarts: JSON.stringify writes a chain record's parentUuid first, a meta record's type.
+func (claudeCodeLog) RecordStarts() [][]byte {
+	return [][]byte{[]byte(`{"parentUuid":`), []byte(`{"type":"`)}
+}
+
+// Whole: a record as Claude writes one (its first key parentUuid or type, a string type and
+// sessionId, a chain record's string uuid), never a value that was nested in a torn record
+// (a content block, a message: they carry no sessionId).
+func (claudeCodeLog) Whole(rec *jsonv.Value) bool {
+	if !isObj(rec) || len(rec.Keys) == 0 || !isStr(rec.Get("type")) || !isStr(rec.Get("sessionId")) {
+		return false
+	}
+	switch rec.Keys[0].Key {
+	case "parentUuid":
+		return claudeRecordProblem(rec) == "" && isStr(rec.Get("uuid"))
+	case "type":
+		return claudeRecordProblem(rec) == ""
+	}
+	return false
+}
+
+// TruncatedTail: Claude removes rows itself (removeMessageByUuid tombstones an orphaned
+// final assistant row after a streaming fallback) and rewrites its meta records, so a
+// missing tail of only those is not a truncation; a missing user row, or more than one
+// record, is.
+func (claudeCodeLog) TruncatedTail(missing []byte) (bool, string) {
+	records, assistants, meta := 0, 0, 0
+	for _, l := range format.Split(missing, claudeCodeLog{}) {
+		if l.Val == nil {
+			continue
+		}
+		records++
+		switch t := strOf(l.Val.Get("type")); {
+		case t == "user":
+			return true, ""
+		case t == "assistant":
+			assistants++
+		case !claudeChainType(t):
+			meta++
+		}
+	}
+	switch {
+	case meta == records:
+		return false, "only meta records are missing from the last-good copy's tail: Claude rewrites those itself"
+	case records == 1 && assistants == 1:
+		return false, "only the final assistant row of the last-good copy is missing: it may be Claude's own tombstone (removeMessageByUuid after a streaming fallback)"
+	}
+	return true, ""
+}
+
+// lockClaudeCode waits until no live Claude process has the transcript's session open.
+func lockClaudeCode(ctx context.Context, path string, _ format.Profile, wait, _ time.Duration) (format.Lock, error) {
+	cfg, sid, ok := claudeSession(path)
+	if !ok {
+		return format.Unlocked{}, nil
+	}
+	if err := lock.ClaudeCode(ctx, cfg, sid, lock.Options{Wait: wait}); err != nil {
+		return nil, err
+	}
 	return format.Unlocked{}, nil
+}
+
+// claudeSession is the config dir and session id of a transcript; ok is false for a file
+// outside Claude's layout. Through a symlinked rule root the layout is where it points.
+func claudeSession(path string) (cfg, sid string, ok bool) {
+	if cfg, sid, ok = claudeLayout(path); ok {
+		return cfg, sid, true
+	}
+	return claudeLayout(filepath.Join(fsio.Resolved(filepath.Dir(path)), filepath.Base(path)))
+}
+
+// claudeLayout reads the config dir and session id off a transcript path as written:
+// <cfg>/projects/<slug>/<sid>.jsonl, or <cfg>/projects/<slug>/<sid>/subagents/…/agent-*.jsonl.
+func claudeLayout(path string) (cfg, sid string, ok bool) {
+	base, dir := filepath.Base(path), filepath.Dir(path)
+	if !strings.HasSuffix(base, ".jsonl") {
+		return "", "", false
+	}
+	if strings.HasPrefix(base, "agent-") {
+		for d := dir; filepath.Dir(d) != d; d = filepath.Dir(d) {
+			if filepath.Base(d) != "subagents" {
+				continue
+			}
+			session := filepath.Dir(d)
+			if projects := filepath.Dir(filepath.Dir(session)); filepath.Base(projects) == "projects" {
+				return filepath.Dir(projects), filepath.Base(session), true
+			}
+		}
+	}
+	if projects := filepath.Dir(dir); filepath.Base(projects) == "projects" {
+		return filepath.Dir(projects), strings.TrimSuffix(base, ".jsonl"), true
+	}
+	return "", "", false
+}
+
+// claudeFileSession is the session a transcript's records belong to, read off its path
+// ("" when the path does not say).
+func claudeFileSession(path string) string {
+	if _, sid, ok := claudeLayout(path); ok && claudeSessionIDRe.MatchString(sid) {
+		return sid
+	}
+	if stem := strings.TrimSuffix(filepath.Base(path), ".jsonl"); claudeSessionIDRe.MatchString(stem) {
+		return stem
+	}
+	return ""
+}
+
+// claudeChainType: the record types of the conversation chain.
+func claudeChainType(t string) bool {
+	return t == "user" || t == "assistant" || t == "attachment" || t == "system"
+}
+
+// claudeRecordProblem applies claude-code.md "What valid means" 4 to one record. Attachment
+// and system rows carry no message (their content is attachment and content): only user and
+// assistant rows need one.
+func claudeRecordProblem(v *jsonv.Value) string {
+	t := v.Get("type")
+	if !isStr(t) {
+		return "record has no string type"
+	}
+	if !claudeChainType(t.Str) {
+		return ""
+	}
+	switch p := v.Get("parentUuid"); {
+	case !isStr(v.Get("uuid")):
+		return t.Str + " record has no string uuid"
+	case !isStr(v.Get("sessionId")):
+		return t.Str + " record has no string sessionId"
+	case p == nil || (p.Type != jsonv.Null && p.Type != jsonv.String):
+		return t.Str + " record's parentUuid is neither null nor a string"
+	case (t.Str == "user" || t.Str == "assistant") && !isObj(v.Get("message")):
+		return t.Str + " record has no message object"
+	}
+	return ""
+}
+
+func claudeNoConversation() format.Verdict {
+	return format.Damage(format.KindSchema, 0, "no user or assistant record: Claude finds no conversation to resume")
+}
+
+// checkClaudeCode: claude-code.md "What valid means" 4–6 over valid lines.
+func checkClaudeCode(f format.File, lines []format.Line) format.Verdict {
+	uuids := map[string]bool{}
+	turns := 0
+	for i, l := range lines {
+		if l.Val == nil {
+			continue
+		}
+		if p := claudeRecordProblem(l.Val); p != "" {
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
+		}
+		if t := strOf(l.Val.Get("type")); t == "user" || t == "assistant" {
+			turns++
+		}
+		if u := l.Val.Get("uuid"); isStr(u) {
+			uuids[u.Str] = true
+		}
+	}
+	if turns == 0 {
+		return claudeNoConversation()
+	}
+	v := format.OK()
+	v.Warnings = claudeWarnings(f, lines, uuids)
+	return v
+}
+
+// claudeWarnings are the findings Claude copes with itself (claude-code.md "What valid
+// means" 4 and 6): dangling parents, records of another session, an assistant message
+// without role or content, a final tool_use without its result.
+func claudeWarnings(f format.File, lines []format.Line, uuids map[string]bool) []string {
+	var out []string
+	sid := claudeFileSession(f.Path)
+	dangling, foreign, hollow := 0, 0, 0
+	var lastAssistant *jsonv.Value
+	answered := map[string]bool{} // tool_use ids with a result after the last assistant row
+	for _, l := range lines {
+		if l.Val == nil {
+			continue
+		}
+		v := l.Val
+		if p := v.Get("parentUuid"); isStr(p) && !uuids[p.Str] {
+			dangling++
+		}
+		if s := v.Get("sessionId"); sid != "" && isStr(s) && s.Str != sid {
+			foreign++
+		}
+		switch strOf(v.Get("type")) {
+		case "assistant":
+			if m := v.Get("message"); m.Get("role") == nil || m.Get("content") == nil {
+				hollow++
+			}
+			lastAssistant = v
+			clear(answered)
+		case "user":
+			for _, b := range claudeBlocks(v, "tool_result") {
+				answered[strOf(b.Get("tool_use_id"))] = true
+			}
+		}
+	}
+	if dangling > 0 {
+		out = append(out, format.KindDanglingReference+": "+strconv.Itoa(dangling)+" record(s) name a parentUuid not in the file (Claude bridges the chain)")
+	}
+	if foreign > 0 {
+		out = append(out, strconv.Itoa(foreign)+" record(s) carry another session's sessionId")
+	}
+	if hollow > 0 {
+		out = append(out, strconv.Itoa(hollow)+" assistant message(s) without role or content")
+	}
+	if lastAssistant != nil {
+		for _, b := range claudeBlocks(lastAssistant, "tool_use") {
+			if id := strOf(b.Get("id")); !answered[id] {
+				out = append(out, "the last assistant row's tool_use "+id+" has no tool_result (Claude appends an interrupted result on resume)")
+			}
+		}
+	}
+	return out
+}
+
+// claudeBlocks are the content blocks of a record's message of the given type.
+func claudeBlocks(v *jsonv.Value, typ string) []*jsonv.Value {
+	c := v.Get("message").Get("content")
+	if !isArr(c) {
+		return nil
+	}
+	var out []*jsonv.Value
+	for _, b := range c.Items {
+		if strOf(b.Get("type")) == typ {
+			out = append(out, b)
+		}
+	}
+	return out
 }

@@ -1,0 +1,260 @@
+package apps
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
+)
+
+const (
+	ccSID     = "7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13"
+	ccHealthy = "../testdata/samples/claude-code/healthy/home/.claude/projects/-tmp-demo-proj/" + ccSID + ".jsonl"
+	ccOrphan  = "../testdata/samples/claude-code/orphan_tool_use/home/.claude/projects/-tmp-demo-proj/" + ccSID + ".jsonl"
+	ccPath    = "/home/u/.claude/projects/-tmp-demo-proj/" + ccSID + ".jsonl"
+)
+
+// Records as Claude writes them, shortened.
+const (
+	ccMeta   = `{"type":"queue-operation","operation":"dequeue","timestamp":"2026-11-22T21:40:31.440Z","sessionId":"` + ccSID + `"}`
+	ccUser   = `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"thanks"},"uuid":"u1","sessionId":"` + ccSID + `"}`
+	ccAsst   = `{"parentUuid":"u1","isSidechain":false,"message":{"role":"assistant","content":[{"type":"text","text":"pong"}]},"type":"assistant","uuid":"a1","sessionId":"` + ccSID + `"}`
+	ccAttach = `{"parentUuid":"u1","isSidechain":false,"attachment":{"type":"date","date":"2026-11-22"},"type":"attachment","uuid":"t1","sessionId":"` + ccSID + `"}`
+)
+
+func ccProfile() format.Profile { return Registry().Profile("claude-code", ccPath) }
+
+func ccRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func ccLines(recs ...string) []byte { return []byte(strings.Join(recs, "\n") + "\n") }
+
+func TestClaudeCodeIsAllItSays(t *testing.T) {
+	p := ccProfile()
+	if p.Name() != "claude-code" || !p.JSONL() || !p.EmptyIsDamage() || !p.AppendOnly() || p.Plain() || p.Dialect() != (claudeCodeLog{}).Dialect() {
+		t.Fatal("the claude-code profile is not a strict, append-only JSONL profile with a checklist")
+	}
+	for _, ok := range []bool{
+		is[format.RecordChecker](p), is[format.Splitter](p), is[format.PrefixJudge](p),
+	} {
+		if !ok {
+			t.Fatal("the claude-code profile lacks an ability")
+		}
+	}
+	if Registry().LockProtocol("claude-code") == nil {
+		t.Fatal("no claude-code lock protocol")
+	}
+}
+
+func is[T any](p format.Profile) bool { _, ok := p.(T); return ok }
+
+func TestClaudeCodeChecklist(t *testing.T) {
+	p := ccProfile()
+	for name, tc := range map[string]struct {
+		data    string
+		kind    string // "" healthy
+		warning string // a substring of the warnings
+	}{
+		"the healthy sample":             {string(ccRead(t, ccHealthy)), "", ""},
+		"the orphan_tool_use sample":     {string(ccRead(t, ccOrphan)), "", "toolu_01MockToolUse0004"},
+		"attachment without message":     {string(ccLines(ccMeta, ccUser, ccAttach, ccAsst)), "", ""},
+		"blank lines and CRLF":           {"\n" + ccMeta + "\r\n\n" + ccUser + "\r\n", "", ""},
+		"meta records only":              {string(ccLines(ccMeta, ccMeta)), format.KindSchema, ""},
+		"blank lines only":               {"\n\n", format.KindSchema, ""},
+		"record without type":            {string(ccLines(ccUser, `{"sessionId":"x"}`)), format.KindSchema, ""},
+		"chain record without uuid":      {string(ccLines(ccMeta, strings.Replace(ccUser, `"uuid":"u1",`, "", 1))), format.KindSchema, ""},
+		"chain record without sessionId": {string(ccLines(strings.Replace(ccAttach, `,"sessionId":"`+ccSID+`"`, "", 1), ccUser)), format.KindSchema, ""},
+		"parentUuid a number":            {string(ccLines(strings.Replace(ccUser, `"parentUuid":null`, `"parentUuid":7`, 1))), format.KindSchema, ""},
+		"user without message":           {string(ccLines(strings.Replace(ccUser, `"message":{"role":"user","content":"thanks"},`, "", 1))), format.KindSchema, ""},
+		"dangling parent":                {string(ccLines(ccUser, strings.Replace(ccAsst, `"parentUuid":"u1"`, `"parentUuid":"gone"`, 1))), "", format.KindDanglingReference},
+		"foreign session":                {string(ccLines(ccUser, strings.Replace(ccAsst, ccSID, "0d1f7f0e-0000-4000-8000-000000000000", 1))), "", "another session"},
+		"assistant without content":      {string(ccLines(ccUser, strings.Replace(ccAsst, `,"content":[{"type":"text","text":"pong"}]`, "", 1))), "", "without role or content"},
+		"torn last line":                 {string(ccLines(ccUser)) + ccMeta[:40], format.KindTruncated, ""},
+		"glued records":                  {ccUser + ccAsst + "\n", format.KindMalformedRecord, ""},
+		"NUL is not whitespace":          {string(ccLines(ccUser)) + "\x00" + ccMeta + "\n", format.KindMalformedRecord, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := format.Inspect(p, format.File{Path: ccPath}, []byte(tc.data))
+			if got := map[bool]string{true: "", false: v.Kind}[v.Status == format.Healthy]; got != tc.kind {
+				t.Fatalf("got %s %q (%s), want %q", v.Status, v.Kind, v.Detail, tc.kind)
+			}
+			w := strings.Join(v.Warnings, "\n")
+			if tc.warning == "" && w != "" && tc.kind == "" {
+				t.Errorf("unexpected warnings: %s", w)
+			}
+			if !strings.Contains(w, tc.warning) {
+				t.Errorf("warnings %q lack %q", w, tc.warning)
+			}
+			// Streaming agrees, but for a file with records and no turn (see the report).
+			if name == "meta records only" {
+				return
+			}
+			s := format.StreamLines(bufio.NewReaderSize(strings.NewReader(tc.data), 16), p)
+			if s.Status != v.Status || s.Kind != v.Kind || s.Offset != v.Offset {
+				t.Errorf("stream %s %s@%d, in memory %s %s@%d", s.Status, s.Kind, s.Offset, v.Status, v.Kind, v.Offset)
+			}
+		})
+	}
+}
+
+// Records appended to a healthy transcript are accepted exactly when the full check accepts
+// the longer file.
+func TestClaudeCodeAppendedAgreesWithFullCheck(t *testing.T) {
+	p := ccProfile()
+	healthy := ccRead(t, ccHealthy)
+	for _, tail := range []string{
+		ccMeta + "\n", ccUser + "\n" + ccAsst + "\n", ccAttach + "\n",
+		`{"type":"file-history-snapshot","messageId":"m"}` + "\n",
+		strings.Replace(ccUser, `"uuid":"u1",`, "", 1) + "\n",
+		`{"sessionId":"x"}` + "\n",
+	} {
+		full := format.Inspect(p, format.File{Path: ccPath}, append(append([]byte{}, healthy...), tail...))
+		if got := format.AppendedValid(p, []byte(tail)); got != (full.Status == format.Healthy) {
+			t.Errorf("%s: appended %v, full check %s %s", tail, got, full.Status, full.Detail)
+		}
+	}
+}
+
+func TestClaudeCodeSplit(t *testing.T) {
+	p := ccProfile()
+	torn := ccAsst[:strings.Index(ccAsst, `]},"type"`)] // cut just after a complete content block
+	for name, tc := range map[string]struct {
+		line string
+		want []string
+	}{
+		"torn stub and a record":                          {ccMeta[:69] + ccUser, []string{ccUser}},
+		"}{ between two records":                          {ccMeta + ccUser, []string{ccMeta, ccUser}},
+		"three records":                                   {ccUser + ccAttach + ccAsst, []string{ccUser, ccAttach, ccAsst}},
+		"NULs before a record":                            {"\x00\x00\x00" + ccUser, []string{ccUser}},
+		"NULs between two records":                        {ccMeta + "\x00\x00" + ccUser, []string{ccMeta, ccUser}},
+		"a value nested in the torn record ends the line": {torn, nil},
+		"a nested value, then a record":                   {torn + ccMeta, []string{ccMeta}},
+		"a nested chain-like value without sessionId":     {`{"type":"x","data":{"parentUuid":null,"type":"user","uuid":"u","message":{}}` + ccMeta, []string{ccMeta}},
+		"a torn stub alone":                               {ccUser[:100], nil},
+		"a record and trailing garbage":                   {ccUser + `{"type":"pr-li`, nil},
+		"a whole object that is no Claude record":         {ccMeta[:30] + `{"type":"text","text":"hi"}`, nil},
+		"a chain record without uuid is not whole":        {ccMeta[:30] + strings.Replace(ccUser, `"uuid":"u1",`, "", 1), nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := format.SplitLine(p, []byte(tc.line))
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d records %q, want %d", len(got), got, len(tc.want))
+			}
+			for i := range got {
+				if string(got[i]) != tc.want[i] {
+					t.Errorf("record %d: %s, want %s", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// The salvage of a glued line keeps the record bytes as they are and adds only '\n'.
+func TestClaudeCodeSalvageAddsOnlyNewlines(t *testing.T) {
+	p := ccProfile()
+	data := []byte(ccMeta + "\n" + ccMeta[:50] + ccUser + ccAsst + "\n" + "\x00\x00" + ccAttach + "\n")
+	got := format.Salvage(p, ccPath, data)
+	if want := ccLines(ccMeta, ccUser, ccAsst, ccAttach); !bytes.Equal(got, want) {
+		t.Fatalf("salvage:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestClaudeCodePrefixJudge(t *testing.T) {
+	p := ccProfile()
+	healthy := ccRead(t, ccHealthy)
+	lines := bytes.SplitAfter(healthy, []byte("\n"))
+	upTo := func(n int) []byte { return bytes.Join(lines[:n], nil) }
+	for name, tc := range map[string]struct {
+		data      []byte
+		lastGood  []byte
+		truncated bool
+	}{
+		"meta records missing (lines 31–32)": {upTo(30), healthy, false},
+		"only the final assistant row":       {ccLines(ccMeta, ccUser), ccLines(ccMeta, ccUser, ccAsst), false},
+		"a user row missing":                 {upTo(27), healthy, true},
+		"the final assistant row and metas":  {upTo(29), healthy, true},
+		"two assistant rows":                 {ccLines(ccUser), ccLines(ccUser, ccAsst, ccAsst), true},
+		"one attachment row":                 {ccLines(ccUser), ccLines(ccUser, ccAttach), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := format.Inspect(p, format.File{Path: ccPath, LastGood: tc.lastGood}, tc.data)
+			if got := v.Status == format.Damaged && v.Kind == format.KindTruncated; got != tc.truncated {
+				t.Fatalf("got %s %s (%s), want truncated=%v", v.Status, v.Kind, v.Detail, tc.truncated)
+			}
+			if !tc.truncated && (v.Status != format.Healthy || len(v.Warnings) == 0) {
+				t.Errorf("want healthy with a warning, got %s %v", v.Status, v.Warnings)
+			}
+		})
+	}
+}
+
+func TestClaudeSessionFromPath(t *testing.T) {
+	for path, want := range map[string][2]string{
+		"/h/.claude/projects/-tmp-p/" + ccSID + ".jsonl":                            {"/h/.claude", ccSID},
+		"/h/.claude/projects/-tmp-p/" + ccSID + "/subagents/agent-a1b2.jsonl":       {"/h/.claude", ccSID},
+		"/h/.claude/projects/-tmp-p/" + ccSID + "/subagents/sub/x/agent-a1b2.jsonl": {"/h/.claude", ccSID},
+		"/h/cfg/projects/-tmp-p/agent-notasub.jsonl":                                {"/h/cfg", "agent-notasub"},
+		"/h/.claude/elsewhere/" + ccSID + ".jsonl":                                  {"", ""},
+		"/h/.claude/projects/" + ccSID + ".jsonl":                                   {"", ""},
+	} {
+		cfg, sid, ok := claudeLayout(path)
+		if cfg != want[0] || sid != want[1] || ok != (want[0] != "") {
+			t.Errorf("%s: %q %q %v, want %q %q", path, cfg, sid, ok, want[0], want[1])
+		}
+	}
+	// Through a symlinked rule root, the layout is where the link points.
+	root := t.TempDir()
+	slug := filepath.Join(root, "cfg", "projects", "-tmp-p")
+	os.MkdirAll(slug, 0o700)
+	link := filepath.Join(root, "rule-root")
+	if err := os.Symlink(slug, link); err != nil {
+		t.Fatal(err)
+	}
+	cfg, sid, ok := claudeSession(filepath.Join(link, ccSID+".jsonl"))
+	if real, _ := filepath.EvalSymlinks(filepath.Join(root, "cfg")); !ok || cfg != real || sid != ccSID {
+		t.Errorf("through a link: %q %q %v", cfg, sid, ok)
+	}
+}
+
+// The registered protocol finds the registry from the transcript's path: a live entry makes
+// it busy, a stale one lets the heal go on with no lock.
+func TestClaudeCodeLockProtocol(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(root, "cfg")
+	sub := filepath.Join(cfg, "projects", "-tmp-p", ccSID, "subagents")
+	os.MkdirAll(sub, 0o700)
+	os.MkdirAll(filepath.Join(cfg, "sessions"), 0o700)
+	take := Registry().LockProtocol("claude-code")
+	for _, path := range []string{filepath.Join(cfg, "projects", "-tmp-p", ccSID+".jsonl"), filepath.Join(sub, "agent-x.jsonl")} {
+		entry := filepath.Join(cfg, "sessions", "1.json")
+		os.WriteFile(entry, []byte(`{"pid":1,"sessionId":"`+ccSID+`","procStart":"1","pidDomain":"linux:other-host:pid:[1]"}`), 0o600)
+		if _, err := take(context.Background(), path, ccProfile(), 0, 0); !errors.Is(err, lock.ErrBusy) {
+			t.Errorf("%s, an entry of another pid domain: %v, want busy", path, err)
+		}
+		start, ok := lock.ProcessStart(os.Getpid())
+		if !ok {
+			continue // no start times here: any entry naming the session is live
+		}
+		os.Remove(entry)
+		os.WriteFile(filepath.Join(cfg, "sessions", strconv.Itoa(os.Getpid())+".json"),
+			[]byte(`{"pid":`+strconv.Itoa(os.Getpid())+`,"sessionId":"`+ccSID+`","procStart":"`+strconv.FormatUint(start+1, 10)+`"}`), 0o600)
+		l, err := take(context.Background(), path, ccProfile(), 0, 0)
+		if _, unlocked := l.(format.Unlocked); err != nil || !unlocked {
+			t.Errorf("%s, a stale entry: %v %v, want no lock", path, l, err)
+		}
+	}
+}
