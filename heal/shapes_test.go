@@ -53,7 +53,9 @@ var decoys = map[string][]string{
 	"nanobot":    {".migration-conflicts/a.jsonl.destination.0123456789ab.01234567.jsonl"},
 	"praisonai":  {"../config.json", "../state/session_spill/parent-chat.1795246945167.42.0badcafe.json", "parent-chat.json.corrupt-1795246999999"},
 	"openviking": {"../memories/m1/messages.jsonl", "../../../../../notes.jsonl", "demo-x/history/archive_001/messages.jsonl"},
-	"openclaw":   {"../../../workspace/notes.jsonl", "../../../openclaw.json", "x.trajectory.jsonl", "../agent/models.json"},
+	"claude-code": {"../.claude.json", "backups/.claude.json.backup.1795383639980", "projects/-tmp-demo-proj/7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13/archived.json",
+		"projects/-tmp-demo-proj/7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13/remote-agents/r.jsonl", "sessions/99999999.json"},
+	"openclaw": {"../../../workspace/notes.jsonl", "../../../openclaw.json", "x.trajectory.jsonl", "../agent/models.json"},
 }
 
 func shapeMatrix() []shapeContent {
@@ -134,6 +136,17 @@ func shapeMatrix() []shapeContent {
 		{name: "symlink on the way", place: "data/" + oc, root: "srv/link/main", links: [][2]string{{"srv/link", "data/.openclaw/agents"}}},
 	}
 
+	cc := ".claude"
+	claude := []shape{
+		{name: "config dir", place: cc, root: cc},
+		{name: "projects dir", place: cc, root: cc + "/projects"},
+		{name: "project dir", place: cc, root: cc + "/projects/-tmp-demo-proj"},
+		{name: "config dir named claude-config", place: "srv/claude-config", root: "srv/claude-config"},
+		{name: "symlink to the config dir", place: "data/" + cc, root: "srv/app", links: [][2]string{{"srv/app", "data/" + cc}}},
+		{name: "symlink to the project dir", place: "data/" + cc, root: "srv/chats", links: [][2]string{{"srv/chats", "data/" + cc + "/projects/-tmp-demo-proj"}}},
+		{name: "symlink on the way", place: "data/" + cc, root: "srv/link/-tmp-demo-proj", links: [][2]string{{"srv/link", "data/" + cc + "/projects"}}},
+	}
+
 	var out []shapeContent
 	for _, sc := range sampleCases() {
 		c := shapeContent{app: sc.app, src: sc.src, layout: "sessions dir"}
@@ -158,6 +171,8 @@ func shapeMatrix() []shapeContent {
 			c.sub, c.shapes = "sessions", praison
 		case "openviking":
 			c.sub, c.shapes = "workspace/viking/default/user/default/sessions", viking
+		case "claude-code":
+			c.sub, c.shapes, c.layout = "home/.claude", claude, "config dir"
 		case "openclaw":
 			c.sub, c.shapes = "state/agents/main/sessions", claw
 			if sc.src == "21-sqlite-plus-legacy-json" {
