@@ -2,9 +2,11 @@ package heal
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -170,6 +172,36 @@ func TestCodexLiveWriterLockHeldIsBusy(t *testing.T) {
 		ents, _ := os.ReadDir(filepath.Join(root, codexLocks))
 		if len(ents) != 2 {
 			t.Errorf("thread-writer-locks holds %d files, want its 2", len(ents))
+		}
+	}
+}
+
+// A fork's history is its parent's first history_base.end_byte_offset bytes: a repair that
+// would change any of them is not made; one that keeps them is.
+func TestCodexForkPrefixIsKept(t *testing.T) {
+	for _, c := range []struct {
+		end      int
+		strategy string
+	}{{59351, ""}, {59185, "salvage"}} {
+		root := filepath.Join(t.TempDir(), "torn_tail")
+		copyTree(t, filepath.Join(samples, "codex", "torn_tail"), root)
+		codexThreadLockFile(t, root)
+		child := "01a20539-0000-7000-8000-000000000001"
+		rec := `{"timestamp":"2026-11-23T10:00:00.000Z","ordinal":%d,"type":%q,"payload":{%s}}` + "\n"
+		meta := fmt.Sprintf(`"id":%q,"history_mode":"paginated","history_base":{"thread_id":%q,"end_ordinal_exclusive":53,"end_byte_offset":%d}`, child, codexThread, c.end)
+		p := filepath.Join(root, "home/.codex/sessions/2026/11/23/rollout-2026-11-23T10-00-00-"+child+".jsonl")
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(fmt.Sprintf(rec, 53, "session_meta", meta)+fmt.Sprintf(rec, 54, "event_msg", "")), 0o644)
+		rs := reportsByFile(t, root, runAll(t, testEngine(t, "codex", root), true))
+		r := rs[codexRollout]
+		if c.strategy == "" && r.Action == ActionHealed {
+			t.Errorf("end_byte_offset %d: healed with %s, changing the fork's bytes", c.end, r.Strategy)
+		}
+		if c.strategy != "" && (r.Action != ActionHealed || r.Strategy != c.strategy) {
+			t.Errorf("end_byte_offset %d: %s %q (%s), want healed with %s", c.end, r.Action, r.Strategy, r.Reason, c.strategy)
+		}
+		if cr := rs[strings.TrimPrefix(p, root+"/")]; cr.Verdict != Healthy {
+			t.Errorf("the fork is %s (%s)", cr.Verdict, cr.Detail)
 		}
 	}
 }
