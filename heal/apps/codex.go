@@ -30,8 +30,9 @@ import (
 
 var codexRolloutRe = regexp.MustCompile(`^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
 
-// codexLine1Max bounds what is read of another rollout's first line (session_meta, ~20 KB).
-const codexLine1Max = 256 << 10
+// codexLine1Max bounds what is read of a rollout's first line (session_meta, ~20 KB; it is
+// read in 32 KiB steps up to its newline, so the bound costs nothing on an ordinary one).
+const codexLine1Max = 1 << 20
 
 func addCodex(r *format.Registry) {
 	r.Add("codex", func(string) format.Profile { return codexLog{} }, codexLog{})
