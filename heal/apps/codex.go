@@ -1,15 +1,38 @@
 package apps
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
-// codex (codex.md). Placeholder profile: generic JSONL rules until the app's checklist lands.
+// Codex CLI (codex.md): one append-only JSONL rollout per thread,
+// <home>/sessions/YYYY/MM/DD/rollout-<ts>-<id>.jsonl (archived: <home>/archived_sessions/),
+// a session_meta record first; paginated rollouts number every record with a top-level
+// ordinal. A thread's writer holds its flock in <home>/thread-writer-locks (heal/lock.Codex).
+// Forks point into their parent's first bytes (history_base.end_byte_offset), which no
+// repair changes.
+
+var codexRolloutRe = regexp.MustCompile(`^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
+
+// codexLine1Max bounds what is read of a rollout's first line (session_meta, ~20 KB; it is
+// read in 32 KiB steps up to its newline, so the bound costs nothing on an ordinary one).
+const codexLine1Max = 1 << 20
 
 func addCodex(r *format.Registry) {
 	r.Add("codex", func(string) format.Profile { return codexLog{} }, codexLog{})
@@ -19,13 +42,408 @@ func addCodex(r *format.Registry) {
 type codexLog struct{ format.Log }
 
 func (codexLog) Name() string           { return "codex" }
-func (codexLog) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
+func (codexLog) Dialect() jsonv.Dialect { return jsonv.Dialect{} } // serde_json
 func (codexLog) EmptyIsDamage() bool    { return true }
 func (codexLog) AppendOnly() bool       { return true }
-func (codexLog) CheckLines(format.File, []format.Line) format.Verdict {
-	return format.OK()
+func (codexLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return checkCodex(f, lines)
 }
 
-func lockCodex(context.Context, string, format.Profile, time.Duration, time.Duration) (format.Lock, error) {
-	return format.Unlocked{}, nil
+// RecordProblem applies the checks one record allows: the header's shape, and an ordinal, when
+// there is one, that is a non-negative integer. The sequence of ordinals, the last record's
+// ordinal and the header's id against the file name need the whole file (Inspect).
+func (codexLog) RecordProblem(rec []byte, first bool) string {
+	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	if err != nil {
+		return err.Error()
+	}
+	if p := codexHeaderProblem(v); first && p != "" {
+		return p
+	}
+	if o := v.Get("ordinal"); o != nil && !codexOrdinal(o) {
+		return "ordinal is not a non-negative integer"
+	}
+	return ""
+}
+
+func (codexLog) NoRecords() format.Verdict {
+	return format.Damage(format.KindEmpty, 0, "rollout holds no record")
+}
+
+// AppendedOK: an appended record carries an integer ordinal (so the file's last record has
+// one) and is not a second session_meta. An append to a legacy rollout is read in full. That
+// the appended ordinals continue the file's sequence is not checked here: the periodic full
+// pass of an append-only file re-checks it.
+func (codexLog) AppendedOK(rec []byte) bool {
+	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	return err == nil && codexOrdinal(v.Get("ordinal")) && strOf(v.Get("type")) != "session_meta"
+}
+
+// RecordStarts: every record is written as {"timestamp":"…",…}.
+func (codexLog) RecordStarts() [][]byte { return [][]byte{[]byte(`{"timestamp":"`)} }
+
+// Whole: a RolloutLine, the shape the app's loader accepts.
+func (codexLog) Whole(rec *jsonv.Value) bool {
+	return isStr(rec.Get("timestamp")) && isStr(rec.Get("type")) && isObj(rec.Get("payload"))
+}
+
+// codexThreadID is the thread id a rollout's name carries ("" when it carries none).
+func codexThreadID(path string) string {
+	if m := codexRolloutRe.FindStringSubmatch(filepath.Base(path)); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// codexHome is the Codex home of a rollout: the parent of its archived_sessions directory or
+// of the sessions directory above its day directories, read through symlinks (a symlinked
+// rule root stands for the directory it points to); "" outside that layout.
+func codexHome(path string) string {
+	d := fsio.Resolved(filepath.Dir(path))
+	if filepath.Base(d) == "archived_sessions" {
+		return filepath.Dir(d)
+	}
+	for range 4 { // sessions/YYYY/MM/DD/, or an older flatter layout
+		if filepath.Base(d) == "sessions" {
+			return filepath.Dir(d)
+		}
+		d = filepath.Dir(d)
+	}
+	return ""
+}
+
+// lockCodex takes the thread's writer lock; a home without thread-writer-locks is of an era
+// before that lock (the directory is never created).
+func lockCodex(ctx context.Context, path string, _ format.Profile, wait, _ time.Duration) (format.Lock, error) {
+	home, id := codexHome(path), codexThreadID(path)
+	if home == "" || id == "" {
+		return format.Unlocked{}, nil
+	}
+	dir := filepath.Join(home, "thread-writer-locks")
+	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return format.Unlocked{}, nil
+	} else if err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("codex thread locks %s: not a directory (%v)", dir, err)
+	}
+	return lock.Codex(ctx, home, id, lock.Options{Wait: wait})
+}
+
+func codexOrdinal(v *jsonv.Value) bool {
+	return v != nil && v.Type == jsonv.Number && v.IsInt && v.Int >= 0
+}
+
+// codexHeaderProblem: what keeps rec from being a session_meta header ("" for nothing).
+func codexHeaderProblem(rec *jsonv.Value) string {
+	if strOf(rec.Get("type")) != "session_meta" {
+		return "line 1 is not session_meta (the app refuses the rollout)"
+	}
+	if !isObj(rec.Get("payload")) || !isStr(rec.Get("payload").Get("id")) {
+		return "session_meta has no string payload.id"
+	}
+	return ""
+}
+
+// checkCodex: codex.md "What valid means" 2–4, but that a gap in the ordinals (a record the
+// app wrote and a heal or the app's loader dropped) or a middle record without one is a
+// warning: the app resumes such a rollout, numbering on from its last record.
+func checkCodex(f format.File, lines []format.Line) format.Verdict {
+	var recs []int
+	for i := range lines {
+		if lines[i].Val != nil {
+			recs = append(recs, i)
+		}
+	}
+	if len(recs) == 0 {
+		return codexLog{}.NoRecords()
+	}
+	head := &lines[recs[0]]
+	if p := codexHeaderProblem(head.Val); p != "" {
+		return format.Damage(format.KindSchema, int64(head.Start), "%s", p)
+	}
+	meta := head.Val.Get("payload")
+	if id := codexThreadID(f.Path); id != "" && meta.Get("id").Str != id {
+		return format.Damage(format.KindSchema, int64(head.Start), "session_meta id %q is not the file name's %s", meta.Get("id").Str, id)
+	}
+	paginated := strOf(meta.Get("history_mode")) == "paginated"
+	for _, i := range recs {
+		paginated = paginated || lines[i].Val.Get("ordinal") != nil
+	}
+	v := format.OK()
+	if !paginated {
+		return v
+	}
+	start, fork := int64(0), false
+	if e := meta.Get("history_base").Get("end_ordinal_exclusive"); codexOrdinal(e) {
+		start, fork = e.Int, true
+	}
+	var prev, gaps, unnumbered int64
+	for k, i := range recs {
+		l := &lines[i]
+		o := l.Val.Get("ordinal")
+		switch {
+		case o == nil && k == 0:
+			return format.Damage(format.KindSchema, int64(l.Start), "session_meta of a paginated rollout has no ordinal")
+		case o == nil && k == len(recs)-1:
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: the last record has no ordinal (the app refuses to resume)", i+1)
+		case o == nil:
+			unnumbered++
+			continue
+		case !codexOrdinal(o):
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: ordinal is not a non-negative integer", i+1)
+		case k == 0:
+			// A fork numbers on from its parent's history; its header may carry 0 or that number.
+			if o.Int != start && !(fork && o.Int == 0) {
+				return format.Damage(format.KindSchema, int64(l.Start), "session_meta has ordinal %d, want %d", o.Int, start)
+			}
+			prev = max(o.Int, start-1)
+			continue
+		case o.Int <= prev:
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: ordinal %d after %d (reused or decreasing; never renumbered)", i+1, o.Int, prev)
+		case o.Int > prev+1:
+			gaps++
+		}
+		prev = o.Int
+	}
+	if gaps+unnumbered > 0 {
+		v.Warnings = append(v.Warnings, fmt.Sprintf("%d gap(s) in the ordinals, %d record(s) before the last without one (the app resumes the rollout)", gaps, unnumbered))
+	}
+	return v
+}
+
+// AddOrdinals gives the trailing records of a paginated rollout that lack an ordinal
+// the numbers after the last record that has one, inserting `,"ordinal":N` right after each
+// one's timestamp member (where the app writes it); nil when there is nothing to add or the
+// number cannot be placed so.
+func (codexLog) AddOrdinals(_ string, data []byte) []byte {
+	lines := format.Split(data, codexLog{})
+	var missing []int // the trailing records without an ordinal, last first
+	prev := int64(-1)
+	for i := len(lines) - 1; i >= 0 && prev < 0; i-- {
+		l := lines[i]
+		if l.Val == nil {
+			continue
+		}
+		switch o := l.Val.Get("ordinal"); {
+		case o == nil:
+			missing = append(missing, i)
+		case codexOrdinal(o):
+			prev = o.Int
+		default:
+			return nil
+		}
+	}
+	if prev < 0 || len(missing) == 0 {
+		return nil
+	}
+	out, last := make([]byte, 0, len(data)+16*len(missing)), 0
+	for k := len(missing) - 1; k >= 0; k-- {
+		l := lines[missing[k]]
+		if len(l.Val.Keys) == 0 || l.Val.Keys[0].Key != "timestamp" || !isStr(l.Val.Keys[0].Val) {
+			return nil
+		}
+		prev++
+		at := l.Start + l.Val.Keys[0].Val.End
+		out = append(append(out, data[last:at]...), `,"ordinal":`+strconv.FormatInt(prev, 10)...)
+		last = at
+	}
+	return append(out, data[last:]...)
+}
+
+// RebuildHeader rebuilds a torn or missing session_meta line 1 from what the rollout
+// and its name hold: the id from the name, the timestamp of the first record after it, the
+// cwd of the first turn_context, and the complete string members of the torn line's payload
+// (session_id, timestamp, originator, cli_version, source, model_provider), which is read
+// from the file at path when data (a salvage) no longer has it. Every other byte of data is
+// kept. nil when line 1 is a session_meta, or the id, a record after it or a cwd is missing,
+// or the records after it do not start the sequence a header of ordinal 0 begins.
+func (codexLog) RebuildHeader(path string, data []byte) []byte {
+	id := codexThreadID(path)
+	lines := format.Split(data, codexLog{})
+	fi := 0
+	for fi < len(lines) && lines[fi].Blank {
+		fi++
+	}
+	if id == "" || fi == len(lines) {
+		return nil
+	}
+	first := lines[fi]
+	from := first.Start // the bytes kept after the header
+	var torn []byte
+	switch {
+	case first.Val == nil && !first.Terminated:
+		return nil
+	case first.Val == nil:
+		torn, from = first.Raw, first.End
+	case strOf(first.Val.Get("type")) == "session_meta":
+		return nil
+	default: // the salvage dropped line 1: the file's own, if torn
+		if l, _ := codexLine1(path); jsonv.Valid(l, jsonv.Dialect{}) != nil {
+			torn = l
+		}
+	}
+	var next *format.Line
+	var cwd []byte
+	for i := fi; i < len(lines); i++ {
+		l := &lines[i]
+		if l.Val == nil || l.Start < from {
+			continue
+		}
+		if next == nil {
+			next = l
+		}
+		if c := l.Val.Get("payload").Get("cwd"); cwd == nil && strOf(l.Val.Get("type")) == "turn_context" && isStr(c) {
+			cwd = c.Raw(l.Raw)
+		}
+	}
+	members := codexPrefixMembers(torn)
+	if cwd == nil {
+		cwd = members["cwd"]
+	}
+	if next == nil || cwd == nil || !isStr(next.Val.Get("timestamp")) {
+		return nil
+	}
+	ts := next.Val.Get("timestamp").Raw(next.Raw)
+	o := next.Val.Get("ordinal")
+	paginated := o != nil
+	if paginated && !(codexOrdinal(o) && o.Int == 1) {
+		return nil // a fork's header (history_base) or a lost record: not rebuilt
+	}
+	quoted := []byte(strconv.Quote(id))
+	if members["session_id"] == nil {
+		members["session_id"] = quoted
+	}
+	if members["timestamp"] == nil {
+		members["timestamp"] = ts
+	}
+	members["id"], members["cwd"] = quoted, cwd
+	h := append([]byte(`{"timestamp":`), ts...)
+	if paginated {
+		h = append(h, `,"ordinal":0`...)
+	}
+	h = append(h, `,"type":"session_meta","payload":{`...)
+	for _, k := range []string{"session_id", "id", "timestamp", "cwd", "originator", "cli_version", "source", "model_provider"} {
+		if m := members[k]; m != nil {
+			h = append(append(h, `"`+k+`":`...), m...)
+			h = append(h, ',')
+		}
+	}
+	h = h[:len(h)-1]
+	if paginated {
+		h = append(h, `,"history_mode":"paginated"`...)
+	}
+	out := append(append([]byte{}, data[:first.Start]...), h...)
+	return append(append(out, "}}\n"...), data[from:]...)
+}
+
+// codexLine1 is the first line of the rollout at path, without its '\n', read no further
+// than codexLine1Max; complete says a '\n' ended it.
+func codexLine1(path string) (line []byte, complete bool) {
+	f, _, err := fsio.OpenRegular(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	line, err = bufio.NewReaderSize(io.LimitReader(f, codexLine1Max), 32<<10).ReadBytes('\n')
+	if err != nil {
+		return line, false
+	}
+	return line[:len(line)-1], true
+}
+
+// codexPrefixMembers reads a torn session_meta line as far as it goes: the complete string
+// members of its payload, each its raw bytes. A value the tear cut is never taken: each value
+// is read by [jsonv.FirstValue], which refuses an incomplete one.
+func codexPrefixMembers(b []byte) map[string][]byte {
+	out := map[string][]byte{}
+	i, meta := 0, false
+	next := func() ([]byte, bool) { // the complete value at i
+		end, err := jsonv.FirstValue(b[i:], jsonv.Dialect{})
+		if err != nil {
+			return nil, false
+		}
+		v := bytes.TrimLeft(b[i:i+end], " \t\r\n")
+		i += end
+		return v, len(v) > 0
+	}
+	punct := func(c byte) bool {
+		for i < len(b) && bytes.IndexByte([]byte(" \t\r\n"), b[i]) >= 0 {
+			i++
+		}
+		if i < len(b) && b[i] == c {
+			i++
+			return true
+		}
+		return false
+	}
+	key := func() ([]byte, bool) {
+		k, ok := next()
+		return k, ok && k[0] == '"' && punct(':')
+	}
+	if !punct('{') {
+		return out
+	}
+	for {
+		k, ok := key()
+		if !ok {
+			return out
+		}
+		if string(k) == `"payload"` {
+			if !meta || !punct('{') {
+				return out
+			}
+			for {
+				k, ok := key()
+				v, ok2 := next()
+				if !ok || !ok2 {
+					return out
+				}
+				if v[0] == '"' {
+					out[string(k[1:len(k)-1])] = v
+				}
+				if !punct(',') {
+					return out
+				}
+			}
+		}
+		v, ok := next()
+		if !ok {
+			return out
+		}
+		if string(k) == `"type"` {
+			meta = string(v) == `"session_meta"`
+		}
+		if !punct(',') {
+			return out
+		}
+	}
+}
+
+// KeptPrefix: the bytes of this rollout the forks of its thread hold as their history, the
+// largest history_base.end_byte_offset of the rollouts under the home's sessions and
+// archived_sessions whose history_base names this thread (0 for none). Only the first line
+// of each (bounded) is read; compressed rollouts are not.
+func (codexLog) KeptPrefix(path string) int64 {
+	id, home := codexThreadID(path), codexHome(path)
+	if id == "" || home == "" {
+		return 0
+	}
+	var keep int64
+	for _, sub := range []string{"sessions", "archived_sessions"} {
+		filepath.WalkDir(filepath.Join(home, sub), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() || !codexRolloutRe.MatchString(d.Name()) || codexThreadID(p) == id {
+				return nil
+			}
+			line, complete := codexLine1(p)
+			if !complete || !bytes.Contains(line, []byte(id)) {
+				return nil
+			}
+			v, _ := jsonv.Parse(line, jsonv.Dialect{}) // nil when not valid: no history_base
+			hb := v.Get("payload").Get("history_base")
+			if end := hb.Get("end_byte_offset"); strOf(hb.Get("thread_id")) == id && codexOrdinal(end) {
+				keep = max(keep, end.Int)
+			}
+			return nil
+		})
+	}
+	return keep
 }
