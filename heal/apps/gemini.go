@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -115,13 +116,7 @@ func (geminiLog) RebuildHeader(path string, data []byte) []byte {
 		return nil
 	}
 	lines := format.Split(data, geminiLog{})
-	first := -1
-	for i, l := range lines {
-		if !l.Blank {
-			first = i
-			break
-		}
-	}
+	first := slices.IndexFunc(lines, func(l format.Line) bool { return !l.Blank })
 	if first < 0 || (lines[first].Val != nil && geminiMetaProblem(lines[first].Val) == "") {
 		return nil // nothing to rebuild from, or line 1 is there
 	}
@@ -143,10 +138,8 @@ func (geminiLog) RebuildHeader(path string, data []byte) []byte {
 			ids[id.Str] = id.Raw(body)
 		}
 		see(body, l.Val.Get("timestamp"))
-		if msgs := set.Get("messages"); isArr(msgs) {
-			for _, it := range msgs.Items {
-				see(body, it.Get("timestamp"))
-			}
+		for _, it := range arrOf(set.Get("messages")) {
+			see(body, it.Get("timestamp"))
 		}
 	}
 	if ents, err := os.ReadDir(chats); err == nil {
@@ -174,18 +167,14 @@ func (geminiLog) RebuildHeader(path string, data []byte) []byte {
 
 // lockGeminiCLI: no lock; wait while a Gemini process works in the file's project.
 func lockGeminiCLI(ctx context.Context, path string, _ format.Profile, wait, _ time.Duration) (format.Lock, error) {
-	chats, _, ok := geminiChats(path)
-	if !ok {
-		return format.Unlocked{}, nil
+	if chats, _, ok := geminiChats(path); ok {
+		if root, ok := geminiProjectRoot(filepath.Dir(chats)); ok {
+			if err := lock.Gemini(ctx, root, lock.Options{Wait: wait}); err != nil {
+				return nil, err
+			}
+		}
 	}
-	root, ok := geminiProjectRoot(filepath.Dir(chats))
-	if !ok {
-		return format.Unlocked{}, nil
-	}
-	if err := lock.Gemini(ctx, root, lock.Options{Wait: wait}); err != nil {
-		return nil, err
-	}
-	return format.Unlocked{}, nil
+	return format.Unlocked{}, nil // no project root: no way to tell, and nothing to wait for
 }
 
 // geminiChats is the chats directory a chat file is in, and whether it is a subagent's
@@ -223,20 +212,14 @@ func geminiProjectRoot(project string) (string, bool) {
 // geminiProjectHash is the projectHash of the sessions of a project: SHA-256 of its root.
 func geminiProjectHash(project string) (string, bool) {
 	root, ok := geminiProjectRoot(project)
-	if !ok {
-		return "", false
-	}
 	sum := sha256.Sum256([]byte(root))
-	return hex.EncodeToString(sum[:]), true
+	return hex.EncodeToString(sum[:]), ok
 }
 
 // geminiID8 is the <id8> of a session id: the first 8 characters of its sanitised form.
 func geminiID8(id string) string {
 	s := geminiIDRe.ReplaceAllString(id, "_")
-	if len(s) < 8 {
-		return s
-	}
-	return s[:8]
+	return s[:min(8, len(s))]
 }
 
 // geminiMetaProblem checks the metadata record's members (the path apart).
@@ -259,19 +242,14 @@ func geminiMetaProblem(v *jsonv.Value) string {
 
 // geminiRecordProblem checks a record after line 1.
 func geminiRecordProblem(v *jsonv.Value) string {
+	set, rw := v.Get("$set"), v.Get("$rewindTo")
 	switch {
-	case isStr(v.Get("id")):
+	case isStr(v.Get("id")), isObj(set), isStr(rw):
 		return ""
-	case v.Get("$set") != nil:
-		if !isObj(v.Get("$set")) {
-			return "$set is not an object"
-		}
-		return ""
-	case v.Get("$rewindTo") != nil:
-		if !isStr(v.Get("$rewindTo")) {
-			return "$rewindTo is not a string"
-		}
-		return ""
+	case set != nil:
+		return "$set is not an object"
+	case rw != nil:
+		return "$rewindTo is not a string"
 	}
 	return "record is neither a message (string id), a $set nor a $rewindTo"
 }
@@ -307,28 +285,25 @@ func checkGemini(path string, lines []format.Line) format.Verdict {
 	if !ok {
 		return v
 	}
-	m, base := meta.Val, filepath.Base(path)
-	id, off := m.Get("sessionId").Str, int64(meta.Start)
+	m, base, off := meta.Val, filepath.Base(path), int64(meta.Start)
+	id, nm := m.Get("sessionId").Str, geminiMainRe.FindStringSubmatch(base)
 	if want := map[bool]string{false: "main", true: "subagent"}[sub]; m.Get("kind").Str != want {
 		return format.Damage(format.KindSchema, off, "metadata kind is %q, a file at this place is %q", m.Get("kind").Str, want)
 	}
-	if nm := geminiMainRe.FindStringSubmatch(base); !sub && nm != nil && geminiID8(id) != nm[1] {
-		return format.Damage(format.KindSchema, off, "metadata sessionId %q does not match the file name's %s", id, nm[1])
-	}
-	if sub && id+".jsonl" != base {
+	if (!sub && nm != nil && geminiID8(id) != nm[1]) || (sub && id+".jsonl" != base) {
 		return format.Damage(format.KindSchema, off, "metadata sessionId %q does not match the file name", id)
 	}
 	if h, ok := geminiProjectHash(filepath.Dir(chats)); ok && m.Get("projectHash").Str != h {
 		return format.Damage(format.KindSchema, off, "metadata projectHash is not the SHA-256 of the project's .project_root")
 	}
 	if sub {
-		return v
+		return v // not the sweep's: it lists chats/session-* only
 	}
 	own := r.resumable()
 	if !own {
 		v.Warnings = append(v.Warnings, "no resumable message: Gemini's start-up sweep deletes this session as corrupted")
 	}
-	if nm := geminiMainRe.FindStringSubmatch(base); nm != nil {
+	if nm != nil {
 		v.Warnings = append(v.Warnings, geminiStubWarnings(chats, base, nm[1], own)...)
 	}
 	return v
@@ -396,7 +371,7 @@ func (r *geminiReplay) apply(v *jsonv.Value) bool {
 		r.add(v)
 	case isArr(v.Get("$set").Get("messages")):
 		r.ids, r.msgs = nil, map[string]*jsonv.Value{}
-		for _, it := range v.Get("$set").Get("messages").Items {
+		for _, it := range arrOf(v.Get("$set").Get("messages")) {
 			if isStr(it.Get("id")) {
 				r.add(it)
 			}
@@ -438,17 +413,25 @@ func (r *geminiReplay) resumable() bool {
 				}
 			}
 		case "gemini":
+			if len(arrOf(m.Get("toolCalls"))) > 0 || len(arrOf(m.Get("thoughts"))) > 0 {
+				return true
+			}
 			for _, t := range geminiTexts(m.Get("content")) {
 				if strings.TrimSpace(t) != "" {
 					return true
 				}
 			}
-			if tc, th := m.Get("toolCalls"), m.Get("thoughts"); (isArr(tc) && len(tc.Items) > 0) || (isArr(th) && len(th.Items) > 0) {
-				return true
-			}
 		}
 	}
 	return false
+}
+
+// arrOf is an array's items (none for anything else).
+func arrOf(v *jsonv.Value) []*jsonv.Value {
+	if isArr(v) {
+		return v.Items
+	}
+	return nil
 }
 
 // geminiTexts are the texts of a message's content: a string, or parts with a text.
@@ -457,11 +440,9 @@ func geminiTexts(c *jsonv.Value) []string {
 		return []string{c.Str}
 	}
 	var out []string
-	if isArr(c) {
-		for _, p := range c.Items {
-			if t := p.Get("text"); isStr(t) {
-				out = append(out, t.Str)
-			}
+	for _, p := range arrOf(c) {
+		if t := p.Get("text"); isStr(t) {
+			out = append(out, t.Str)
 		}
 	}
 	return out
