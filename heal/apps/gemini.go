@@ -178,13 +178,11 @@ func lockGeminiCLI(ctx context.Context, path string, _ format.Profile, wait, _ t
 }
 
 // geminiChats is the chats directory a chat file is in, and whether it is a subagent's
-// (chats/<parent>/<id>.jsonl); ok is false outside the app's layout. A path read through a
-// symlinked rule root is judged where the link points.
+// (chats/<parent>/<id>.jsonl); ok is false outside the app's layout. It is read where
+// every symlink on the way points: a symlinked rule root (even one named chats) stands for
+// the directory it points to, whose parent holds .project_root.
 func geminiChats(path string) (chats string, sub, ok bool) {
-	dir := filepath.Dir(path)
-	if filepath.Base(dir) != "chats" && filepath.Base(filepath.Dir(dir)) != "chats" {
-		dir = fsio.Resolved(dir)
-	}
+	dir := fsio.Resolved(filepath.Dir(path))
 	switch {
 	case filepath.Base(dir) == "chats":
 		return dir, false, true

@@ -304,3 +304,20 @@ func TestGeminiLock(t *testing.T) {
 		t.Errorf("after the process ended: %v %v", l, err)
 	}
 }
+
+// A rule root that is a symlink named chats stands for the directory it points to: the
+// project's .project_root is found beside the real chats directory.
+func TestGeminiSymlinkedChats(t *testing.T) {
+	_, chats := gemProject(t, "/tmp/demo/p")
+	link := filepath.Join(t.TempDir(), "chats")
+	if err := os.Symlink(chats, link); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(link, gemName)
+	if v := gemInspect(p, []byte(gemMeta(gemID, gemHash("/elsewhere"), "main")+gemUser)); v.Kind != format.KindSchema {
+		t.Errorf("hash mismatch through the link: %s", v)
+	}
+	if got := (geminiLog{}).RebuildHeader(p, []byte(gemUser+`{"$set":{"sessionId":"`+gemID+`"}}`+"\n")); got == nil {
+		t.Error("no header rebuilt through the link")
+	}
+}
