@@ -1,15 +1,42 @@
 package apps
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
-// gemini-cli (gemini-cli.md). Placeholder profile: generic JSONL rules until the app's checklist lands.
+// Gemini CLI (gemini-cli.md): one append-only chat log per session under
+// tmp/<slug>/chats/ (session-<ts>-<id8>.jsonl; a subagent's chats/<parent>/<id>.jsonl): a
+// metadata line, then messages and $set / $rewindTo patches. No lock: a project is live while
+// a Gemini process works in its root. The app's start-up sweep deletes a session it cannot
+// list, so a session seen healthy that disappears is restored from its last-good copy.
+
+var (
+	geminiMainRe = regexp.MustCompile(`^session-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-([A-Za-z0-9_-]{8})\.jsonl$`)
+	geminiIDRe   = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+	geminiDirRe  = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+)
+
+const (
+	geminiMaxAge   = 30 * 24 * time.Hour // sessionRetention.maxAge's default
+	maxProjectRoot = 4096                // a .project_root longer than PATH_MAX is not one
+	maxStubSibling = 1 << 20             // a sibling larger than this is no startup-only stub
+)
 
 func addGeminiCLI(r *format.Registry) {
 	r.Add("gemini-cli", func(string) format.Profile { return geminiLog{} }, geminiLog{})
@@ -19,13 +46,402 @@ func addGeminiCLI(r *format.Registry) {
 type geminiLog struct{ format.Log }
 
 func (geminiLog) Name() string           { return "gemini-cli" }
-func (geminiLog) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
+func (geminiLog) Dialect() jsonv.Dialect { return jsonv.Dialect{} } // JSON.parse
 func (geminiLog) EmptyIsDamage() bool    { return true }
 func (geminiLog) AppendOnly() bool       { return true }
-func (geminiLog) CheckLines(format.File, []format.Line) format.Verdict {
-	return format.OK()
+func (geminiLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return checkGemini(f.Path, lines)
 }
 
-func lockGeminiCLI(context.Context, string, format.Profile, time.Duration, time.Duration) (format.Lock, error) {
-	return format.Unlocked{}, nil
+// RecordProblem: line 1 is the metadata record; every other record a message, a $set object
+// or a $rewindTo string (whose target only a full pass can look up).
+func (geminiLog) RecordProblem(rec []byte, first bool) string {
+	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	if err != nil {
+		return err.Error()
+	}
+	if first {
+		return geminiMetaProblem(v)
+	}
+	return geminiRecordProblem(v)
+}
+
+func (geminiLog) NoRecords() format.Verdict {
+	return format.Damage(format.KindEmpty, 0, "chat log has no metadata record")
+}
+
+// AppendedOK: a message or a $set; a $rewindTo needs its target looked up by a full pass.
+func (geminiLog) AppendedOK(rec []byte) bool {
+	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	return err == nil && v.Get("$rewindTo") == nil && geminiRecordProblem(v) == ""
+}
+
+// RecordStarts are how JSON.stringify begins each of the app's records.
+func (geminiLog) RecordStarts() [][]byte {
+	return [][]byte{[]byte(`{"id":"`), []byte(`{"$set":`), []byte(`{"$rewindTo":`), []byte(`{"sessionId":"`)}
+}
+
+// Whole: a message, a $set, a $rewindTo or a metadata record.
+func (geminiLog) Whole(v *jsonv.Value) bool {
+	return (isStr(v.Get("id")) && isStr(v.Get("type"))) || isObj(v.Get("$set")) ||
+		isStr(v.Get("$rewindTo")) || (isStr(v.Get("sessionId")) && isStr(v.Get("projectHash")))
+}
+
+// Restore: last-good holds a resumable session the app would still keep by age.
+func (geminiLog) Restore(lastGood []byte, now time.Time) bool {
+	var r geminiReplay
+	var newest time.Time
+	for _, l := range format.Split(lastGood, geminiLog{}) {
+		if l.Val == nil {
+			continue
+		}
+		for _, lu := range []*jsonv.Value{l.Val.Get("lastUpdated"), l.Val.Get("$set").Get("lastUpdated")} {
+			if t, err := time.Parse(time.RFC3339Nano, strOf(lu)); err == nil && t.After(newest) {
+				newest = t
+			}
+		}
+		r.apply(l.Val) // the metadata record is none of the app's patches: a no-op
+	}
+	return r.resumable() && !newest.IsZero() && !newest.Before(now.Add(-geminiMaxAge))
+}
+
+// RebuildHeader rebuilds a torn or missing metadata line of a main session from the values the
+// tree holds: the session id from a $set.sessionId record (or the chats/<id>/ directory of
+// its subagents) matching the file name's <id8>, the hash of .project_root, and the earliest
+// timestamp for both times. Nil unless every value is found, and found once.
+func (geminiLog) RebuildHeader(path string, data []byte) []byte {
+	m := geminiMainRe.FindStringSubmatch(filepath.Base(path))
+	chats, sub, ok := geminiChats(path)
+	if m == nil || !ok || sub {
+		return nil
+	}
+	lines := format.Split(data, geminiLog{})
+	first := slices.IndexFunc(lines, func(l format.Line) bool { return !l.Blank })
+	if first < 0 || (lines[first].Val != nil && geminiMetaProblem(lines[first].Val) == "") {
+		return nil // nothing to rebuild from, or line 1 is there
+	}
+	ids := map[string][]byte{}
+	var earliest time.Time
+	var ts []byte
+	see := func(line []byte, v *jsonv.Value) {
+		if t, err := time.Parse(time.RFC3339Nano, strOf(v)); err == nil && (ts == nil || t.Before(earliest)) {
+			earliest, ts = t, v.Raw(line)
+		}
+	}
+	for _, l := range lines {
+		if l.Val == nil {
+			continue
+		}
+		body := bytes.TrimSuffix(l.Raw, []byte("\r"))
+		set := l.Val.Get("$set")
+		if id := set.Get("sessionId"); isStr(id) && geminiID8(id.Str) == m[1] {
+			ids[id.Str] = id.Raw(body)
+		}
+		see(body, l.Val.Get("timestamp"))
+		for _, it := range arrOf(set.Get("messages")) {
+			see(body, it.Get("timestamp"))
+		}
+	}
+	if ents, err := os.ReadDir(chats); err == nil {
+		for _, e := range ents {
+			if n := e.Name(); e.IsDir() && geminiDirRe.MatchString(n) && geminiID8(n) == m[1] {
+				ids[n] = []byte(`"` + n + `"`)
+			}
+		}
+	}
+	hash, ok := geminiProjectHash(filepath.Dir(chats))
+	if len(ids) != 1 || !ok || ts == nil {
+		return nil
+	}
+	var h []byte
+	for _, raw := range ids {
+		h = append(append([]byte(`{"sessionId":`), raw...), `,"projectHash":"`+hash+`","startTime":`...)
+	}
+	h = append(append(append(append(h, ts...), `,"lastUpdated":`...), ts...), `,"kind":"main"}`+"\n"...)
+	at, end := lines[first].Start, lines[first].Start
+	if v := lines[first].Val; v == nil || geminiRecordProblem(v) != "" {
+		end = lines[first].End // a torn line 1 is replaced, a record's line kept after it
+	}
+	return append(append(append([]byte{}, data[:at]...), h...), data[end:]...)
+}
+
+// lockGeminiCLI: no lock; wait while a Gemini process works in the file's project.
+func lockGeminiCLI(ctx context.Context, path string, _ format.Profile, wait, _ time.Duration) (format.Lock, error) {
+	if chats, _, ok := geminiChats(path); ok {
+		if root, ok := geminiProjectRoot(filepath.Dir(chats)); ok {
+			if err := lock.Gemini(ctx, root, lock.Options{Wait: wait}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return format.Unlocked{}, nil // no project root: no way to tell, and nothing to wait for
+}
+
+// geminiChats is the chats directory a chat file is in, and whether it is a subagent's
+// (chats/<parent>/<id>.jsonl); ok is false outside the app's layout. It is read where
+// every symlink on the way points: a symlinked rule root (even one named chats) stands for
+// the directory it points to, whose parent holds .project_root.
+func geminiChats(path string) (chats string, sub, ok bool) {
+	dir := fsio.Resolved(filepath.Dir(path))
+	switch {
+	case filepath.Base(dir) == "chats":
+		return dir, false, true
+	case filepath.Base(filepath.Dir(dir)) == "chats":
+		return filepath.Dir(dir), true, true
+	}
+	return "", false, false
+}
+
+// geminiProjectRoot is the content of <project>/.project_root (bounded); ok is false when
+// it cannot be read.
+func geminiProjectRoot(project string) (string, bool) {
+	f, _, err := fsio.OpenRegular(filepath.Join(project, ".project_root"))
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxProjectRoot+1))
+	if err != nil || len(b) == 0 || len(b) > maxProjectRoot {
+		return "", false
+	}
+	return string(b), true
+}
+
+// geminiProjectHash is the projectHash of the sessions of a project: SHA-256 of its root.
+func geminiProjectHash(project string) (string, bool) {
+	root, ok := geminiProjectRoot(project)
+	sum := sha256.Sum256([]byte(root))
+	return hex.EncodeToString(sum[:]), ok
+}
+
+// geminiID8 is the <id8> of a session id: the first 8 characters of its sanitised form.
+func geminiID8(id string) string {
+	s := geminiIDRe.ReplaceAllString(id, "_")
+	return s[:min(8, len(s))]
+}
+
+// geminiMetaProblem checks the metadata record's members (the path apart).
+func geminiMetaProblem(v *jsonv.Value) string {
+	for _, k := range []string{"sessionId", "projectHash", "startTime", "lastUpdated"} {
+		if !isStr(v.Get(k)) {
+			return "line 1 is not the metadata record: no string " + k
+		}
+	}
+	for _, k := range []string{"startTime", "lastUpdated"} {
+		if _, err := time.Parse(time.RFC3339Nano, v.Get(k).Str); err != nil {
+			return "metadata " + k + " is not an ISO time"
+		}
+	}
+	if k := strOf(v.Get("kind")); k != "main" && k != "subagent" {
+		return `metadata kind is neither "main" nor "subagent"`
+	}
+	return ""
+}
+
+// geminiRecordProblem checks a record after line 1.
+func geminiRecordProblem(v *jsonv.Value) string {
+	set, rw := v.Get("$set"), v.Get("$rewindTo")
+	switch {
+	case isStr(v.Get("id")), isObj(set), isStr(rw):
+		return ""
+	case set != nil:
+		return "$set is not an object"
+	case rw != nil:
+		return "$rewindTo is not a string"
+	}
+	return "record is neither a message (string id), a $set nor a $rewindTo"
+}
+
+// checkGemini: gemini-cli.md "What valid means".
+func checkGemini(path string, lines []format.Line) format.Verdict {
+	var meta *format.Line
+	var r geminiReplay
+	for i := range lines {
+		l := &lines[i]
+		if l.Blank {
+			continue
+		}
+		if meta == nil {
+			meta = l
+			if p := geminiMetaProblem(l.Val); p != "" {
+				return format.Damage(format.KindSchema, int64(l.Start), "%s", p)
+			}
+			continue
+		}
+		if p := geminiRecordProblem(l.Val); p != "" {
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
+		}
+		if !r.apply(l.Val) {
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: $rewindTo names no earlier message (the app's loader empties the session)", i+1)
+		}
+	}
+	if meta == nil {
+		return format.Damage(format.KindEmpty, 0, "chat log has no metadata record")
+	}
+	v := format.OK()
+	chats, sub, ok := geminiChats(path)
+	if !ok {
+		return v
+	}
+	m, base, off := meta.Val, filepath.Base(path), int64(meta.Start)
+	id, nm := m.Get("sessionId").Str, geminiMainRe.FindStringSubmatch(base)
+	if want := map[bool]string{false: "main", true: "subagent"}[sub]; m.Get("kind").Str != want {
+		return format.Damage(format.KindSchema, off, "metadata kind is %q, a file at this place is %q", m.Get("kind").Str, want)
+	}
+	if (!sub && nm != nil && geminiID8(id) != nm[1]) || (sub && id+".jsonl" != base) {
+		return format.Damage(format.KindSchema, off, "metadata sessionId %q does not match the file name", id)
+	}
+	if h, ok := geminiProjectHash(filepath.Dir(chats)); ok && m.Get("projectHash").Str != h {
+		return format.Damage(format.KindSchema, off, "metadata projectHash is not the SHA-256 of the project's .project_root")
+	}
+	if sub {
+		return v // not the sweep's: it lists chats/session-* only
+	}
+	own := r.resumable()
+	if !own {
+		v.Warnings = append(v.Warnings, "no resumable message: Gemini's start-up sweep deletes this session as corrupted")
+	}
+	if nm != nil {
+		v.Warnings = append(v.Warnings, geminiStubWarnings(chats, base, nm[1], own)...)
+	}
+	return v
+}
+
+// geminiStubWarnings: another session-*-<id8>.jsonl beside a session (#27368) makes the
+// sweep delete both when either has no resumable content.
+func geminiStubWarnings(chats, base, id8 string, own bool) []string {
+	ents, err := os.ReadDir(chats)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if nm := geminiMainRe.FindStringSubmatch(n); nm == nil || nm[1] != id8 || n == base || !e.Type().IsRegular() {
+			continue
+		}
+		switch {
+		case !own:
+			out = append(out, "shares its <id8> with "+n+": the start-up sweep deletes both files (gemini-cli #27368)")
+		case !geminiResumableFile(filepath.Join(chats, n)):
+			out = append(out, n+" beside it has the same <id8> and no resumable message: the start-up sweep deletes both files (gemini-cli #27368)")
+		}
+	}
+	return out
+}
+
+// geminiResumableFile: a sibling chat file holds a resumable message (one too large to read
+// is taken to).
+func geminiResumableFile(p string) bool {
+	f, _, err := fsio.OpenRegular(p)
+	if err != nil {
+		return true // gone or not a file: nothing the sweep would take with it
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStubSibling+1))
+	if err != nil || len(b) > maxStubSibling {
+		return true
+	}
+	var r geminiReplay
+	for _, l := range format.Split(b, geminiLog{}) {
+		if l.Val != nil {
+			r.apply(l.Val)
+		}
+	}
+	return r.resumable()
+}
+
+// geminiReplay is the message list the app's loader builds: messages kept by id in first-seen
+// order, a $set.messages checkpoint replacing them all, a $rewindTo dropping its target and
+// everything after it.
+type geminiReplay struct {
+	ids  []string
+	msgs map[string]*jsonv.Value
+}
+
+// apply replays one record after line 1; false for a $rewindTo naming no message held.
+func (r *geminiReplay) apply(v *jsonv.Value) bool {
+	if r.msgs == nil {
+		r.msgs = map[string]*jsonv.Value{}
+	}
+	switch {
+	case isStr(v.Get("id")):
+		r.add(v)
+	case isArr(v.Get("$set").Get("messages")):
+		r.ids, r.msgs = nil, map[string]*jsonv.Value{}
+		for _, it := range arrOf(v.Get("$set").Get("messages")) {
+			if isStr(it.Get("id")) {
+				r.add(it)
+			}
+		}
+	case isStr(v.Get("$rewindTo")):
+		for i, id := range r.ids {
+			if id == v.Get("$rewindTo").Str {
+				for _, gone := range r.ids[i:] {
+					delete(r.msgs, gone)
+				}
+				r.ids = r.ids[:i]
+				return true
+			}
+		}
+		r.ids, r.msgs = nil, map[string]*jsonv.Value{}
+		return false
+	}
+	return true
+}
+
+func (r *geminiReplay) add(v *jsonv.Value) {
+	id := v.Get("id").Str
+	if _, ok := r.msgs[id]; !ok {
+		r.ids = append(r.ids, id)
+	}
+	r.msgs[id] = v
+}
+
+// resumable: a user message that is not the app's internal context, or a gemini message with
+// text, tool calls or thoughts.
+func (r *geminiReplay) resumable() bool {
+	for _, id := range r.ids {
+		m := r.msgs[id]
+		switch strOf(m.Get("type")) {
+		case "user":
+			for _, t := range geminiTexts(m.Get("content")) {
+				if s := strings.TrimSpace(t); s != "" && !strings.HasPrefix(s, "<session_context>") {
+					return true
+				}
+			}
+		case "gemini":
+			if len(arrOf(m.Get("toolCalls"))) > 0 || len(arrOf(m.Get("thoughts"))) > 0 {
+				return true
+			}
+			for _, t := range geminiTexts(m.Get("content")) {
+				if strings.TrimSpace(t) != "" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// arrOf is an array's items (none for anything else).
+func arrOf(v *jsonv.Value) []*jsonv.Value {
+	if isArr(v) {
+		return v.Items
+	}
+	return nil
+}
+
+// geminiTexts are the texts of a message's content: a string, or parts with a text.
+func geminiTexts(c *jsonv.Value) []string {
+	if isStr(c) {
+		return []string{c.Str}
+	}
+	var out []string
+	for _, p := range arrOf(c) {
+		if t := p.Get("text"); isStr(t) {
+			out = append(out, t.Str)
+		}
+	}
+	return out
 }
