@@ -176,9 +176,13 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 	}
 	defer d.Close()
 	name, tmpName := filepath.Base(ed.path), filepath.Base(tmp)
-	// A file restored where none is gets 0600 (what these apps use for sessions) unless the
-	// edit carries the mode it had.
+	// A file restored where none is gets the mode of its directory without the execute bits
+	// (0700 → 0600 for Claude's private dirs, 0755 → 0644 for Gemini's), 0600 when that
+	// cannot be read, unless the edit carries the mode it had.
 	mode, uid, gid := os.FileMode(0o600), -1, -1
+	if fi, err := os.Stat(filepath.Dir(ed.path)); err == nil && ed.missing {
+		mode = fi.Mode().Perm() &^ 0o111
+	}
 	if !ed.missing || ed.oldID.Mode != 0 {
 		mode, uid, gid = os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)
 	}

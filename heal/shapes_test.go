@@ -56,6 +56,8 @@ var decoys = map[string][]string{
 	"claude-code": {"../.claude.json", "backups/.claude.json.backup.1795383639980", "projects/-tmp-demo-proj/7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13/archived.json",
 		"projects/-tmp-demo-proj/7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13/remote-agents/r.jsonl", "sessions/99999999.json"},
 	"openclaw": {"../../../workspace/notes.jsonl", "../../../openclaw.json", "x.trajectory.jsonl", "../agent/models.json"},
+	"gemini-cli": {"tmp/proj/chats/session-2026-11-22T21-40-7759d9fe.jsonl.unreadable-1795247922317", "tmp/proj/chats/session-2026-11-22T21-40-7759d9fe.jsonl.tmp-4242",
+		"tmp/proj/logs/session-7759d9fe-6f50-4824-9ae2-297b0ba46ecd.jsonl", "settings.json"},
 }
 
 func shapeMatrix() []shapeContent {
@@ -147,6 +149,30 @@ func shapeMatrix() []shapeContent {
 		{name: "symlink on the way", place: "data/" + cc, root: "srv/link/-tmp-demo-proj", links: [][2]string{{"srv/link", "data/" + cc + "/projects"}}},
 	}
 
+	day := "sessions/2026/11/22"
+	codex := []shape{
+		{name: "home", place: ".codex", root: ".codex"},
+		{name: "sessions dir", place: ".codex", root: ".codex/sessions"},
+		{name: "day dir", place: ".codex", root: ".codex/" + day},
+		{name: "CODEX_HOME named codex-home", place: "srv/codex-home", root: "srv/codex-home"},
+		{name: "symlink to the home", place: "data/.codex", root: "srv/app", links: [][2]string{{"srv/app", "data/.codex"}}},
+		{name: "symlink to the sessions dir", place: "data/.codex", root: "srv/chats", links: [][2]string{{"srv/chats", "data/.codex/sessions"}}},
+		{name: "symlink named sessions", place: "data/.codex", root: "srv/sessions", links: [][2]string{{"srv/sessions", "data/.codex/sessions"}}},
+		{name: "symlink to the day dir", place: "data/.codex", root: "srv/day", links: [][2]string{{"srv/day", "data/.codex/" + day}}},
+	}
+
+	gem := "data/.gemini"
+	gemini := []shape{
+		{name: "home", place: ".gemini", root: ".gemini"},
+		{name: "tmp dir", place: ".gemini", root: ".gemini/tmp"},
+		{name: "project dir", place: ".gemini", root: ".gemini/tmp/proj"},
+		{name: "chats dir", place: ".gemini", root: ".gemini/tmp/proj/chats"},
+		{name: "symlink to the home", place: gem, root: "srv/app", links: [][2]string{{"srv/app", gem}}},
+		{name: "symlink to the project dir", place: gem, root: "srv/proj", links: [][2]string{{"srv/proj", gem + "/tmp/proj"}}},
+		{name: "symlink to the chats dir", place: gem, root: "srv/chats", links: [][2]string{{"srv/chats", gem + "/tmp/proj/chats"}}},
+		{name: "symlink on the way", place: gem, root: "srv/link/proj", links: [][2]string{{"srv/link", gem + "/tmp"}}},
+	}
+
 	var out []shapeContent
 	for _, sc := range sampleCases() {
 		c := shapeContent{app: sc.app, src: sc.src, layout: "sessions dir"}
@@ -173,11 +199,19 @@ func shapeMatrix() []shapeContent {
 			c.sub, c.shapes = "workspace/viking/default/user/default/sessions", viking
 		case "claude-code":
 			c.sub, c.shapes, c.layout = "home/.claude", claude, "config dir"
+		case "codex":
+			// The home, not only its sessions directory: the thread writer locks are beside it.
+			c.sub, c.shapes, c.layout = "home/.codex", codex, "home"
+		case "gemini-cli":
+			c.sub, c.shapes = "home/.gemini", gemini
 		case "openclaw":
 			c.sub, c.shapes = "state/agents/main/sessions", claw
 			if sc.src == "21-sqlite-plus-legacy-json" {
 				c.extra = map[string]string{"../agent/openclaw-agent.sqlite": ""}
 			}
+		}
+		if len(c.shapes) == 0 {
+			panic("no path shapes for " + c.app)
 		}
 		out = append(out, c)
 	}

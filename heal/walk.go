@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -203,6 +204,9 @@ func (e *Engine) MissingIn(dir string) []Target {
 func (e *Engine) Deleted(p string) (Target, bool) {
 	r, _, ok := e.Policy.RuleFor(p)
 	if !ok || !r.KeepLastGood {
+		return Target{}, false
+	}
+	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 		return Target{}, false
 	}
 	res, ok := e.profile(r.Format, p).(format.Resurrectable)

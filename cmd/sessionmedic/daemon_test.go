@@ -247,10 +247,10 @@ func TestDaemonStartsWithAMissingRoot(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	out, errOut, code := sm(t, t.TempDir(), "demo")
-	if code != 0 || !strings.Contains(out, "summary: 5 of 5 damaged sessions healed") {
+	if code != 0 || !strings.Contains(out, "summary: 8 of 8 damaged sessions healed") {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, app := range []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw"} {
+	for _, app := range []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli"} {
 		if !strings.Contains(out, app) {
 			t.Errorf("demo output lacks %s", app)
 		}

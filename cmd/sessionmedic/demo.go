@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -64,6 +66,48 @@ func demoApps() []demoApp {
 	}
 	ocDir := "state/agents/main/sessions/"
 
+	// The coding CLIs: a Claude Code transcript, a Codex rollout and a Gemini chat.
+	const sid = "3f1c2a9e-5b7d-4e2f-9a1b-6c8d0e2f4a6b"
+	ccFile := "projects/-srv-app/" + sid + ".jsonl"
+	ccChain := func(parent, typ, uuid, text, ts string) string {
+		if parent != "null" {
+			parent = strconv.Quote(parent)
+		}
+		return fmt.Sprintf(`{"parentUuid":%s,"isSidechain":false,"type":%q,"message":{"role":%q,"content":[{"type":"text","text":%q}]},"uuid":%q,"timestamp":"2026-11-22T21:40:%sZ","cwd":"/srv/app","sessionId":%q,"version":"2.1.330","gitBranch":"main"}`,
+			parent, typ, typ, text, uuid, ts, sid)
+	}
+	ccLines := []string{
+		fmt.Sprintf(`{"type":"queue-operation","operation":"enqueue","timestamp":"2026-11-22T21:40:41.800Z","sessionId":%q}`, sid),
+		ccChain("null", "user", "9d1f53e3-1c2b-4f6a-8e7d-0a1b2c3d4e5f", "What does the Makefile do?", "41.823"),
+		ccChain("9d1f53e3-1c2b-4f6a-8e7d-0a1b2c3d4e5f", "assistant", "ff52d88d-2d3c-4a5b-9c8d-1e2f3a4b5c6d", "It builds the service and runs its tests.", "44.102"),
+		ccChain("ff52d88d-2d3c-4a5b-9c8d-1e2f3a4b5c6d", "user", "5a6b7c8d-3e4f-4a1b-8c2d-2f3a4b5c6d7e", "thanks", "51.007"),
+		ccChain("5a6b7c8d-3e4f-4a1b-8c2d-2f3a4b5c6d7e", "assistant", "0e1f2a3b-4c5d-4e6f-9a7b-3a4b5c6d7e8f", "You're welcome.", "52.311"),
+	}
+	cc := strings.Join(ccLines, "\n") + "\n"
+
+	const thread = "01a20539-677f-7710-87e4-54a740761238"
+	cxFile := "sessions/2026/11/22/rollout-2026-11-22T21-46-17-" + thread + ".jsonl"
+	cxRec := func(ordinal int, typ, payload string) string {
+		return fmt.Sprintf(`{"timestamp":"2026-11-22T21:46:%02d.468Z","ordinal":%d,"type":%q,"payload":%s}`, 17+ordinal, ordinal, typ, payload)
+	}
+	cxLines := []string{
+		cxRec(0, "session_meta", fmt.Sprintf(`{"session_id":%q,"id":%q,"timestamp":"2026-11-22T21:46:17.468Z","cwd":"/srv/app","originator":"codex_exec","cli_version":"0.169.0","source":"exec","model_provider":"openai","history_mode":"paginated"}`, thread, thread)),
+		cxRec(1, "turn_context", `{"cwd":"/srv/app","model":"gpt-5.5"}`),
+		cxRec(2, "response_item", `{"type":"message","role":"user","content":[{"type":"input_text","text":"Add a health check"}]}`),
+		cxRec(3, "response_item", `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Added /healthz."}]}`),
+		cxRec(4, "event_msg", `{"type":"task_complete"}`),
+	}
+	cx := strings.Join(cxLines, "\n") + "\n"
+
+	const gmID = "7759d9fe-6f50-4824-9ae2-297b0ba46ecd"
+	gmFile := "tmp/app/chats/session-2026-11-22T21-40-7759d9fe.jsonl"
+	hash := sha256.Sum256([]byte("/srv/app"))
+	gm := fmt.Sprintf(`{"sessionId":%q,"projectHash":"%x","startTime":"2026-11-22T21:40:53.398Z","lastUpdated":"2026-11-22T21:40:53.398Z","kind":"main"}`, gmID, hash) + "\n" +
+		`{"id":"a30a58ba-2c1d-4e5f-8a9b-0c1d2e3f4a5b","timestamp":"2026-11-22T21:40:53.417Z","type":"user","content":[{"text":"Summarise the changelog"}]}` + "\n" +
+		`{"$set":{"lastUpdated":"2026-11-22T21:40:53.417Z"}}` + "\n" +
+		`{"id":"b83b78a4-3a19-4c14-a4b9-cbb523166db0","timestamp":"2026-11-22T21:40:58.120Z","type":"gemini","content":"Three fixes and one new flag.","model":"gemini-3.1-pro-preview"}` + "\n" +
+		`{"$set":{"lastUpdated":"2026-11-22T21:40:58.120Z"}}` + "\n"
+
 	return []demoApp{
 		{preset: "copaw", file: "sessions/console/default_console--default.json", how: "two writers race: a shorter save lands over a longer one",
 			files: map[string]string{"sessions/console/default_console--default.json": copawShort},
@@ -97,6 +141,22 @@ func demoApps() []demoApp {
 				ocDir + "22b12a33-f522-4b4e-8a49-9caac0c99f8c.jsonl": ocTranscript("22b12a33-f522-4b4e-8a49-9caac0c99f8c")},
 			damage: func(root string) error {
 				return os.Rename(filepath.Join(root, ocDir+"sessions.json"), filepath.Join(root, fmt.Sprintf("%ssessions.json.bak.%d", ocDir, time.Now().UnixMilli())))
+			}},
+		{preset: "claude-code", file: ccFile, how: "two batches race: a record lands glued to the one before (Claude drops both)",
+			files: map[string]string{ccFile: cc},
+			damage: func(root string) error {
+				glued := strings.Join(ccLines[:3], "\n") + "\n" + ccLines[3] + strings.Join(ccLines[4:], "\n") + "\n"
+				return os.WriteFile(filepath.Join(root, ccFile), []byte(glued), 0o600)
+			}},
+		{preset: "codex", file: cxFile, how: "an upgrade writes a last record without an ordinal (Codex refuses to resume)",
+			files: map[string]string{cxFile: cx, "thread-writer-locks/.coordination.lock": ""},
+			damage: func(root string) error {
+				return os.WriteFile(filepath.Join(root, cxFile), []byte(strings.Replace(cx, `"ordinal":4,`, "", 1)), 0o644)
+			}},
+		{preset: "gemini-cli", file: gmFile, how: "a crash tears the first line (Gemini's next start would delete the chat)",
+			files: map[string]string{gmFile: gm, "tmp/app/.project_root": "/srv/app"},
+			damage: func(root string) error {
+				return os.WriteFile(filepath.Join(root, gmFile), []byte(gm[:100]+"\n"+gm[strings.IndexByte(gm, '\n')+1:]), 0o644)
 			}},
 	}
 }
@@ -134,7 +194,7 @@ func attr(r slog.Record, key string) string {
 	return v
 }
 
-// cmdDemo lays out healthy sessions of all five apps in a temp dir, runs the daemon on them,
+// cmdDemo lays out healthy sessions of every app in a temp dir, runs the daemon on them,
 // damages one file of each app the way that app damages it, and shows each heal.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 0 {
@@ -187,7 +247,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	for _, a := range apps {
 		path := filepath.Join(dir, a.preset, a.file)
 		want, _ := os.ReadFile(path)
-		fmt.Fprintf(stdout, "\n%-10s %s\n", a.preset, a.how)
+		fmt.Fprintf(stdout, "\n%-11s %s\n", a.preset, a.how)
 		start := time.Now()
 		if err := a.damage(filepath.Join(dir, a.preset)); err != nil {
 			stop()
@@ -200,7 +260,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 			case r := <-tap.ch:
 				if r.Message == "file.heal_refused" || (r.Message == "file.healed" && attr(r, "path") == path) {
 					if r.Message == "file.heal_refused" {
-						fmt.Fprintf(stdout, "           refused: %s\n", attr(r, "reason"))
+						fmt.Fprintf(stdout, "            refused: %s\n", attr(r, "reason"))
 						break wait
 					}
 					got, _ := os.ReadFile(path)
@@ -212,7 +272,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 					if attr(r, "quarantine") == "" {
 						kept = "nothing to quarantine: the file was gone"
 					}
-					fmt.Fprintf(stdout, "           damaged: %s -> healed with %s in %v; %s; %s\n",
+					fmt.Fprintf(stdout, "            damaged: %s -> healed with %s in %v; %s; %s\n",
 						attr(r, "kind"), attr(r, "strategy"), time.Since(start).Round(time.Millisecond), same, kept)
 					if same == "identical to the healthy original" {
 						healed++
@@ -223,7 +283,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 					break wait
 				}
 			case <-deadline:
-				fmt.Fprintln(stdout, "           not healed within 15s")
+				fmt.Fprintln(stdout, "            not healed within 15s")
 				break wait
 			case err := <-done:
 				return 0, fmt.Errorf("demo: the daemon stopped: %v", err)

@@ -186,7 +186,8 @@ func claudeRecordProblem(v *jsonv.Value) string {
 		return t.Str + " record has no string uuid"
 	case !isStr(v.Get("sessionId")):
 		return t.Str + " record has no string sessionId"
-	case p == nil || (p.Type != jsonv.Null && p.Type != jsonv.String):
+	case p != nil && p.Type != jsonv.Null && p.Type != jsonv.String:
+		// A missing parentUuid is bridged by the loader, without a word (claude-code.md).
 		return t.Str + " record's parentUuid is neither null nor a string"
 	case (t.Str == "user" || t.Str == "assistant") && !isObj(v.Get("message")):
 		return t.Str + " record has no message object"

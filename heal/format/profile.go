@@ -231,3 +231,19 @@ type Resurrectable interface {
 type PrefixKeeper interface {
 	KeptPrefix(path string) int64
 }
+
+// SequenceChecker is a [RecordChecker] whose checklist also spans records (a sequence number
+// each record continues, a record the file must hold somewhere): a streamed pass feeds a
+// fresh Sequence every valid record in order and asks it at the end, so that a file too large
+// to hold is judged as the in-memory checklist judges it.
+type SequenceChecker interface {
+	NewSequence() Sequence
+}
+
+// Sequence is one streamed pass's memory of the records seen so far.
+type Sequence interface {
+	// Record is what the checklist finds wrong with rec, the next record ("" for nothing).
+	Record(rec []byte) string
+	// End is what it finds wrong once every record was fed ("" for nothing).
+	End() string
+}

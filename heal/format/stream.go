@@ -44,7 +44,12 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 func StreamLines(r *bufio.Reader, p Profile) Verdict {
 	d := p.Dialect()
 	rc, _ := p.(RecordChecker)
+	var seq Sequence
+	if sc, ok := p.(SequenceChecker); ok {
+		seq = sc.NewSequence()
+	}
 	var next int64 // where the next line starts
+	var last int64 // where the last record starts
 	n, records := 0, 0
 	var schema *Verdict // the first checklist problem; syntax damage anywhere is reported first
 	var stop Verdict    // the damage that ended the walk
@@ -80,7 +85,13 @@ func StreamLines(r *bufio.Reader, p Profile) Verdict {
 					schema = &v
 				}
 			}
-			records++
+			if seq != nil && schema == nil {
+				if prob := seq.Record(body); prob != "" {
+					v := Damage(KindSchema, off, "line %d: %s", n, prob)
+					schema = &v
+				}
+			}
+			records, last = records+1, off
 			return nil
 		}
 		return errStop
@@ -96,6 +107,11 @@ func StreamLines(r *bufio.Reader, p Profile) Verdict {
 	}
 	if rc != nil && records == 0 {
 		return rc.NoRecords()
+	}
+	if seq != nil {
+		if prob := seq.End(); prob != "" {
+			return Damage(KindSchema, last, "%s", prob)
+		}
 	}
 	return OK()
 }

@@ -40,7 +40,8 @@ func ClaudeCode(ctx context.Context, cfgDir, sessionID string, o Options) error 
 	return err
 }
 
-// nothingHeld stands for a protocol that holds nothing once it has let the caller go on.
+// nothingHeld stands for a protocol that holds nothing once it has let the caller go on
+// (Claude's registry, Gemini's running processes): what the poll loop gets when it is free.
 type nothingHeld struct{}
 
 func (nothingHeld) Release() error { return nil }

@@ -53,8 +53,3 @@ func GeminiArgv(argv []string) bool {
 	}
 	return false
 }
-
-// nothingHeld is what the poll loop gets for a free project.
-type nothingHeld struct{}
-
-func (nothingHeld) Release() error { return nil }

@@ -59,7 +59,7 @@ var (
 	duration = flag.Duration("duration", 0, "how long the writers write per daemon mode (default 7s, 3m with -long)")
 	modes    = flag.String("modes", "binary,inproc", "daemon modes to run: binary, inproc")
 	seed     = flag.Int64("seed", 0, "random seed (0: from the clock; the figure names it)")
-	styles   = flag.String("styles", "copaw,praisonai,nanobot,openviking,agent", "app styles that write")
+	styles   = flag.String("styles", "copaw,praisonai,nanobot,openviking,agent,claude-code,codex", "app styles that write")
 )
 
 var binary string

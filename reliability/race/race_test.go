@@ -84,11 +84,15 @@ func raceOnce(t *testing.T, mode string) {
 	root := t.TempDir()
 	state := filepath.Join(root, "state")
 	dirs := map[string]string{
-		"copaw":      filepath.Join(root, "copaw", "workspaces", "default", "sessions", "console"),
-		"praisonai":  filepath.Join(root, "praisonai", "sessions"),
-		"nanobot":    filepath.Join(root, "nanobot", "sessions", "1a90ee6c483ef484075bb4aec4e29b33"),
-		"openviking": filepath.Join(root, "openviking", "workspace", "viking", "default", "user", "default", "sessions"),
-		"agent":      filepath.Join(root, "agent", "transcripts"),
+		"copaw":       filepath.Join(root, "copaw", "workspaces", "default", "sessions", "console"),
+		"praisonai":   filepath.Join(root, "praisonai", "sessions"),
+		"nanobot":     filepath.Join(root, "nanobot", "sessions", "1a90ee6c483ef484075bb4aec4e29b33"),
+		"openviking":  filepath.Join(root, "openviking", "workspace", "viking", "default", "user", "default", "sessions"),
+		"agent":       filepath.Join(root, "agent", "transcripts"),
+		"claude-code": filepath.Join(root, "claude", ".claude", "projects", "-tmp-demo-proj"),
+		"codex":       filepath.Join(root, "codex", ".codex"),
+		"codex-day":   filepath.Join(root, "codex", ".codex", "sessions", "2026", "11", "22"),
+		"codex-locks": filepath.Join(root, "codex", ".codex", "thread-writer-locks"),
 	}
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -105,8 +109,11 @@ rules:
   - {name: nanobot, preset: nanobot, paths: [%s], %s}
   - {name: openviking, preset: openviking, paths: [%s], %s}
   - {name: agent, format: jsonl, match: ["**/*.jsonl"], paths: [%s], %s}
+  - {name: claude-code, preset: claude-code, paths: [%s], %s}
+  - {name: codex, preset: codex, paths: [%s], %s}
 `, state, filepath.Join(root, "copaw"), timing, dirs["praisonai"], timing, filepath.Join(root, "nanobot"), timing,
-		filepath.Join(root, "openviking", "workspace"), timing, filepath.Join(root, "agent"), timing)
+		filepath.Join(root, "openviking", "workspace"), timing, filepath.Join(root, "agent"), timing,
+		filepath.Join(root, "claude", ".claude"), timing, dirs["codex"], timing)
 	policyFile := filepath.Join(root, "policy.yaml")
 	if err := os.WriteFile(policyFile, []byte(policyText), 0o644); err != nil {
 		t.Fatal(err)
@@ -121,7 +128,7 @@ rules:
 		healWait = 15 * time.Second
 	}
 	e := &env{root: root, state: state, fig: &figure{}, healWait: healWait, locks: map[string][]interval{}, unlocked: map[string]bool{}}
-	d := startDaemon(t, mode, policyFile, 5)
+	d := startDaemon(t, mode, policyFile, 7)
 	e.log = d.log
 	stopped := false
 	defer func() {
@@ -140,6 +147,8 @@ rules:
 			writerSpec{&nanobot{ns: dirs["nanobot"], tag: tag, host: e, rng: rand.New(rand.NewPCG(uint64(s), uint64(100+i)))}, "nb" + tag},
 			writerSpec{&openviking{sessions: dirs["openviking"], tag: tag, host: e}, "ov" + tag},
 			writerSpec{&agent{dir: dirs["agent"], tag: tag, host: e}, "ag" + tag},
+			writerSpec{&claude{dir: dirs["claude-code"], tag: tag, host: e}, "cc" + tag},
+			writerSpec{&codex{home: dirs["codex"], tag: tag, host: e}, "cx" + tag},
 		)
 	}
 	for _, sp := range specs {
@@ -344,7 +353,7 @@ func explained(e *env, ev event) bool {
 		if answers(ev, inj) {
 			return true
 		}
-		if inj.racing && inj.style == "agent" && !ev.Time.Before(inj.at) && (inj.resolved.IsZero() || ev.Time.Before(inj.resolved.Add(2*time.Second))) {
+		if inj.racing && (inj.style == "agent" || inj.style == "claude-code" || inj.style == "codex") && !ev.Time.Before(inj.at) && (inj.resolved.IsZero() || ev.Time.Before(inj.resolved.Add(2*time.Second))) {
 			return true
 		}
 	}
@@ -359,6 +368,9 @@ func lockFor(dirs map[string]string, p string) string {
 		return filepath.Join(filepath.Dir(p), ".session-files.lock")
 	case strings.HasPrefix(p, dirs["openviking"]+"/"):
 		return filepath.Join(filepath.Dir(p), ".path.ovlock")
+	case strings.HasPrefix(p, dirs["codex"]+"/"):
+		b := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+		return filepath.Join(dirs["codex-locks"], b[len(b)-36:]+".lock")
 	}
 	return ""
 }

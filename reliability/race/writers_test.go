@@ -131,7 +131,7 @@ func runWriter(ctx context.Context, e *env, st style, prefix string, rng *rand.R
 		s.ids = append(s.ids, id)
 		s.last, s.ino = b, inode(s.path)
 		if s.alt != nil {
-			if st.heldOpen() {
+			if ap, ok := st.(interface{ appendsPast() bool }); st.heldOpen() || (ok && ap.appendsPast()) {
 				// Appended past the bad line: a heal may still drop it.
 				s.alt = append(s.alt, b[len(prev):]...)
 			} else {

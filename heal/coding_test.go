@@ -1,0 +1,123 @@
+package heal
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/apps"
+	"github.com/sessionmedic/sessionmedic/heal/format"
+)
+
+// The coding CLIs' transcripts: the properties every profile keeps, on their samples and on
+// fuzzed input.
+
+// codingApps names, per preset, the sample directory and a file name its profile judges.
+var codingApps = []struct{ preset, dir, name string }{
+	{"claude-code", "claude-code", "7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13.jsonl"},
+	{"codex", "codex", "rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl"},
+	{"gemini-cli", "gemini-cli", "session-2026-11-22T21-40-7759d9fe.jsonl"},
+}
+
+// sampleFiles lists the session files of one app's samples.
+func sampleFiles(t testing.TB, dir, name string) []string {
+	var out []string
+	filepath.Walk(filepath.Join(samples, dir), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && filepath.Base(p) == name {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if len(out) == 0 {
+		t.Fatalf("no sample file %s under %s", name, dir)
+	}
+	return out
+}
+
+// TestCodingStreamAgreesWithInMemory: the record-by-record checklist (streaming and
+// incremental passes) gives the verdict of the full one on every sample and on damage cut
+// from them.
+func TestCodingStreamAgreesWithInMemory(t *testing.T) {
+	reg := apps.Registry()
+	for _, a := range codingApps {
+		typ := reg.Profile(a.preset, "/x/"+a.name)
+		if _, ok := typ.(format.RecordChecker); !ok {
+			t.Errorf("%s: the profile cannot be checked record by record", a.preset)
+			continue
+		}
+		for _, p := range sampleFiles(t, a.dir, a.name) {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inputs := [][]byte{data}
+			if i := bytes.IndexByte(data, '\n'); i > 0 {
+				inputs = append(inputs, data[i+1:], append(append([]byte{}, data[:i+1]...), "{\"torn\n"...))
+			}
+			for _, in := range inputs {
+				if len(in) == 0 {
+					continue // never streamed: a file is streamed above 32 MiB
+				}
+				f := format.File{Path: p}
+				want := format.Inspect(typ, f, in)
+				got := format.StreamLines(bufio.NewReaderSize(bytes.NewReader(in), 16), typ)
+				if got.Status != want.Status || got.Kind != want.Kind {
+					rel, _ := filepath.Rel(samples, p)
+					t.Errorf("%s (%d bytes): stream %s %s@%d (%s), in memory %s %s@%d (%s)", rel, len(in), got.Status, got.Kind, got.Offset, got.Detail, want.Status, want.Kind, want.Offset, want.Detail)
+				}
+			}
+		}
+	}
+}
+
+// TestCodingGluedRecordsAreSplit: for each app, every record of its healthy sample glued
+// after a torn stub of another, or after a complete one, is kept by the salvage byte for byte,
+// with only a '\n' added.
+func TestCodingGluedRecordsAreSplit(t *testing.T) {
+	reg := apps.Registry()
+	for _, a := range codingApps {
+		typ := reg.Profile(a.preset, "/x/"+a.name)
+		healthy := read(t, sampleFiles(t, filepath.Join(a.dir, "healthy"), a.name)[0])
+		lines := bytes.SplitAfter(healthy, []byte("\n"))
+		lines = lines[:len(lines)-1]
+		for i := 2; i < len(lines); i++ {
+			prev, rec := lines[i-1], lines[i]
+			stub := prev[:len(prev)/2]
+			for _, glued := range [][]byte{
+				append(append([]byte{}, stub...), rec...),                                 // a torn stub, then a whole record
+				append(bytes.TrimSuffix(append([]byte{}, prev...), []byte("\n")), rec...), // two complete records, the '\n' lost
+				append(bytes.Repeat([]byte{0}, 37), rec...),                               // a NUL run before a record
+			} {
+				got := format.SplitLine(typ, bytes.TrimSuffix(glued, []byte("\n")))
+				want := [][]byte{bytes.TrimSuffix(rec, []byte("\n"))}
+				if bytes.HasPrefix(glued, bytes.TrimSuffix(prev, []byte("\n"))) {
+					want = [][]byte{bytes.TrimSuffix(prev, []byte("\n")), want[0]}
+				}
+				if len(got) != len(want) || !bytes.Equal(bytes.Join(got, nil), bytes.Join(want, nil)) {
+					t.Errorf("%s line %d: split %q into %d records, want %d", a.preset, i+1, clipTest(glued), len(got), len(want))
+				}
+			}
+		}
+	}
+}
+
+func clipTest(b []byte) string {
+	s := string(b)
+	if len(s) > 120 {
+		s = s[:60] + " … " + s[len(s)-60:]
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
+func FuzzHealCodex(f *testing.F) {
+	seedFromSamples(f, ".jsonl")
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzHeal(t, "codex", codingApps[1].name, data) })
+}
+
+func FuzzHealGeminiCLI(f *testing.F) {
+	seedFromSamples(f, ".jsonl")
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzHeal(t, "gemini-cli", codingApps[2].name, data) })
+}
