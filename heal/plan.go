@@ -186,12 +186,26 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 	if strategy == "normalize" {
 		p.lostBytes = int64(len(in.data) - len(data))
 	}
+	if strategy == policy.AddOrdinals && insertsOnly(in.data, data) {
+		p.lostRecords, p.lostBytes = 0, 0 // every record kept, with its number added
+	}
 	if l, ok := in.ctx.typ.(format.LinkedEditor); ok {
 		if o, ok := l.LinkedEdit(in.ctx.path, data); ok {
 			p.edits = append(p.edits, edit{path: o.Path, old: o.Old, oldID: o.OldID, data: o.Data})
 		}
 	}
 	return p
+}
+
+// insertsOnly: data is old with bytes inserted, none dropped or changed.
+func insertsOnly(old, data []byte) bool {
+	i := 0
+	for j := 0; j < len(data) && i < len(old); j++ {
+		if data[j] == old[i] {
+			i++
+		}
+	}
+	return i == len(old)
 }
 
 // keepsPrefix: data leaves alone the bytes of old that other files point into.

@@ -141,7 +141,7 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Paths = envOrHome(env, "CODEX_HOME", ".codex")
 		r.Match = []string{"**/sessions/**/rollout-*.jsonl", "**/archived_sessions/rollout-*.jsonl"}
 		r.Lock = Lock{Protocol: LockCodex, Wait: DefaultLockWait}
-		r.Strategies = []Strategy{Salvage, LastGoodCopy, AddOrdinals, RebuildHeader}
+		r.Strategies = []Strategy{Salvage, AddOrdinals, LastGoodCopy, RebuildHeader}
 	case "gemini-cli":
 		// <home>/.gemini/tmp/<project>/chats/session-<ts>-<id8>.jsonl and the subagents'
 		// chats/<parent>/<id>.jsonl; the app's .unreadable-<ms> copies and .tmp-<pid> temps

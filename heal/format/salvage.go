@@ -49,8 +49,8 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 			continue
 		}
 		total++
-		if kept[string(bytes.TrimRight(l.Raw, "\r"))] || (l.Val == nil && !l.Terminated && bytes.Contains(data, l.Raw)) {
-			continue // kept, or a torn last record whose whole version the result holds
+		if kept[string(bytes.TrimRight(l.Raw, "\r"))] || (l.Val == nil && wholeVersionKept(kept, l.Raw)) {
+			continue // kept, or a torn record whose whole version the result holds
 		}
 		if l.Val != nil && gone != nil && gone(l.Val) {
 			continue // preserved in a finished archive
@@ -75,6 +75,20 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 		lostBytes += int64(l.End - l.Start)
 	}
 	return total, lostRecords, lostBytes
+}
+
+// wholeVersionKept: a line of the result starts with the bytes of raw, a torn record.
+func wholeVersionKept(kept map[string]bool, raw []byte) bool {
+	raw = bytes.TrimRight(raw, "\r")
+	if len(raw) == 0 {
+		return false
+	}
+	for k := range kept {
+		if strings.HasPrefix(k, string(raw)) {
+			return true
+		}
+	}
+	return false
 }
 
 // recordKey identifies a JSONL record across versions of a file.
