@@ -291,3 +291,25 @@ func claudeBlocks(v *jsonv.Value, typ string) []*jsonv.Value {
 	}
 	return out
 }
+
+// NewSequence: a Claude transcript must hold a user or assistant record somewhere.
+func (claudeCodeLog) NewSequence() format.Sequence { return &claudeSequence{} }
+
+type claudeSequence struct{ conversation bool }
+
+func (s *claudeSequence) Record(rec []byte) string {
+	if !s.conversation {
+		if v, err := jsonv.Parse(rec, jsonv.Dialect{}); err == nil {
+			t := strOf(v.Get("type"))
+			s.conversation = t == "user" || t == "assistant"
+		}
+	}
+	return ""
+}
+
+func (s *claudeSequence) End() string {
+	if !s.conversation {
+		return claudeNoConversation().Detail
+	}
+	return ""
+}

@@ -351,71 +351,18 @@ func codexLine1(path string) (line []byte, complete bool) {
 }
 
 // codexPrefixMembers reads a torn session_meta line as far as it goes: the complete string
-// members of its payload, each its raw bytes. A value the tear cut is never taken: each value
-// is read by [jsonv.FirstValue], which refuses an incomplete one.
+// members of its payload, each its raw bytes (see [jsonv.PrefixMembers]).
 func codexPrefixMembers(b []byte) map[string][]byte {
 	out := map[string][]byte{}
-	i, meta := 0, false
-	next := func() ([]byte, bool) { // the complete value at i
-		end, err := jsonv.FirstValue(b[i:], jsonv.Dialect{})
-		if err != nil {
-			return nil, false
-		}
-		v := bytes.TrimLeft(b[i:i+end], " \t\r\n")
-		i += end
-		return v, len(v) > 0
-	}
-	punct := func(c byte) bool {
-		for i < len(b) && bytes.IndexByte([]byte(" \t\r\n"), b[i]) >= 0 {
-			i++
-		}
-		if i < len(b) && b[i] == c {
-			i++
-			return true
-		}
-		return false
-	}
-	key := func() ([]byte, bool) {
-		k, ok := next()
-		return k, ok && k[0] == '"' && punct(':')
-	}
-	if !punct('{') {
+	if string(jsonv.PrefixMembers(b, jsonv.Dialect{})["type"]) != `"session_meta"` {
 		return out
 	}
-	for {
-		k, ok := key()
-		if !ok {
-			return out
-		}
-		if string(k) == `"payload"` {
-			if !meta || !punct('{') {
-				return out
-			}
-			for {
-				k, ok := key()
-				v, ok2 := next()
-				if !ok || !ok2 {
-					return out
-				}
-				if v[0] == '"' {
-					out[string(k[1:len(k)-1])] = v
-				}
-				if !punct(',') {
-					return out
-				}
-			}
-		}
-		v, ok := next()
-		if !ok {
-			return out
-		}
-		if string(k) == `"type"` {
-			meta = string(v) == `"session_meta"`
-		}
-		if !punct(',') {
-			return out
+	for k, v := range jsonv.PrefixMembers(b, jsonv.Dialect{}, "payload") {
+		if v[0] == '"' {
+			out[k] = v
 		}
 	}
+	return out
 }
 
 // KeptPrefix: the bytes of this rollout the forks of its thread hold as their history, the
@@ -446,4 +393,68 @@ func (codexLog) KeptPrefix(path string) int64 {
 		})
 	}
 	return keep
+}
+
+// NewSequence: a paginated rollout's ordinals never repeat or go back, its header has one,
+// and so has its last record (checkCodex, which the in-memory pass applies).
+func (codexLog) NewSequence() format.Sequence { return &codexSequence{} }
+
+type codexSequence struct {
+	n                   int
+	paginated, lastHas  bool
+	headerHas, fork     bool
+	start, prev, header int64
+}
+
+func (s *codexSequence) Record(rec []byte) string {
+	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	if err != nil {
+		return err.Error()
+	}
+	s.n++
+	o := v.Get("ordinal")
+	s.lastHas = codexOrdinal(o)
+	if s.n == 1 {
+		meta := v.Get("payload")
+		s.paginated = strOf(meta.Get("history_mode")) == "paginated"
+		if e := meta.Get("history_base").Get("end_ordinal_exclusive"); codexOrdinal(e) {
+			s.start, s.fork = e.Int, true
+		}
+		s.headerHas = s.lastHas
+		if !s.lastHas {
+			return ""
+		}
+		if o.Int != s.start && !(s.fork && o.Int == 0) {
+			return fmt.Sprintf("session_meta has ordinal %d, want %d", o.Int, s.start)
+		}
+		s.prev = max(o.Int, s.start-1)
+		return ""
+	}
+	if o == nil {
+		return ""
+	}
+	s.paginated = true
+	if !s.lastHas {
+		return "ordinal is not a non-negative integer"
+	}
+	if !s.headerHas && s.n > 1 {
+		return "session_meta of a paginated rollout has no ordinal"
+	}
+	if o.Int <= s.prev {
+		return fmt.Sprintf("ordinal %d after %d (reused or decreasing; never renumbered)", o.Int, s.prev)
+	}
+	s.prev = o.Int
+	return ""
+}
+
+func (s *codexSequence) End() string {
+	switch {
+	case !s.paginated || s.n == 0:
+		return ""
+	case !s.headerHas:
+		return "session_meta of a paginated rollout has no ordinal"
+	case !s.lastHas:
+		return "the last record has no ordinal (the app refuses to resume)"
+	}
+	return ""
 }
