@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,5 +126,58 @@ func TestClaudeTree(t *testing.T) {
 	}
 	if total < spec.total {
 		t.Errorf("%d bytes, asked for %d", total, spec.total)
+	}
+}
+
+// TestClaudeQuick runs the claude workload in -quick mode through the real binary (built
+// from this module) and checks that every figure is there.
+func TestClaudeQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds sessionmedic and runs the daemon")
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-quick", "-only", "claude", "-json"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	var res Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout.String())
+	}
+	want := map[string][]string{
+		"first scan of":   {"wall_s", "peak_rss_bytes", "files"},
+		"idle CPU":        {"idle_cpu_s", "window_s", "first_scan_s"},
+		"RSS watching":    {"rss_bytes", "hwm_bytes"},
+		"re-validation":   {"incremental_cpu_s", "full_cpu_s"},
+		"damage-to-heale": {"p50_s", "p99_s", "max_s", "heals"},
+	}
+	if len(res.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d:\n%s", len(res.Rows), len(want), stdout.String())
+	}
+	for _, r := range res.Rows {
+		if r.Workload != "claude" || r.Met == metError {
+			t.Errorf("row %+v", r)
+		}
+		found := false
+		for goal, metrics := range want {
+			if !strings.Contains(r.Goal, goal) {
+				continue
+			}
+			found = true
+			for _, m := range metrics {
+				if _, ok := r.Metrics[m]; !ok {
+					t.Errorf("%s: no metric %s: %v", r.Goal, m, r.Metrics)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("unexpected row %q", r.Goal)
+		}
+		if strings.Contains(r.Goal, "re-validation") && (r.RatioValue == nil || *r.RatioValue <= 1 || r.Target != "≥ 1000×") {
+			t.Errorf("append row: %+v", r)
+		}
+		if strings.Contains(r.Goal, "damage-to-healed") && r.Metrics["heals"] < 1 {
+			t.Errorf("no damage was healed: %s", r.Note)
+		}
 	}
 }
