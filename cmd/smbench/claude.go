@@ -56,9 +56,12 @@ func (b *bench) claude(ctx context.Context) ([]Row, error) {
 		return rows, fmt.Errorf("idle daemon: %w", err)
 	}
 	rows = append(rows, idle...)
-	// The tree is no longer needed: the rest works on files of its own.
-	if err := os.RemoveAll(home); err != nil {
-		return rows, err
+	// The tree and the daemon's copies of it are no longer needed: the rest works on files
+	// of its own.
+	for _, d := range []string{home, filepath.Join(dir, "state-check"), filepath.Join(dir, "state-idle")} {
+		if err := os.RemoveAll(d); err != nil {
+			return rows, err
+		}
 	}
 	r, err = b.claudeAppend(ctx, p)
 	if err != nil {
@@ -91,7 +94,7 @@ func claudePlan(quick bool) claudeParams {
 			appendSize: 100e6, cycles: 2, perCycle: 20, latDur: 6 * time.Second, liveFiles: 4, latFiles: 16, liveSize: 1e6}
 	}
 	return claudeParams{tree: claudeTree{files: 5000, total: 2e9, seed: 10}, scanReps: 2, idleWindow: 60 * time.Second,
-		appendSize: 100e6, cycles: 10, perCycle: 50, latDur: 60 * time.Second, liveFiles: 4, latFiles: 110, liveSize: 4e6}
+		appendSize: 100e6, cycles: 10, perCycle: 50, latDur: 90 * time.Second, liveFiles: 4, latFiles: 110, liveSize: 2e6}
 }
 
 // writeClaudePolicy writes a policy of one claude-code rule without paths: the preset's
