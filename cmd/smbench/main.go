@@ -7,6 +7,14 @@
 //	go run ./cmd/smbench -only validate,append -json
 //	go run ./cmd/smbench -only growth   # how cost grows with file size, file count, write rate
 //	go run ./cmd/smbench -only healrss  # heal peak RSS by size: 1, 16, 200 MB, CLI and daemon
+//	go run ./cmd/smbench -only claude   # Claude Code transcripts under the claude-code preset
+//
+// claude lays out 5,000 transcripts (2 GB; -quick: 200, 40 MB) as ~/.claude/projects/<slug>/
+// <uuid>.jsonl in the bench's own home and measures: the first scan (`sessionmedic check` on
+// the embedded default policy: wall time, peak RSS); the daemon's idle CPU and RSS over that
+// tree after its first scan; re-validation after a 1 KiB append to a 100 MB transcript,
+// incremental vs full (target ≥ 1000×); and damage-to-healed latency (p50, p99, max) while a
+// Claude-style writer appends 50 records/s in batches to a few live transcripts.
 //
 // Everything happens in a temp dir, which is removed at the end unless -keep is given.
 // The exit status is 0 when every measurement ran (whether or not its target is met), 1 when
@@ -38,7 +46,7 @@ func main() {
 }
 
 // workloads in the order they run. growth goes last: it reuses the scan tree when scan ran.
-var workloads = []string{"validate", "append", "scan", "idle", "latency", "bigfile", "healrss", "growth"}
+var workloads = []string{"validate", "append", "scan", "idle", "latency", "bigfile", "healrss", "claude", "growth"}
 
 type options struct {
 	json, quick, keep bool
@@ -172,7 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	res := Result{Machine: machine, Quick: o.quick, Started: started.UTC().Format(time.RFC3339)}
 	failed := false
 	needBin := false
-	for _, n := range []string{"scan", "idle", "latency", "bigfile", "healrss", "growth"} {
+	for _, n := range []string{"scan", "idle", "latency", "bigfile", "healrss", "claude", "growth"} {
 		needBin = needBin || o.selected(n)
 	}
 	if needBin {
@@ -233,7 +241,7 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 	limit := map[string]time.Duration{
 		"validate": 5 * time.Minute, "append": 5 * time.Minute, "scan": 60 * time.Minute,
 		"idle": 40 * time.Minute, "latency": 5 * time.Minute, "bigfile": 10 * time.Minute,
-		"healrss": 15 * time.Minute, "growth": 20 * time.Minute,
+		"healrss": 15 * time.Minute, "claude": 20 * time.Minute, "growth": 20 * time.Minute,
 	}[name]
 	if b.o.quick {
 		limit = min(limit, 5*time.Minute)
@@ -255,6 +263,8 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 		return b.bigfile(ctx)
 	case "healrss":
 		return b.healrss(ctx)
+	case "claude":
+		return b.claude(ctx)
 	case "growth":
 		return b.growth(ctx)
 	}
