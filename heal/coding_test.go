@@ -3,6 +3,7 @@ package heal
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,4 +121,49 @@ func FuzzHealCodex(f *testing.F) {
 func FuzzHealGeminiCLI(f *testing.F) {
 	seedFromSamples(f, ".jsonl")
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzHeal(t, "gemini-cli", codingApps[2].name, data) })
+}
+
+// TestLargeTranscriptsJudgedRecordByRecord: above format.LargeRecords a transcript is judged
+// record by record, with the verdicts of the whole-file checklist.
+func TestLargeTranscriptsJudgedRecordByRecord(t *testing.T) {
+	reg := apps.Registry()
+	grow := func(head []byte, rec func(i int) string) []byte {
+		b := append([]byte{}, head...)
+		for i := 0; len(b) <= format.LargeRecords; i++ {
+			b = append(b, rec(i)...)
+		}
+		return b
+	}
+	cx := codingApps[1]
+	cxPath := "/x/sessions/2026/11/22/" + cx.name
+	cxHead := `{"timestamp":"2026-11-22T21:46:17.468Z","ordinal":0,"type":"session_meta","payload":{"id":"01a20539-677f-7710-87e4-54a740761238","history_mode":"paginated"}}` + "\n"
+	cxRec := func(o int) string {
+		return fmt.Sprintf(`{"timestamp":"2026-11-22T21:46:18.000Z","ordinal":%d,"type":"event_msg","payload":{"type":"agent_message","message":"step %d"}}`+"\n", o, o)
+	}
+	cc := codingApps[0]
+	ccSID := strings.TrimSuffix(cc.name, ".jsonl")
+	ccMeta := func(int) string {
+		return `{"type":"queue-operation","operation":"enqueue","timestamp":"2026-11-22T21:40:41.800Z","sessionId":"` + ccSID + `"}` + "\n"
+	}
+	ccUser := `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2026-11-22T21:40:41.823Z","sessionId":"` + ccSID + `"}` + "\n"
+	for _, c := range []struct {
+		name, preset, path string
+		data               []byte
+		kind               string
+	}{
+		{"codex healthy", "codex", cxPath, grow([]byte(cxHead), func(i int) string { return cxRec(i + 1) }), ""},
+		{"codex reused ordinal", "codex", cxPath, grow([]byte(cxHead), func(i int) string { return cxRec(1 + i - i/5000) }), format.KindSchema},
+		{"codex last record unnumbered", "codex", cxPath, append(grow([]byte(cxHead), func(i int) string { return cxRec(i + 1) }),
+			`{"timestamp":"2026-11-22T21:46:19.000Z","type":"event_msg","payload":{}}`+"\n"...), format.KindSchema},
+		{"codex another thread's header", "codex", "/x/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-000000000000.jsonl",
+			grow([]byte(cxHead), func(i int) string { return cxRec(i + 1) }), format.KindSchema},
+		{"claude healthy", "claude-code", "/x/projects/p/" + cc.name, grow([]byte(ccUser), ccMeta), ""},
+		{"claude without a conversation", "claude-code", "/x/projects/p/" + cc.name, grow(nil, ccMeta), format.KindSchema},
+	} {
+		typ := reg.Profile(c.preset, c.path)
+		v := format.Inspect(typ, format.File{Path: c.path}, c.data)
+		if got := map[bool]string{true: "", false: v.Kind}[v.Status == format.Healthy]; got != c.kind {
+			t.Errorf("%s (%d bytes): %s %s (%s), want %q", c.name, len(c.data), v.Status, v.Kind, v.Detail, c.kind)
+		}
+	}
 }

@@ -293,7 +293,7 @@ func claudeBlocks(v *jsonv.Value, typ string) []*jsonv.Value {
 }
 
 // NewSequence: a Claude transcript must hold a user or assistant record somewhere.
-func (claudeCodeLog) NewSequence() format.Sequence { return &claudeSequence{} }
+func (claudeCodeLog) NewSequence(string) format.Sequence { return &claudeSequence{} }
 
 type claudeSequence struct{ conversation bool }
 

@@ -397,9 +397,12 @@ func (codexLog) KeptPrefix(path string) int64 {
 
 // NewSequence: a paginated rollout's ordinals never repeat or go back, its header has one,
 // and so has its last record (checkCodex, which the in-memory pass applies).
-func (codexLog) NewSequence() format.Sequence { return &codexSequence{} }
+func (codexLog) NewSequence(path string) format.Sequence {
+	return &codexSequence{id: codexThreadID(path)}
+}
 
 type codexSequence struct {
+	id                  string // the file name's thread id ("" when unknown)
 	n                   int
 	paginated, lastHas  bool
 	headerHas, fork     bool
@@ -416,6 +419,9 @@ func (s *codexSequence) Record(rec []byte) string {
 	s.lastHas = codexOrdinal(o)
 	if s.n == 1 {
 		meta := v.Get("payload")
+		if id := meta.Get("id"); s.id != "" && isStr(id) && id.Str != s.id {
+			return fmt.Sprintf("session_meta id %q is not the file name's %s", id.Str, s.id)
+		}
 		s.paginated = strOf(meta.Get("history_mode")) == "paginated"
 		if e := meta.Get("history_base").Get("end_ordinal_exclusive"); codexOrdinal(e) {
 			s.start, s.fork = e.Int, true

@@ -41,7 +41,7 @@ func KeepLines(p Profile, path string, data []byte) []byte {
 		gone = s.Superseded(path)
 	}
 	var out []byte
-	for _, l := range Split(data, p) {
+	for _, l := range split(data, p, gone != nil) {
 		if l.Val == nil && !l.Blank {
 			for _, rec := range SplitLine(p, l.Raw) {
 				out = append(append(out, rec...), '\n')

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 
@@ -93,9 +94,13 @@ var ErrNotObject = errors.New("record is not a JSON object")
 
 // Split validates every line; the records' trees are parsed only for profiles whose
 // checklists read them (a plain profile's records get a placeholder object).
-func Split(data []byte, p Profile) []Line {
+func Split(data []byte, p Profile) []Line { return split(data, p, !p.Plain()) }
+
+// split is Split, parsing the records' trees only when trees is set (else each valid record
+// gets a placeholder object): counting records and comparing their bytes need no tree.
+func split(data []byte, p Profile, trees bool) []Line {
 	d := p.Dialect()
-	plain := p.Plain()
+	plain := !trees
 	var out []Line
 	jsonv.Lines(data, func(start int, line []byte, terminated bool) bool {
 		l := Line{Start: start, End: start + len(line), Raw: line, Terminated: terminated}
@@ -126,7 +131,17 @@ func Split(data []byte, p Profile) []Line {
 	return out
 }
 
+// LargeRecords is the size above which a JSONL file whose whole checklist can be applied
+// record by record ([SequenceChecker]) is judged so, its records' trees never held together:
+// the verdict is the same, the warnings of the checklist's whole-file pass are not given.
+const LargeRecords = 1 << 20
+
 func inspectJSONL(p Profile, f File, data []byte) Verdict {
+	if _, ok := p.(SequenceChecker); ok && len(data) > LargeRecords {
+		if _, ok := p.(RecordChecker); ok {
+			return streamLines(bufio.NewReaderSize(bytes.NewReader(data), StreamBuf), p, f.Path)
+		}
+	}
 	lines := Split(data, p)
 	for i, l := range lines {
 		if l.Blank {
@@ -162,7 +177,7 @@ func IsLinePrefix(data, full []byte) bool {
 func Records(p Profile, data []byte) int {
 	if p.JSONL() {
 		n := 0
-		for _, l := range Split(data, p) {
+		for _, l := range split(data, p, false) {
 			if l.Val != nil {
 				n++
 			}

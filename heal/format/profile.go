@@ -237,7 +237,8 @@ type PrefixKeeper interface {
 // fresh Sequence every valid record in order and asks it at the end, so that a file too large
 // to hold is judged as the in-memory checklist judges it.
 type SequenceChecker interface {
-	NewSequence() Sequence
+	// NewSequence starts a pass over the file at path ("" when it is not known).
+	NewSequence(path string) Sequence
 }
 
 // Sequence is one streamed pass's memory of the records seen so far.

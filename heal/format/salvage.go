@@ -37,14 +37,14 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 		return total, lostRecords, lostBytes
 	}
 	kept := map[string]bool{}
-	for _, l := range Split(data, p) {
+	for _, l := range split(data, p, false) {
 		kept[string(bytes.TrimRight(l.Raw, "\r"))] = true
 	}
 	var gone func(*jsonv.Value) bool
 	if s, ok := p.(Superseder); ok {
 		gone = s.Superseded(path)
 	}
-	for _, l := range Split(old, p) {
+	for _, l := range split(old, p, gone != nil) {
 		if l.Blank {
 			continue
 		}
@@ -111,7 +111,8 @@ func Union(p Profile, lastGood, salvaged []byte) []byte {
 	}
 	newer := map[string][]byte{}
 	var order []string
-	for _, l := range Split(salvaged, p) {
+	_, keyed := p.(RecordKeyer)
+	for _, l := range split(salvaged, p, keyed) {
 		if l.Val == nil {
 			continue
 		}
@@ -123,7 +124,7 @@ func Union(p Profile, lastGood, salvaged []byte) []byte {
 	}
 	var out []byte
 	used := map[string]bool{}
-	for _, l := range Split(lastGood, p) {
+	for _, l := range split(lastGood, p, keyed) {
 		if l.Val == nil {
 			continue
 		}

@@ -31,7 +31,7 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 		return Verdict{}, fsio.Identity{}, err
 	}
 	defer f.Close()
-	v := StreamLines(bufio.NewReaderSize(io.LimitReader(f, id.Size), StreamBuf), p)
+	v := streamLines(bufio.NewReaderSize(io.LimitReader(f, id.Size), StreamBuf), p, path)
 	fi2, err := f.Stat()
 	if err != nil || !fsio.IdentityOf(fi2).Same(id) {
 		return Verdict{}, id, fsio.ErrChanged
@@ -41,12 +41,15 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 
 // StreamLines judges a JSONL file read from r as [Inspect] does (without a last-good copy),
 // applying a [RecordChecker]'s checklist record by record. A read error ends the file there.
-func StreamLines(r *bufio.Reader, p Profile) Verdict {
+func StreamLines(r *bufio.Reader, p Profile) Verdict { return streamLines(r, p, "") }
+
+// streamLines is StreamLines of the file at path.
+func streamLines(r *bufio.Reader, p Profile, path string) Verdict {
 	d := p.Dialect()
 	rc, _ := p.(RecordChecker)
 	var seq Sequence
 	if sc, ok := p.(SequenceChecker); ok {
-		seq = sc.NewSequence()
+		seq = sc.NewSequence(path)
 	}
 	var next int64 // where the next line starts
 	var last int64 // where the last record starts
