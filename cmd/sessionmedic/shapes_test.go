@@ -43,6 +43,14 @@ var shapeTrees = []shapeTree{
 		place: "data/.openclaw/agents/main/sessions", links: [][2]string{{"srv/oc", "data/.openclaw/agents/main/sessions"}}, root: "srv/oc",
 		damaged: "sessions.json", strategy: "backup",
 		want: "openclaw/05-missing-newest-bak-corrupt/state/agents/main/sessions/sessions.json.bak.1795247923574", files: 5},
+	{name: "claude-code-config-link", preset: "claude-code", src: "claude-code/glued_two_complete/home/.claude",
+		place: "data/.claude", links: [][2]string{{"srv/cc", "data/.claude"}}, root: "srv/cc",
+		damaged: "projects/-tmp-demo-proj/7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13.jsonl", strategy: "salvage",
+		want: "claude-code/healthy/home/.claude/projects/-tmp-demo-proj/7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13.jsonl", files: 1},
+	{name: "codex-home-link", preset: "codex", src: "codex/last_record_missing_ordinal/home/.codex",
+		place: "data/.codex", links: [][2]string{{"srv/codex", "data/.codex"}}, root: "srv/codex",
+		damaged: "sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl", strategy: "add-ordinals",
+		want: "codex/healthy/home/.codex/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl", files: 1},
 }
 
 // buildShapeTrees lays the trees out and returns the policy file naming them.
