@@ -44,7 +44,7 @@ func (claudeCodeLog) CheckLines(f format.File, lines []format.Line) format.Verdi
 // RecordProblem: the per-record checklist; which record comes first does not matter (Claude
 // skips a torn first line and re-appends its atis-latch record).
 func (claudeCodeLog) RecordProblem(rec []byte, _ bool) string {
-	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1) // the checklist reads top-level members only
 	if err != nil {
 		return err.Error()
 	}
@@ -299,7 +299,7 @@ type claudeSequence struct{ conversation bool }
 
 func (s *claudeSequence) Record(rec []byte) string {
 	if !s.conversation {
-		if v, err := jsonv.Parse(rec, jsonv.Dialect{}); err == nil {
+		if v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1); err == nil {
 			t := strOf(v.Get("type"))
 			s.conversation = t == "user" || t == "assistant"
 		}

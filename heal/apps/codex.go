@@ -53,7 +53,7 @@ func (codexLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
 // there is one, that is a non-negative integer. The sequence of ordinals, the last record's
 // ordinal and the header's id against the file name need the whole file (Inspect).
 func (codexLog) RecordProblem(rec []byte, first bool) string {
-	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 2) // the record's and its payload's members
 	if err != nil {
 		return err.Error()
 	}
@@ -75,7 +75,7 @@ func (codexLog) NoRecords() format.Verdict {
 // the appended ordinals continue the file's sequence is not checked here: the periodic full
 // pass of an append-only file re-checks it.
 func (codexLog) AppendedOK(rec []byte) bool {
-	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1)
 	return err == nil && codexOrdinal(v.Get("ordinal")) && strOf(v.Get("type")) != "session_meta"
 }
 
@@ -410,7 +410,11 @@ type codexSequence struct {
 }
 
 func (s *codexSequence) Record(rec []byte) string {
-	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	depth := 1
+	if s.n == 0 {
+		depth = 3 // the header's payload.history_base
+	}
+	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, depth)
 	if err != nil {
 		return err.Error()
 	}

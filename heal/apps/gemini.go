@@ -56,7 +56,7 @@ func (geminiLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
 // RecordProblem: line 1 is the metadata record; every other record a message, a $set object
 // or a $rewindTo string (whose target only a full pass can look up).
 func (geminiLog) RecordProblem(rec []byte, first bool) string {
-	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1) // top-level members only
 	if err != nil {
 		return err.Error()
 	}
@@ -72,7 +72,7 @@ func (geminiLog) NoRecords() format.Verdict {
 
 // AppendedOK: a message or a $set; a $rewindTo needs its target looked up by a full pass.
 func (geminiLog) AppendedOK(rec []byte) bool {
-	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1)
 	return err == nil && v.Get("$rewindTo") == nil && geminiRecordProblem(v) == ""
 }
 

@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"hash/maphash"
 	"strings"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -36,10 +37,7 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 		}
 		return total, lostRecords, lostBytes
 	}
-	kept := map[string]bool{}
-	for _, l := range split(data, p, false) {
-		kept[string(bytes.TrimRight(l.Raw, "\r"))] = true
-	}
+	kept := newLineSet(data)
 	var gone func(*jsonv.Value) bool
 	if s, ok := p.(Superseder); ok {
 		gone = s.Superseded(path)
@@ -49,8 +47,13 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 			continue
 		}
 		total++
-		if kept[string(bytes.TrimRight(l.Raw, "\r"))] || (l.Val == nil && wholeVersionKept(kept, l.Raw)) {
-			continue // kept, or a torn record whose whole version the result holds
+		if kept.has(l.Raw) || (l.Val == nil && !l.Terminated && bytes.Contains(data, l.Raw)) {
+			continue // kept, or a torn last record whose whole version the result holds
+		}
+		if l.Val == nil && !p.Plain() && kept.hasPrefixed(l.Raw) {
+			// A torn line the repair replaced by its whole version (a rebuilt or restored
+			// header). Plain profiles are measured as the streamed survey measures them.
+			continue
 		}
 		if l.Val != nil && gone != nil && gone(l.Val) {
 			continue // preserved in a finished archive
@@ -77,14 +80,47 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 	return total, lostRecords, lostBytes
 }
 
-// wholeVersionKept: a line of the result starts with the bytes of raw, a torn record.
-func wholeVersionKept(kept map[string]bool, raw []byte) bool {
+// lineSet is the set of a file's lines (without '\r'), as slices of its bytes: a big file's
+// lines are not copied to be looked up.
+type lineSet struct {
+	seed  maphash.Seed
+	lines map[uint64][][]byte
+	all   [][]byte
+}
+
+func newLineSet(data []byte) lineSet {
+	s := lineSet{seed: maphash.MakeSeed(), lines: map[uint64][][]byte{}}
+	jsonv.Lines(data, func(_ int, line []byte, _ bool) bool {
+		line = bytes.TrimRight(line, "\r")
+		if len(bytes.TrimSpace(line)) > 0 {
+			h := maphash.Bytes(s.seed, line)
+			s.lines[h] = append(s.lines[h], line)
+			s.all = append(s.all, line)
+		}
+		return true
+	})
+	return s
+}
+
+func (s lineSet) has(line []byte) bool {
+	line = bytes.TrimRight(line, "\r")
+	for _, l := range s.lines[maphash.Bytes(s.seed, line)] {
+		if bytes.Equal(l, line) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasPrefixed: a line of the set starts with the bytes of raw (a torn record whose whole
+// version the set holds).
+func (s lineSet) hasPrefixed(raw []byte) bool {
 	raw = bytes.TrimRight(raw, "\r")
 	if len(raw) == 0 {
 		return false
 	}
-	for k := range kept {
-		if strings.HasPrefix(k, string(raw)) {
+	for _, l := range s.all {
+		if bytes.HasPrefix(l, raw) {
 			return true
 		}
 	}

@@ -161,6 +161,16 @@ func FuzzParse(f *testing.F) {
 			if len(b) <= 4096 {
 				checkSpans(t, v, b, d)
 			}
+			// ParseDepth builds the same first level: the same members, types and bounds.
+			if s, err := ParseDepth(b, d, 1); err != nil || s.Type != v.Type || s.Start != v.Start || s.End != v.End || len(s.Keys) != len(v.Keys) || len(s.Items) != len(v.Items) {
+				t.Fatalf("ParseDepth(%q, 1) = %+v, %v; Parse = %+v", b, s, err, v)
+			} else {
+				for i, m := range s.Keys {
+					if w := v.Keys[i]; m.Key != w.Key || m.Val.Type != w.Val.Type || m.Val.End != w.Val.End || m.Val.Str != w.Val.Str {
+						t.Fatalf("ParseDepth(%q, 1): member %d = %+v, Parse %+v", b, i, m.Val, w.Val)
+					}
+				}
+			}
 			if d == plain {
 				var want any
 				if json.Unmarshal(b, &want) == nil { // fails only on numbers out of float64 range

@@ -39,3 +39,31 @@ func TestPrefixMembersNeverTakeACutValue(t *testing.T) {
 		}
 	}
 }
+
+// ParseDepth builds the levels asked for exactly as Parse does, and nothing below.
+func TestParseDepth(t *testing.T) {
+	b := []byte(`{"a":1,"o":{"x":[1,{"y":2}],"s":"t"},"l":[{"z":3}],"s":"\u00e9"}`)
+	full, err := Parse(b, Dialect{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for depth, wantKeys := range map[int]int{1: 0, 2: 2} {
+		v, err := ParseDepth(b, Dialect{}, depth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Keys) != len(full.Keys) || v.Get("s").Str != "é" || v.Get("a").Int != 1 {
+			t.Fatalf("depth %d: top level %+v", depth, v)
+		}
+		o := v.Get("o")
+		if o.Type != Object || string(o.Raw(b)) != string(full.Get("o").Raw(b)) || len(o.Keys) != wantKeys {
+			t.Errorf("depth %d: o = %s with %d keys", depth, o.Raw(b), len(o.Keys))
+		}
+		if l := v.Get("l"); l.Type != Array || string(l.Raw(b)) != `[{"z":3}]` {
+			t.Errorf("depth %d: l = %s", depth, l.Raw(b))
+		}
+	}
+	if _, err := ParseDepth([]byte(`{"a":`), Dialect{}, 1); err == nil {
+		t.Error("an invalid document parsed")
+	}
+}
