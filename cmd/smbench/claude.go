@@ -227,63 +227,38 @@ func (b *bench) claudeIdle(ctx context.Context, dir, home string, st claudeTreeS
 	if err != nil {
 		return nil, err
 	}
-	cpu0, err := procCPU(pid)
+	w, err := b.idleWindow(ctx, d, window, "[claude]")
 	if err != nil {
 		return nil, err
 	}
-	_, sw0, _ := procSched(pid)
-	ev0 := d.totalEvents()
-	w0 := time.Now()
-	select {
-	case <-time.After(window):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-d.exited:
-		return nil, fmt.Errorf("daemon exited during the idle window: %v (log: %s)", d.waitEr, d.tail)
-	}
-	elapsed := time.Since(w0)
-	cpu1, err := procCPU(pid)
-	if err != nil {
-		return nil, err
-	}
-	_, sw1, threads := procSched(pid)
-	rss, hwm, err := procMem(pid)
-	if err != nil {
-		return nil, err
-	}
-	events := d.totalEvents() - ev0
-	if err := d.stop(); err != nil {
-		b.logf("[claude] %v", err)
-	}
-	idleCPU := cpu1 - cpu0
 	cpuRow := Row{
 		Workload:     "claude",
-		Goal:         fmt.Sprintf("daemon idle CPU over %d Claude transcripts after its first scan, %s window", st.Files, fmtDur(elapsed.Round(time.Second))),
-		Sessionmedic: fmt.Sprintf("%.3f s CPU", idleCPU.Seconds()),
+		Goal:         fmt.Sprintf("daemon idle CPU over %d Claude transcripts after its first scan, %s window", st.Files, fmtDur(w.elapsed.Round(time.Second))),
+		Sessionmedic: fmt.Sprintf("%.3f s CPU", w.cpu.Seconds()),
 		Peers:        "—",
 		Ratio:        "—",
 		Target:       "—",
 		Met:          metNA,
 	}
-	cpuRow.addNote("/proc/pid/stat utime+stime; %d context switches over %d threads; %d log events in the window", sw1-sw0, threads, events)
+	cpuRow.addNote("/proc/pid/stat utime+stime; %d context switches over %d threads; %d log events in the window", w.switches, w.threads, w.events)
 	cpuRow.addNote("one-rule claude-code policy, default paths from HOME; first scan %s (peak RSS %s), then %s until its CPU went quiet", fmtDur(firstScan), fmtBytes(scanHWM), fmtDur(quiet.Round(time.Millisecond)))
-	cpuRow.metric("idle_cpu_s", idleCPU.Seconds())
-	cpuRow.metric("window_s", elapsed.Seconds())
-	cpuRow.metric("context_switches", float64(sw1-sw0))
+	cpuRow.metric("idle_cpu_s", w.cpu.Seconds())
+	cpuRow.metric("window_s", w.elapsed.Seconds())
+	cpuRow.metric("context_switches", float64(w.switches))
 	cpuRow.metric("first_scan_s", firstScan.Seconds())
 	cpuRow.metric("first_scan_hwm_bytes", float64(scanHWM))
 	memRow := Row{
 		Workload:     "claude",
 		Goal:         fmt.Sprintf("daemon RSS watching %d Claude transcripts in %d projects", st.Files, st.Slugs),
-		Sessionmedic: "VmRSS " + fmtBytes(rss),
+		Sessionmedic: "VmRSS " + fmtBytes(w.rss),
 		Peers:        "—",
 		Ratio:        "—",
 		Target:       "—",
 		Met:          metNA,
 	}
-	memRow.addNote("at the end of the idle window; peak VmHWM %s (the first scan included)", fmtBytes(hwm))
-	memRow.metric("rss_bytes", float64(rss))
-	memRow.metric("hwm_bytes", float64(hwm))
+	memRow.addNote("at the end of the idle window; peak VmHWM %s (the first scan included)", fmtBytes(w.hwm))
+	memRow.metric("rss_bytes", float64(w.rss))
+	memRow.metric("hwm_bytes", float64(w.hwm))
 	return []Row{cpuRow, memRow}, nil
 }
 

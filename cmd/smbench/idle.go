@@ -71,72 +71,90 @@ func (b *bench) idle(ctx context.Context) ([]Row, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	pid := d.pid()
-	cpu0, err := procCPU(pid)
+	w, err := b.idleWindow(ctx, d, window, "[idle]")
 	if err != nil {
 		return nil, err
 	}
-	sched0, sw0, _ := procSched(pid)
-	rss0, _, _ := procMem(pid)
-	ev0 := d.totalEvents()
-	w0 := time.Now()
-	select {
-	case <-time.After(window):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-d.exited:
-		return nil, fmt.Errorf("daemon exited during the idle window: %v (log: %s)", d.waitEr, d.tail)
-	}
-	elapsed := time.Since(w0)
-	cpu1, err := procCPU(pid)
-	if err != nil {
-		return nil, err
-	}
-	sched1, sw1, threads := procSched(pid)
-	rss, hwm, err := procMem(pid)
-	if err != nil {
-		return nil, err
-	}
-	events := d.totalEvents() - ev0
-	if err := d.stop(); err != nil {
-		b.logf("[idle] %v", err)
-	}
-	idleCPU := cpu1 - cpu0
-	schedCPU := sched1 - sched0
-	wakeups := sw1 - sw0
 	cpuRow := Row{
 		Workload:     "idle",
-		Goal:         fmt.Sprintf("idle CPU watching %d directories, %s window", b.treeStats.Dirs, fmtDur(elapsed.Round(time.Second))),
-		Sessionmedic: fmt.Sprintf("%.3f s CPU", idleCPU.Seconds()),
+		Goal:         fmt.Sprintf("idle CPU watching %d directories, %s window", b.treeStats.Dirs, fmtDur(w.elapsed.Round(time.Second))),
+		Sessionmedic: fmt.Sprintf("%.3f s CPU", w.cpu.Seconds()),
 		Peers:        "—",
 		Ratio:        "—",
 		Target:       "≤ 0.1 s (~0, no polling)",
-		Met:          metIf(idleCPU <= 100*time.Millisecond),
+		Met:          metIf(w.cpu <= 100*time.Millisecond),
 	}
-	cpuRow.addNote("/proc/pid/stat utime+stime; schedstat %s", fmtDur(schedCPU))
-	cpuRow.addNote("%d context switches over %d threads (%.1f/s)", wakeups, threads, float64(wakeups)/elapsed.Seconds())
-	cpuRow.addNote("%d log events in the window", events)
+	cpuRow.addNote("/proc/pid/stat utime+stime; schedstat %s", fmtDur(w.schedCPU))
+	cpuRow.addNote("%d context switches over %d threads (%.1f/s)", w.switches, w.threads, float64(w.switches)/w.elapsed.Seconds())
+	cpuRow.addNote("%d log events in the window", w.events)
 	cpuRow.addNote("after a first scan of %d files in %s", files, fmtDur(firstScan))
-	cpuRow.metric("idle_cpu_s", idleCPU.Seconds())
-	cpuRow.metric("idle_schedstat_cpu_s", schedCPU.Seconds())
-	cpuRow.metric("window_s", elapsed.Seconds())
-	cpuRow.metric("context_switches", float64(wakeups))
+	cpuRow.metric("idle_cpu_s", w.cpu.Seconds())
+	cpuRow.metric("idle_schedstat_cpu_s", w.schedCPU.Seconds())
+	cpuRow.metric("window_s", w.elapsed.Seconds())
+	cpuRow.metric("context_switches", float64(w.switches))
 	cpuRow.metric("first_scan_s", firstScan.Seconds())
 	cpuRow.metric("files", float64(files))
 	memRow := Row{
 		Workload:     "idle",
 		Goal:         fmt.Sprintf("RSS watching %d directories (%d files)", b.treeStats.Dirs, b.treeStats.Files),
-		Sessionmedic: "VmRSS " + fmtBytes(rss),
+		Sessionmedic: "VmRSS " + fmtBytes(w.rss),
 		Peers:        "—",
 		Ratio:        "—",
 		Target:       "≤ 64 MiB",
-		Met:          metIf(rss <= 64<<20),
+		Met:          metIf(w.rss <= 64<<20),
 	}
-	memRow.addNote("at the end of the idle window; %s at its start; peak VmHWM %s (includes the first scan)", fmtBytes(rss0), fmtBytes(hwm))
-	memRow.metric("rss_bytes", float64(rss))
-	memRow.metric("hwm_bytes", float64(hwm))
+	memRow.addNote("at the end of the idle window; %s at its start; peak VmHWM %s (includes the first scan)", fmtBytes(w.rss0), fmtBytes(w.hwm))
+	memRow.metric("rss_bytes", float64(w.rss))
+	memRow.metric("hwm_bytes", float64(w.hwm))
 	if b.o.quick {
 		cpuRow.addNote("quick: %d files in %d directories", b.treeStats.Files, b.treeStats.Dirs)
 	}
 	return []Row{cpuRow, memRow}, nil
+}
+
+// idleSample is what the daemon did over an idle window: its CPU (/proc/pid/stat and
+// schedstat), context switches and log events in the window, its resident set at the start and
+// at the end, and its peak resident set at the end.
+type idleSample struct {
+	elapsed, cpu, schedCPU time.Duration
+	switches               int64
+	threads, events        int
+	rss0, rss, hwm         int64
+}
+
+// idleWindow samples the daemon, waits window (failing if ctx ends or the daemon exits first),
+// samples it again and stops it; a failure to stop is logged under tag.
+func (b *bench) idleWindow(ctx context.Context, d *daemonProc, window time.Duration, tag string) (idleSample, error) {
+	var s idleSample
+	pid := d.pid()
+	cpu0, err := procCPU(pid)
+	if err != nil {
+		return s, err
+	}
+	sched0, sw0, _ := procSched(pid)
+	s.rss0, _, _ = procMem(pid)
+	ev0 := d.totalEvents()
+	w0 := time.Now()
+	select {
+	case <-time.After(window):
+	case <-ctx.Done():
+		return s, ctx.Err()
+	case <-d.exited:
+		return s, fmt.Errorf("daemon exited during the idle window: %v (log: %s)", d.waitEr, d.tail)
+	}
+	s.elapsed = time.Since(w0)
+	cpu1, err := procCPU(pid)
+	if err != nil {
+		return s, err
+	}
+	sched1, sw1, threads := procSched(pid)
+	if s.rss, s.hwm, err = procMem(pid); err != nil {
+		return s, err
+	}
+	s.events = d.totalEvents() - ev0
+	if err := d.stop(); err != nil {
+		b.logf("%s %v", tag, err)
+	}
+	s.cpu, s.schedCPU, s.switches, s.threads = cpu1-cpu0, sched1-sched0, sw1-sw0, threads
+	return s, nil
 }
