@@ -51,7 +51,9 @@ func SplitLine(p Profile, line []byte) [][]byte {
 	return nil
 }
 
-// wholeRecords splits b into whole records back to back, or returns nil.
+// wholeRecords splits b into whole records back to back, or returns nil. The boundaries are
+// found first, and the records parsed only when the whole of b is records: a line that is not
+// costs one scan per start, never a tree.
 func wholeRecords(p Profile, s Splitter, b []byte) [][]byte {
 	var out [][]byte
 	for len(b) > 0 {
@@ -62,12 +64,14 @@ func wholeRecords(p Profile, s Splitter, b []byte) [][]byte {
 		if err != nil {
 			return nil
 		}
-		v, err := jsonv.Parse(b[:end], p.Dialect())
+		out = append(out, b[:end])
+		b = b[end:]
+	}
+	for _, rec := range out {
+		v, err := jsonv.Parse(rec, p.Dialect())
 		if err != nil || !s.Whole(v) {
 			return nil
 		}
-		out = append(out, b[:end])
-		b = b[end:]
 	}
 	return out
 }
