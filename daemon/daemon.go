@@ -103,7 +103,8 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}()
 	}
-	d := &loop{o: o, log: o.Log, m: newMetrics(), alive: time.Now()}
+	m := newMetrics(o.Version)
+	d := &loop{o: o, log: o.Log, m: m, damaged: newDamageBook(m), alive: time.Now()}
 	d.setPolicy(cfg)
 	if rec, err := d.eng.Recover(); err != nil {
 		return fmt.Errorf("journal recovery: %w", err)
@@ -185,6 +186,7 @@ type loop struct {
 	heals    map[string][]time.Time
 	flapping map[string]time.Time
 	restored map[string]string // path → the quarantine entry an operator restored there, once said
+	damaged  *damageBook
 	scans    []*scan
 
 	ready    atomic.Bool  // read by /readyz
@@ -197,6 +199,7 @@ type loop struct {
 func (d *loop) setPolicy(cfg *policy.Config) {
 	d.cfg = cfg
 	d.eng = heal.New(cfg, heal.Options{Step: d.o.Step, Faults: d.o.Faults})
+	d.m.initRules(cfg.Rules)
 	if d.o.Level != nil {
 		d.o.Level.Set(levelOf(cfg.Log.Level))
 	}

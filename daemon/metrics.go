@@ -2,10 +2,15 @@ package daemon
 
 import (
 	"net/http"
+	"runtime"
+	"runtime/debug"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // metrics are the Prometheus series of DESIGN §9, on a registry of their own.
@@ -21,9 +26,19 @@ type metrics struct {
 	checkDuration   *prometheus.HistogramVec
 	settleToVerdict *prometheus.HistogramVec
 	flapping        *prometheus.CounterVec
+	damaged         *prometheus.GaugeVec
+	oldestDamage    prometheus.Gauge
+	buildInfo       *prometheus.GaugeVec
 }
 
-func newMetrics() *metrics {
+// The results of heals_total.
+const (
+	resultHealed  = "healed"
+	resultRefused = "refused"
+	resultBusy    = "busy"
+)
+
+func newMetrics(version string) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	ns := "sessionmedic"
 	m.checked = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "files_checked_total", Help: "Files inspected."}, []string{"rule"})
@@ -38,10 +53,63 @@ func newMetrics() *metrics {
 	m.settleToVerdict = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "settle_to_verdict_seconds", Help: "From a file settling to its verdict.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"rule"})
 	m.flapping = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "flapping_total", Help: "Files whose heals tripped the circuit breaker."}, []string{"rule"})
+	m.damaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged", Help: "Files damaged now (refused, flapping and hands-off ones too), by damage kind."}, []string{"rule", "kind"})
+	m.oldestDamage = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "damage_oldest_timestamp_seconds", Help: "When the oldest damage still there was first seen (unix time; 0: none)."})
+	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info", Help: "Always 1: the running build."}, []string{"version", "revision", "goversion"})
+	m.buildInfo.WithLabelValues(version, buildRevision(), runtime.Version()).Set(1)
 	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.overflows, m.watchedDirs,
-		m.checkDuration, m.settleToVerdict, m.flapping,
+		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.oldestDamage, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// initRules creates every counter series a rule can move, at 0, so that the first event of
+// each is an increase a rate() or increase() sees.
+func (m *metrics) initRules(rules []policy.Rule) {
+	for i := range rules {
+		r := &rules[i]
+		m.checked.WithLabelValues(r.Name)
+		m.flapping.WithLabelValues(r.Name)
+		m.overflows.WithLabelValues(r.Name)
+		kinds := damageKinds()
+		if r.HasStrategy(policy.CleanTemp) {
+			kinds = append(kinds, heal.KindStaleTemp)
+		}
+		for _, k := range kinds {
+			m.damage.WithLabelValues(r.Name, k)
+			m.refused.WithLabelValues(r.Name, k)
+		}
+		for _, s := range r.Strategies {
+			for _, res := range []string{resultHealed, resultRefused, resultBusy} {
+				m.heals.WithLabelValues(r.Name, string(s), res)
+			}
+		}
+		// A refusal or a busy file before any plan was chosen names no strategy.
+		m.heals.WithLabelValues(r.Name, "", resultRefused)
+		m.heals.WithLabelValues(r.Name, "", resultBusy)
+	}
+}
+
+// damageKinds lists the damage kinds a verdict names.
+func damageKinds() []string {
+	return []string{
+		format.KindTrailingGarbage, format.KindTruncated, format.KindEmpty, format.KindMissing,
+		format.KindMalformedRecord, format.KindNotObject, format.KindInvalidUTF8, format.KindSyntax,
+		format.KindSchema, format.KindStaleLiveRecords, format.KindMetadataLag, format.KindDanglingReference,
+		format.KindWipedPlaceholder, format.KindBOM, format.KindNULFilled,
+	}
+}
+
+// buildRevision is the VCS revision the binary was built from, "unknown" without one.
+func buildRevision() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
 }
 
 func (m *metrics) handler() http.Handler {

@@ -23,6 +23,7 @@ func (d *loop) scanAll(initial bool) {
 	for _, err := range errs {
 		d.log.Error(events.WatchError, "err", err)
 	}
+	d.damaged.prune(d.cfg, "", targets)
 	events.Announce(d.log, events.Coverage(d.cfg, targets))
 	d.startScan(targets, initial)
 }
@@ -43,6 +44,7 @@ func (d *loop) onRescan(root string) {
 			d.log.Error(events.WatchError, "err", err)
 		}
 	}
+	d.damaged.prune(d.cfg, root, targets)
 	d.startScan(targets, false)
 }
 
@@ -141,6 +143,8 @@ func (d *loop) onEvent(ev watcher.Event) {
 		}
 		if t, ok := d.eng.Deleted(p); ok {
 			d.enqueue(job{t: t, since: time.Now()})
+		} else {
+			d.damaged.clear(p) // gone; a file whose absence is damage is judged again
 		}
 		return
 	}
@@ -186,11 +190,16 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 	// The report's own lines (events.Report) name the rule and the path themselves: they
 	// take d.log; log is for the daemon's other lines about this file.
 	log := d.log.With("rule", rule, "path", p)
+	d.damaged.verdict(p, rule, r, time.Now())
+	busyFor := d.retries[p] // busy verdicts of p in a row before this one
+	if r.Verdict != heal.Busy {
+		delete(d.retries, p)
+	}
 	switch {
 	case r.Verdict == heal.Damaged && r.Action == heal.ActionHealed:
 		d.counts.healed++
 		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
-		d.m.heals.WithLabelValues(rule, r.Strategy, "healed").Inc()
+		d.m.heals.WithLabelValues(rule, r.Strategy, resultHealed).Inc()
 		d.m.quarantineBytes.Add(float64(r.QuarantinedBytes))
 		events.Report(d.log, r)
 		// Only the version the heal itself left is ours (taken at the replace, not now: an
@@ -198,13 +207,12 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		for path, id := range r.Wrote {
 			d.ours[path] = id
 		}
-		delete(d.retries, p)
 		d.breaker(j.t, log)
 	case r.Verdict == heal.Damaged && r.Action == heal.ActionRefused:
 		d.counts.refused++
 		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
 		d.m.refused.WithLabelValues(rule, r.Kind).Inc()
-		d.m.heals.WithLabelValues(rule, r.Strategy, "refused").Inc()
+		d.m.heals.WithLabelValues(rule, r.Strategy, resultRefused).Inc()
 		events.Report(d.log, r)
 	case r.Verdict == heal.Damaged && r.HandsOff:
 		// An operator restored these bytes: said once, then reported as damage left alone.
@@ -218,11 +226,14 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
 		events.Report(d.log, r)
 	case r.Verdict == heal.Busy:
-		d.m.heals.WithLabelValues(rule, r.Strategy, "busy").Inc()
-		log.Debug(events.FileBusy, "detail", r.Detail, "reason", r.Reason)
+		d.m.heals.WithLabelValues(rule, r.Strategy, resultBusy).Inc()
+		if busyFor == busyRetriesSaid {
+			// Still busy after its retries: said once where an operator looks, then quiet.
+			log.Info(events.FileBusy, "detail", r.Detail, "reason", r.Reason, "retries", busyFor)
+		} else {
+			log.Debug(events.FileBusy, "detail", r.Detail, "reason", r.Reason)
+		}
 		d.later(job{t: j.t, since: time.Now()}, retry, ctx, wg)
-	default:
-		delete(d.retries, p)
 	}
 	if !r.HandsOff {
 		delete(d.restored, p)
@@ -235,6 +246,10 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		d.endScans()
 	}
 }
+
+// busyRetriesSaid is how many retries a file stays busy through before its next busy
+// verdict is logged at INFO (once in a row).
+const busyRetriesSaid = 3
 
 // later retries a busy file with exponential backoff.
 func (d *loop) later(j job, retry chan<- job, ctx context.Context, wg *sync.WaitGroup) {
