@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,10 @@ type Options struct {
 	Level   *slog.LevelVar // set from the policy's log.level at start and on reload
 	Reload  <-chan struct{}
 	Version string
+	// WatchConfig, when set, is the policy file to watch: a change on disk reloads as
+	// Reload does, once the directory has been quiet for WatchDebounce (default 500ms).
+	WatchConfig   string
+	WatchDebounce time.Duration
 
 	Workers    int           // parallel inspections; default 4 per CPU (the work waits on the disk more than on the CPU)
 	Rescan     time.Duration // safety-net full rescan; default 10m
@@ -105,6 +110,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	m := newMetrics(o.Version)
 	d := &loop{o: o, log: o.Log, m: m, damaged: newDamageBook(m), alive: time.Now()}
+	d.reloads = d.m.addReloadSeries()
 	d.setPolicy(cfg)
 	if rec, err := d.eng.Recover(); err != nil {
 		return fmt.Errorf("journal recovery: %w", err)
@@ -126,19 +132,23 @@ func Run(ctx context.Context, o Options) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	d.wg = &wg
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if ln != nil {
-		srv := d.serveHTTP(ln)
-		ln = nil // the server closes it
+	if o.WatchConfig != "" {
+		cw, err := newConfigWatch(o.WatchConfig)
+		if err != nil {
+			return err
+		}
+		changed := make(chan struct{}, 1)
+		d.cfgChanged = changed
 		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-ctx.Done()
-			sctx, c := context.WithTimeout(context.Background(), 2*time.Second)
-			defer c()
-			srv.Shutdown(sctx)
-		}()
+		go func() { defer wg.Done(); cw.run(ctx, changed, o.WatchDebounce, d.log) }()
+	}
+	defer d.stopHTTP() // after the loop stopped, before wg.Wait
+	if ln != nil {
+		d.startHTTP(ln, cfg.HTTP.Listen)
+		ln = nil // the server closes it
 	}
 	return d.run(ctx, &wg)
 }
@@ -158,6 +168,9 @@ func (o *Options) defaults() {
 	}
 	if o.Backoff <= 0 {
 		o.Backoff = 500 * time.Millisecond
+	}
+	if o.WatchDebounce <= 0 {
+		o.WatchDebounce = 500 * time.Millisecond
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -194,12 +207,20 @@ type loop struct {
 	aliveNs  atomic.Int64 // read by /healthz
 	counts   struct{ checked, healed, refused int }
 	watchDir func() int
+
+	wg         *sync.WaitGroup // Run's: goroutines that outlive the loop
+	srv        *http.Server    // serving http.listen, nil when off
+	httpAddr   string          // the http.listen srv was bound for
+	pprof      atomic.Bool     // http.pprof; read by the HTTP handlers
+	reloads    *reloadStatus
+	cfgChanged <-chan struct{} // the policy file changed on disk (WatchConfig)
 }
 
 func (d *loop) setPolicy(cfg *policy.Config) {
 	d.cfg = cfg
 	d.eng = heal.New(cfg, heal.Options{Step: d.o.Step, Faults: d.o.Faults})
 	d.m.initRules(cfg.Rules)
+	d.pprof.Store(cfg.HTTP.Pprof)
 	if d.o.Level != nil {
 		d.o.Level.Set(levelOf(cfg.Log.Level))
 	}
@@ -325,6 +346,12 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 	defer status.Stop()
 
 	evC, rsC, erC := watchChans(w)
+	reload := func() {
+		if nw, stop, ok := d.reload(ctx, stopWatcher); ok {
+			w, stopWatcher = nw, stop
+			evC, rsC, erC = watchChans(w)
+		}
+	}
 	for {
 		d.aliveNs.Store(time.Now().UnixNano())
 		var out chan job
@@ -365,10 +392,9 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 		case <-rescan.C:
 			d.scanAll(false)
 		case <-d.o.Reload:
-			if nw, stop, ok := d.reload(ctx, w, stopWatcher); ok {
-				w, stopWatcher = nw, stop
-				evC, rsC, erC = watchChans(w)
-			}
+			reload()
+		case <-d.cfgChanged:
+			reload()
 		case <-watchdog:
 			d.o.Notify("WATCHDOG=1")
 		case <-status.C:
@@ -393,48 +419,6 @@ func watchChans(w *watcher.Watcher) (<-chan watcher.Event, <-chan string, <-chan
 		return nil, nil, nil
 	}
 	return w.Events(), w.Rescans(), w.Errors()
-}
-
-// reload swaps in a new policy; an invalid one is logged and the old one keeps running.
-func (d *loop) reload(ctx context.Context, w *watcher.Watcher, stop func()) (*watcher.Watcher, func(), bool) {
-	cfg, _, err := d.o.Load()
-	if err != nil {
-		d.log.Error(events.PolicyInvalid, "path", d.o.Source, "err", err)
-		return nil, nil, false
-	}
-	// The running daemon holds its state_dir's lock and resolved its journal at start; a
-	// reload cannot move it there.
-	if cfg.StateDir != d.cfg.StateDir {
-		d.log.Error(events.PolicyInvalid, "path", d.o.Source, "err", fmt.Sprintf(
-			"state_dir changed from %s to %s: a reload keeps the state directory; restart to move it", d.cfg.StateDir, cfg.StateDir))
-		return nil, nil, false
-	}
-	d.o.Notify("RELOADING=1")
-	stop()
-	old := d.cfg
-	d.setPolicy(cfg)
-	nw, nstop, err := d.startWatcher(ctx)
-	if err != nil {
-		d.log.Error(events.PolicyInvalid, "path", d.o.Source, "err", err)
-		d.setPolicy(old)
-		nw, nstop, err = d.startWatcher(ctx)
-		if err != nil {
-			d.log.Error(events.WatchError, "err", err)
-		}
-		d.o.Notify("READY=1")
-		if nstop == nil {
-			nstop = func() {}
-		}
-		return nw, nstop, true
-	}
-	d.log.Info(events.PolicyReloaded, "path", d.o.Source, "rules", len(cfg.Rules))
-	select {
-	case <-nw.Ready():
-	case <-ctx.Done():
-	}
-	d.scanAll(false)
-	d.o.Notify("READY=1")
-	return nw, nstop, true
 }
 
 func (d *loop) sendStatus() {

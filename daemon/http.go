@@ -11,12 +11,13 @@ import (
 	"github.com/sessionmedic/sessionmedic/daemon/events"
 )
 
-// serveHTTP serves /metrics, /healthz and /readyz on ln.
+// serveHTTP serves /metrics, /healthz and /readyz on ln, and /debug/pprof/ while the
+// policy's http.pprof is on (404 otherwise).
 func (d *loop) serveHTTP(ln net.Listener) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", d.m.handler())
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/", d.ifPprof(pprof.Index))
+	mux.HandleFunc("/debug/pprof/profile", d.ifPprof(pprof.Profile))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		last := time.Unix(0, d.aliveNs.Load())
 		if d.aliveNs.Load() != 0 && time.Since(last) > time.Minute {
@@ -40,4 +41,14 @@ func (d *loop) serveHTTP(ln net.Listener) *http.Server {
 	}()
 	d.log.Info(events.HTTPListening, "addr", ln.Addr().String())
 	return srv
+}
+
+func (d *loop) ifPprof(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !d.pprof.Load() {
+			http.NotFound(w, r)
+			return
+		}
+		h(w, r)
+	}
 }

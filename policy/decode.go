@@ -152,10 +152,14 @@ func (d *decoder) config(top *yaml.Node) *Config {
 			})
 		case "http":
 			d.mapping(v, f, func(key string, k, v *yaml.Node, f string) {
-				if key != "listen" {
+				switch key {
+				case "listen":
+					c.HTTP.Listen = d.listen(v, f)
+				case "pprof":
+					c.HTTP.Pprof = d.boolean(v, f)
+				default:
 					d.fail(k, f, "unknown key")
 				}
-				c.HTTP.Listen = d.listen(v, f)
 			})
 		case "quarantine":
 			d.mapping(v, f, func(key string, k, v *yaml.Node, f string) {

@@ -32,6 +32,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"version: 1\nrules:\n  - name: 7\n", `t.yaml:3: rules[0].name: expected a string, got 7`},
 		{"version: 1\nhttp: {listen: \":99999\"}\n", `t.yaml:2: http.listen: ":99999" is not host:port`},
 		{"version: 1\nhttp: {port: 1}\n", `t.yaml:2: http.port: unknown key`},
+		{"version: 1\nhttp: {pprof: yes}\n", `t.yaml:2: http.pprof: expected true or false, got "yes"`},
 		{"version: 1\na: *nope\n", `t.yaml: unknown anchor 'nope' referenced`},
 		{"{version: 1", `t.yaml:1: did not find expected ',' or '}'`},
 		{"version: 1\nrules: {}\n", `t.yaml:2: rules: expected a list, got a mapping`},
@@ -68,7 +69,7 @@ func TestCustomRuleDefaults(t *testing.T) {
 		t.Errorf("got %+v", r)
 	}
 	if c.Log != (Log{"auto", "info"}) || c.Quarantine != (Retention{DefaultQuarantineMaxAge, GiB}) ||
-		c.LastGood != (LastGoodLimits{64 * MiB, GiB}) || c.HTTP.Listen != "" {
+		c.LastGood != (LastGoodLimits{64 * MiB, GiB}) || c.HTTP != (HTTP{}) {
 		t.Errorf("top-level defaults: %+v", c)
 	}
 }

@@ -16,8 +16,8 @@ func Marshal(c *Config) []byte {
 		"state_dir", str(c.StateDir),
 		"log", flow(mapping("format", str(c.Log.Format), "level", str(c.Log.Level))),
 	)
-	if c.HTTP.Listen != "" {
-		add(doc, "http", flow(mapping("listen", str(c.HTTP.Listen))))
+	if c.HTTP.Listen != "" || c.HTTP.Pprof {
+		add(doc, "http", flow(mapping("listen", str(c.HTTP.Listen), "pprof", boolNode(c.HTTP.Pprof))))
 	}
 	add(doc, "quarantine", mapping(
 		"max_age", str(FormatDuration(c.Quarantine.MaxAge)),

@@ -31,7 +31,7 @@ type Config struct {
 	Version    int
 	StateDir   string         // state_dir: quarantine/, last-good/, journal/ live below it
 	Log        Log            // log: {format: auto|text|json, level: debug|info|warn|error}
-	HTTP       HTTP           // http: {listen: "127.0.0.1:9477"}; empty = disabled
+	HTTP       HTTP           // http: {listen: "127.0.0.1:9477", pprof: false}; empty listen = disabled
 	Quarantine Retention      // quarantine: {max_age: 720h, max_bytes: 1GiB}
 	LastGood   LastGoodLimits // last_good: {max_file_bytes: 64MiB, max_total_bytes: 1GiB}
 	Rules      []Rule
@@ -41,8 +41,11 @@ type Config struct {
 // Log selects the log handler and level.
 type Log struct{ Format, Level string }
 
-// HTTP configures the metrics and health endpoint.
-type HTTP struct{ Listen string }
+// HTTP configures the metrics and health endpoint. Pprof serves /debug/pprof/ on it.
+type HTTP struct {
+	Listen string
+	Pprof  bool
+}
 
 // Retention bounds the quarantine. Zero means no limit.
 type Retention struct {

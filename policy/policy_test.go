@@ -108,7 +108,7 @@ func TestEveryKey(t *testing.T) {
 		Version:    1,
 		StateDir:   "/srv/state/sessionmedic",
 		Log:        Log{Format: "json", Level: "debug"},
-		HTTP:       HTTP{Listen: "127.0.0.1:9477"},
+		HTTP:       HTTP{Listen: "127.0.0.1:9477", Pprof: true},
 		Quarantine: Retention{MaxAge: 168 * time.Hour, MaxBytes: 500 * 1000 * 1000},
 		LastGood:   LastGoodLimits{MaxFileBytes: 16 * MiB, MaxTotalBytes: 2 * GiB},
 		Source:     "testdata/good/every-key.yaml",

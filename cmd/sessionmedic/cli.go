@@ -33,7 +33,7 @@ var version = "dev"
 var stepHook func(step, path string)
 
 const usage = `usage:
-  sessionmedic run        [-config FILE] [-log-format auto|text|json] [-log-level debug|info|warn|error]
+  sessionmedic run        [-config FILE [-watch-config]] [-log-format auto|text|json] [-log-level debug|info|warn|error]
   sessionmedic check      [-config FILE] [-preset NAME] [-json] [PATH ...]
   sessionmedic heal       [-config FILE] [-preset NAME] [-dry-run] [-json] [PATH ...]
   sessionmedic quarantine list|show ID|restore ID [-config FILE] [-json]

@@ -24,12 +24,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	config := fs.String("config", "", "policy `file` (default: the embedded default policy)")
 	format := fs.String("log-format", "", "auto|text|json (default: the policy's log.format)")
 	level := fs.String("log-level", "", "debug|info|warn|error (default: the policy's log.level)")
+	watch := fs.Bool("watch-config", false, "reload when the -config file changes on disk")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 0, err
 	}
 	if len(pos) > 0 {
 		return 0, usageError{"run takes no arguments"}
+	}
+	if *watch && *config == "" {
+		return 0, usageError{"-watch-config needs -config"}
 	}
 	for flagName, v := range map[string]string{"-log-format": *format, "-log-level": *level} {
 		ok := v == ""
@@ -82,7 +86,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	defer lock.Close() // held until the daemon has stopped
 
-	// SIGINT and SIGTERM cancel ctx (signalContext); SIGHUP reloads.
+	// SIGINT and SIGTERM cancel ctx (signalContext); SIGHUP reloads, and so does a change of
+	// the policy file with -watch-config.
 	reload := make(chan struct{}, 1)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -105,7 +110,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	// The policy whose state_dir was checked and locked is the one the daemon starts with;
 	// later loads are reloads, and the daemon refuses one that moves state_dir.
 	first := true
-	err = daemon.Run(ctx, daemon.Options{
+	opts := daemon.Options{
 		Load: func() (*policy.Config, []string, error) {
 			if first {
 				first = false
@@ -115,7 +120,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		},
 		Source: source, Log: log, Level: levelVar, Reload: reload, Version: buildVersion(),
 		Step: stepHook,
-	})
+	}
+	if *watch {
+		opts.WatchConfig = *config
+	}
+	err = daemon.Run(ctx, opts)
 	if err != nil {
 		return fatal(log, err)
 	}

@@ -37,5 +37,5 @@ const (
 	RuleNoFiles     = "rule.no_files"     // WARN: rule, path, patterns
 
 	HTTPListening = "http.listening" // INFO: addr
-	HTTPError     = "http.error"     // ERROR: err
+	HTTPError     = "http.error"     // ERROR: err; WARN: key, addr, err (a reload cannot bind http.listen)
 )

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// reloadMetric is the value line of sessionmedic_config_last_reload_successful at addr.
+func reloadMetric(addr string) string {
+	_, body := httpGet("http://" + addr + "/metrics")
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "sessionmedic_config_last_reload_successful ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestDaemonReloadRebindsHTTP: SIGHUP moves the endpoint to the new http.listen; a new
+// address that cannot be bound leaves the old one serving; http.pprof turns on /debug/pprof/.
+func TestDaemonReloadRebindsHTTP(t *testing.T) {
+	home := t.TempDir()
+	policyFile := filepath.Join(home, "policy.yaml")
+	write := func(http string) {
+		os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nhttp: %s\nrules:\n  - {name: j, format: jsonl, paths: [%s]}\n",
+			filepath.Join(home, "state"), http, t.TempDir())), 0o644)
+	}
+	a1, a2 := freePort(t), freePort(t)
+	write(fmt.Sprintf("{listen: %q}", a1))
+	d := startDaemon(t, home, "-config", policyFile)
+	eventually(t, 10*time.Second, "/readyz", func() bool { c, _ := httpGet("http://" + a1 + "/readyz"); return c == 200 })
+	if c, _ := httpGet("http://" + a1 + "/debug/pprof/"); c != 404 {
+		t.Fatalf("/debug/pprof/ by default: %d, want 404", c)
+	}
+
+	write(fmt.Sprintf("{listen: %q, pprof: true}", a2))
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	eventually(t, 10*time.Second, "the new port", func() bool { c, _ := httpGet("http://" + a2 + "/healthz"); return c == 200 })
+	eventually(t, 5*time.Second, "the old port to close", func() bool { c, _ := httpGet("http://" + a1 + "/healthz"); return c == 0 })
+	if c, _ := httpGet("http://" + a2 + "/debug/pprof/"); c != 200 {
+		t.Fatalf("/debug/pprof/ with http.pprof: true: %d", c)
+	}
+	if l := reloadMetric(a2); l != "sessionmedic_config_last_reload_successful 1" {
+		t.Fatalf("after the move: %q", l)
+	}
+
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	write(fmt.Sprintf("{listen: %q}", busy.Addr().String()))
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	eventually(t, 10*time.Second, "http.error", func() bool { return len(d.events("http.error")) == 1 })
+	if e := d.events("http.error")[0]; e["level"] != "WARN" || e["key"] != "http.listen" || e["err"] == nil {
+		t.Fatalf("http.error: %v", e)
+	}
+	eventually(t, 10*time.Second, "policy.reloaded", func() bool { return len(d.events("policy.reloaded")) == 2 })
+	if c, _ := httpGet("http://" + a2 + "/healthz"); c != 200 {
+		t.Fatalf("the old port stopped answering: %d", c)
+	}
+	if l := reloadMetric(a2); l != "sessionmedic_config_last_reload_successful 0" {
+		t.Fatalf("after a failed bind: %q", l)
+	}
+	if c, _ := httpGet("http://" + a2 + "/debug/pprof/"); c != 404 {
+		t.Fatalf("/debug/pprof/ after a reload without http.pprof: %d, want 404", c)
+	}
+}
+
+// TestDaemonWatchConfig: with -watch-config, a write of the policy file reloads it, and so
+// does a Kubernetes ConfigMap update (a swap of the ..data symlink); a bad edit keeps the old
+// policy and logs policy.invalid.
+func TestDaemonWatchConfig(t *testing.T) {
+	if _, errOut, code := sm(t, t.TempDir(), "run", "-watch-config"); code != exitUsage || !strings.Contains(errOut, "-watch-config needs -config") {
+		t.Fatalf("-watch-config without -config: exit %d, %q", code, errOut)
+	}
+	for _, layout := range []string{"plain", "kubernetes"} {
+		t.Run(layout, func(t *testing.T) {
+			home, dir := t.TempDir(), t.TempDir()
+			text := func(addr string) string {
+				return fmt.Sprintf("version: 1\nstate_dir: %s\nhttp: {listen: %q}\nrules:\n  - {name: j, format: jsonl, paths: [%s]}\n",
+					filepath.Join(home, "state"), addr, filepath.Join(home, "sessions"))
+			}
+			policyFile := filepath.Join(dir, "policy.yaml")
+			write := func(s string) { os.WriteFile(policyFile, []byte(s), 0o644) }
+			a1, a2 := freePort(t), freePort(t)
+			if layout == "kubernetes" {
+				n := 0
+				write = func(s string) {
+					n++
+					ts := filepath.Join(dir, fmt.Sprintf("..2026_11_23_x%d", n))
+					os.Mkdir(ts, 0o755)
+					os.WriteFile(filepath.Join(ts, "policy.yaml"), []byte(s), 0o644)
+					os.Symlink(filepath.Base(ts), filepath.Join(dir, "..data_tmp"))
+					if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				write(text(a1))
+				os.Symlink("..data/policy.yaml", policyFile)
+			} else {
+				write(text(a1))
+			}
+			d := startDaemon(t, home, "-config", policyFile, "-watch-config")
+			eventually(t, 10*time.Second, "/readyz", func() bool { c, _ := httpGet("http://" + a1 + "/readyz"); return c == 200 })
+			write(text(a2))
+			eventually(t, 10*time.Second, "the new port", func() bool { c, _ := httpGet("http://" + a2 + "/healthz"); return c == 200 })
+			write(strings.Replace(text(a1), "rules:", "rulez:", 1))
+			eventually(t, 10*time.Second, "policy.invalid", func() bool { return len(d.events("policy.invalid")) == 1 })
+			if c, _ := httpGet("http://" + a2 + "/healthz"); c != 200 || len(d.events("policy.reloaded")) != 1 {
+				t.Fatalf("after a bad edit: /healthz %d, %d reloads", c, len(d.events("policy.reloaded")))
+			}
+			d.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-d.done:
+				if err != nil {
+					t.Fatalf("exit after SIGTERM: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no clean exit")
+			}
+		})
+	}
+}
