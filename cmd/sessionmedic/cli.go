@@ -151,7 +151,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		if errors.As(err, &le) {
 			return le.code // already in the log
 		}
-		fmt.Fprintf(stderr, "sessionmedic: %v\n", err)
+		// A policy's errors are one a line, each FILE:LINE: FIELD: MESSAGE.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "sessionmedic: %s\n", line)
+		}
 		var ue usageError
 		var pe *policy.Error
 		var ie interrupted
@@ -250,7 +253,7 @@ func withPreset(cfg *policy.Config, preset string, paths []string) (*policy.Conf
 	}
 	r, ok := policy.PresetRule(preset, policy.SystemEnv())
 	if !ok {
-		return nil, usageError{fmt.Sprintf("unknown preset %q (known: %s)", preset, strings.Join(policy.Presets(), ", "))}
+		return nil, usageError{fmt.Sprintf("unknown preset %q (known: %s)", preset, strings.Join(policy.PresetChoices(), ", "))}
 	}
 	r.Name = preset + "-args"
 	r.Paths = nil

@@ -315,8 +315,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 	eng := heal.New(cfg, heal.Options{OneShot: true})
 	targets, _ := eng.Targets(nil, nil)
 	events.Announce(newLogger(stderr), events.Coverage(cfg, targets))
-	fmt.Fprintf(stdout, "# effective policy from %s\n", cfg.Source)
-	_, err = stdout.Write(policy.Marshal(cfg))
+	_, err = stdout.Write(policy.Marshal(cfg)) // its first line says where it is from
 	if err != nil {
 		return exitInternal, err
 	}
