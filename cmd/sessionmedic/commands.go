@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/heal/state"
 	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -37,6 +39,11 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 0, err
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			return 0, argError{fmt.Errorf("%s: no such file or directory", p)}
+		}
 	}
 	cfg, err := loadPolicy(c.config, stderr, c.json || len(paths) > 0)
 	if err != nil {
@@ -254,19 +261,25 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitOK, nil
 	case pos[0] == "show" && len(pos) == 2:
 		m, err := eng.Quarantine.Get(pos[1])
+		if errors.Is(err, state.ErrUnknownID) {
+			return 0, argError{err}
+		}
 		if err != nil {
-			return exitDamage, err
+			return exitInternal, err
+		}
+		if c.json { // one compact object, as every -json output
+			return exitOK, json.NewEncoder(stdout).Encode(m)
 		}
 		b, _ := json.MarshalIndent(m, "", "  ")
-		fmt.Fprintf(stdout, "%s\n", b)
-		if !c.json {
-			fmt.Fprintf(stdout, "bytes: %s\n", filepath.Join(m.Dir, m.File))
-		}
+		fmt.Fprintf(stdout, "%s\nbytes: %s\n", b, filepath.Join(m.Dir, m.File))
 		return exitOK, nil
 	case pos[0] == "restore" && len(pos) == 2:
 		m, err := eng.Quarantine.Get(pos[1])
+		if errors.Is(err, state.ErrUnknownID) {
+			return 0, argError{err}
+		}
 		if err != nil {
-			return exitDamage, err
+			return exitInternal, err
 		}
 		rule, _, ok := cfg.RuleFor(m.Path)
 		if !ok {

@@ -51,3 +51,74 @@ func TestUnknownPresetListsAliases(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 }
+
+// TestCommandHelp: every command's -h and -help print its usage and flags to stdout, exit 0.
+func TestCommandHelp(t *testing.T) {
+	home := t.TempDir()
+	for cmd, flagName := range map[string]string{"check": "-preset", "heal": "-dry-run", "run": "-log-level", "quarantine": "-json", "policy": "-config", "demo": "-keep"} {
+		for _, h := range []string{"-h", "-help"} {
+			out, errOut, code := sm(t, home, cmd, h)
+			if code != 0 || errOut != "" || !strings.Contains(out, "sessionmedic "+cmd+" ") || !strings.Contains(out, flagName) {
+				t.Errorf("%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", cmd, h, code, out, errOut)
+			}
+			if strings.Contains(out, "help requested") {
+				t.Errorf("%s %s: %q", cmd, h, out)
+			}
+		}
+	}
+}
+
+// TestArgumentsNamingNothing: a PATH or quarantine ID that names nothing is a usage error
+// (exit 2, one line), not damage.
+func TestArgumentsNamingNothing(t *testing.T) {
+	home := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "nope")
+	for _, args := range [][]string{
+		{"check", missing}, {"heal", missing}, {"heal", "-preset", "nanobot", missing},
+		{"quarantine", "show", "nosuch"}, {"quarantine", "restore", "nosuch"},
+	} {
+		_, errOut, code := sm(t, home, args...)
+		if code != 2 || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, want 2 with one line:\n%s", args, code, errOut)
+		}
+	}
+}
+
+// TestRunLogFlagsOwnValues: each of run's log flags takes only its own values.
+func TestRunLogFlagsOwnValues(t *testing.T) {
+	for _, c := range []struct{ args, want []string }{
+		{[]string{"-log-format", "debug"}, []string{"-log-format", `"debug"`, "auto, text, json"}},
+		{[]string{"-log-level", "json"}, []string{"-log-level", `"json"`, "debug, info, warn, error"}},
+	} {
+		_, errOut, code := sm(t, t.TempDir(), append([]string{"run"}, c.args...)...)
+		if code != 2 {
+			t.Errorf("%v: exit %d\n%s", c.args, code, errOut)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: no %q in\n%s", c.args, w, errOut)
+			}
+		}
+	}
+}
+
+// TestDemoKeep: demo -keep DIR leaves the tree there, says where, and refuses a non-empty DIR.
+func TestDemoKeep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo")
+	}
+	home := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "new", "demo")
+	out, errOut, code := sm(t, home, "demo", "-keep", dir)
+	if code != 0 || !strings.Contains(out, "kept in "+dir) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, p := range []string{"nanobot/sessions", "codex/sessions", "state"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("not kept: %v", err)
+		}
+	}
+	if _, errOut, code := sm(t, home, "demo", "-keep", dir); code != 2 || !strings.Contains(errOut, "not empty") {
+		t.Errorf("non-empty DIR: exit %d\n%s", code, errOut)
+	}
+}
