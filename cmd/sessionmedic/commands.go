@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/heal/state"
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -78,6 +80,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if err != nil {
 		return 0, fmt.Errorf("%w while listing the files", err)
 	}
+	targets, errs = unreadableDirs(cfg, targets, errs)
 	if len(paths) > 0 {
 		// The operator named these: a restore of theirs no longer holds them back.
 		for i := range targets {
@@ -168,6 +171,38 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		code = exitDamage
 	}
 	return code, nil
+}
+
+// unreadableDirs turns the walk's errors for directories that cannot be read into skipped
+// targets, reported (and counted) like an unreadable file; the other errors stay errors.
+func unreadableDirs(cfg *policy.Config, targets []heal.Target, errs []error) ([]heal.Target, []error) {
+	var rest []error
+	for _, err := range errs {
+		var pe *iofs.PathError
+		fi, serr := os.Lstat(pathOf(err))
+		if !errors.As(err, &pe) || !errors.Is(err, iofs.ErrPermission) || serr != nil || !fi.IsDir() {
+			rest = append(rest, err)
+			continue
+		}
+		rule := &policy.Rule{Name: "-"}
+		for i := range cfg.Rules {
+			for _, p := range cfg.Rules[i].Paths {
+				if rule.Name == "-" && pathx.Within(p, pe.Path) {
+					rule = &cfg.Rules[i]
+				}
+			}
+		}
+		targets = append(targets, heal.Target{Path: pe.Path, Rule: rule, Skip: "unreadable directory: " + pe.Err.Error()})
+	}
+	return targets, rest
+}
+
+func pathOf(err error) string {
+	var pe *iofs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path
+	}
+	return ""
 }
 
 // printCoverage lists the rule paths that guard nothing.

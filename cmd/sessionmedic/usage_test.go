@@ -122,3 +122,24 @@ func TestDemoKeep(t *testing.T) {
 		t.Errorf("non-empty DIR: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestUnreadableDirIsSkipped: a directory check cannot read is a skipped line with the reason.
+func TestUnreadableDirIsSkipped(t *testing.T) {
+	if os.Getuid() == 0 {
+		t.Skip("root reads every directory")
+	}
+	home, dir := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "locked"), 0o755)
+	os.WriteFile(filepath.Join(dir, "locked", "b.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.json"), []byte("{}"), 0o644)
+	os.Chmod(filepath.Join(dir, "locked"), 0)
+	defer os.Chmod(filepath.Join(dir, "locked"), 0o755)
+	out, errOut, code := sm(t, home, "check", dir)
+	if code != 0 || errOut != "" || !strings.Contains(out, "skipped") || !strings.Contains(out, "unreadable directory: permission denied") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, _ = sm(t, home, "check", "-json", dir)
+	if r := parseReports(t, out)["locked"]; r.Verdict != "skipped" || r.Detail != "unreadable directory: permission denied" {
+		t.Fatalf("-json: %+v\n%s", r, out)
+	}
+}
