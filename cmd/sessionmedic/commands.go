@@ -179,8 +179,7 @@ func unreadableDirs(cfg *policy.Config, targets []heal.Target, errs []error) ([]
 	var rest []error
 	for _, err := range errs {
 		var pe *iofs.PathError
-		fi, serr := os.Lstat(pathOf(err))
-		if !errors.As(err, &pe) || !errors.Is(err, iofs.ErrPermission) || serr != nil || !fi.IsDir() {
+		if !errors.As(err, &pe) || !errors.Is(err, iofs.ErrPermission) || !isDir(pe.Path) {
 			rest = append(rest, err)
 			continue
 		}
@@ -197,13 +196,7 @@ func unreadableDirs(cfg *policy.Config, targets []heal.Target, errs []error) ([]
 	return targets, rest
 }
 
-func pathOf(err error) string {
-	var pe *iofs.PathError
-	if errors.As(err, &pe) {
-		return pe.Path
-	}
-	return ""
-}
+func isDir(p string) bool { fi, err := os.Lstat(p); return err == nil && fi.IsDir() }
 
 // printCoverage lists the rule paths that guard nothing.
 func printCoverage(w io.Writer, cov []events.RootCoverage) {
