@@ -80,7 +80,7 @@ func (d *loop) endScans() {
 			initialLeft = initialLeft || s.initial
 			continue
 		}
-		d.log.Info(events.ScanFinished, "rule", s.rule, "files", s.files, "damaged", s.damaged, "duration", time.Since(s.start))
+		d.log.Info(events.ScanFinished, "rule", s.rule, "files", s.files, "damaged", s.damaged, "duration", time.Since(s.start).Round(time.Millisecond).String())
 	}
 	finished := len(kept) < len(d.scans)
 	d.scans = kept

@@ -25,29 +25,45 @@ const (
 
 // ParseEnv decodes a policy: defaults first, then the YAML in data, strictly. name is used in
 // errors and as Config.Source; env expands ~ and $VARS in paths and finds the presets'
-// default locations. The error, if any, is an *Error naming the first problem found.
+// default locations. The error, if any, is an *Error, or an Errors of up to MaxErrors of them
+// in document order when the file has several problems.
 func ParseEnv(name string, data []byte, env Env) (c *Config, err error) {
 	d := &decoder{file: name, env: env}
 	defer func() {
 		if r := recover(); r != nil {
-			de, ok := r.(decodeError)
-			if !ok {
+			switch r := r.(type) {
+			case decodeError:
+				d.errs = append(d.errs, r.err)
+			case abandoned, tooMany:
+			default:
 				panic(r)
 			}
-			c, err = nil, de.err
+			c, err = nil, d.err()
 		}
 	}()
 	c = d.config(d.document(data))
+	if len(d.errs) > 0 {
+		return nil, d.err()
+	}
 	c.Source = name
 	return c, nil
 }
 
-// decodeError carries the first error out of the recursive decoder.
-type decodeError struct{ err *Error }
+// MaxErrors bounds the errors reported for one policy file.
+const MaxErrors = 20
+
+// decodeError carries an error out of the decoder up to the value it is recorded for (see
+// try); abandoned leaves a value whose errors are recorded already; tooMany ends the decode.
+type (
+	decodeError struct{ err *Error }
+	abandoned   struct{}
+	tooMany     struct{}
+)
 
 type decoder struct {
 	file string
 	env  Env
+	errs []*Error
 }
 
 func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
@@ -56,6 +72,42 @@ func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
 		line = n.Line
 	}
 	panic(decodeError{&Error{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}})
+}
+
+// try decodes one value with fn, recording the error that fails it, so that the decode goes
+// on with the next value and one run reports every problem of a file.
+func (d *decoder) try(fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			switch r := r.(type) {
+			case decodeError:
+				d.errs = append(d.errs, r.err)
+				if len(d.errs) >= MaxErrors {
+					panic(tooMany{})
+				}
+			case abandoned:
+			default:
+				panic(r)
+			}
+		}
+	}()
+	fn()
+}
+
+// settled abandons the value being decoded if errors were recorded since there were before:
+// the checks across its keys would only repeat them.
+func (d *decoder) settled(before int) {
+	if len(d.errs) > before {
+		panic(abandoned{})
+	}
+}
+
+// err is the decode's error: the one *Error, or all of them.
+func (d *decoder) err() error {
+	if len(d.errs) == 1 {
+		return d.errs[0]
+	}
+	return Errors(d.errs)
 }
 
 var yamlLineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -134,6 +186,7 @@ func (d *decoder) config(top *yaml.Node) *Config {
 		d.fail(v, "version", "%d is not supported (want 1)", c.Version)
 	}
 	var haveRules bool
+	before := len(d.errs)
 	d.mapping(top, "", func(key string, k, v *yaml.Node, f string) {
 		switch key {
 		case "version":
@@ -167,7 +220,7 @@ func (d *decoder) config(top *yaml.Node) *Config {
 				case "max_age":
 					c.Quarantine.MaxAge = d.duration(v, f)
 				case "max_bytes":
-					c.Quarantine.MaxBytes = d.size(v, f)
+					c.Quarantine.MaxBytes, c.Quarantine.maxBytesText = d.size(v, f)
 				default:
 					d.fail(k, f, "unknown key")
 				}
@@ -176,9 +229,9 @@ func (d *decoder) config(top *yaml.Node) *Config {
 			d.mapping(v, f, func(key string, k, v *yaml.Node, f string) {
 				switch key {
 				case "max_file_bytes":
-					c.LastGood.MaxFileBytes = d.size(v, f)
+					c.LastGood.MaxFileBytes, c.LastGood.maxFileText = d.size(v, f)
 				case "max_total_bytes":
-					c.LastGood.MaxTotalBytes = d.size(v, f)
+					c.LastGood.MaxTotalBytes, c.LastGood.maxTotalText = d.size(v, f)
 				default:
 					d.fail(k, f, "unknown key")
 				}
@@ -190,6 +243,7 @@ func (d *decoder) config(top *yaml.Node) *Config {
 			d.fail(k, f, "unknown key")
 		}
 	})
+	d.settled(before)
 	if !haveRules {
 		d.fail(top, "rules", "missing (want at least one rule)")
 	}
@@ -206,14 +260,38 @@ func (d *decoder) rules(n *yaml.Node, field string) []Rule {
 	}
 	rules := make([]Rule, 0, len(items))
 	names := map[string]int{}
+	before := len(d.errs)
 	for i, item := range items {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		r, nameNode := d.rule(item, f)
-		if j, dup := names[r.Name]; dup {
-			d.fail(nameNode, f+".name", "%q is already the name of %s[%d]", r.Name, field, j)
-		}
-		names[r.Name] = i
-		rules = append(rules, r)
+		d.try(func() {
+			r, nameNode := d.rule(item, f)
+			if j, dup := names[r.Name]; dup {
+				d.fail(nameNode, f+".name", "%q is already the name of %s[%d]", r.Name, field, j)
+			}
+			names[r.Name] = i
+			rules = append(rules, r)
+		})
 	}
+	d.settled(before)
 	return rules
+}
+
+// Errors are the problems of one policy file, in document order, one a line.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap gives the errors to errors.Is and errors.As: an *Error is found in Errors.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
 }

@@ -61,18 +61,22 @@ func (d *decoder) mapping(n *yaml.Node, field string, fn func(key string, k, v *
 		d.fail(n, field, "expected a mapping, got %s", describe(n))
 	}
 	seen := map[string]int{}
+	before := len(d.errs)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
-		if k.Kind != yaml.ScalarNode {
-			d.fail(k, field, "expected a key, got %s", describe(k))
-		}
-		f := join(field, k.Value)
-		if line, dup := seen[k.Value]; dup {
-			d.fail(k, f, "is set twice (first on line %d)", line)
-		}
-		seen[k.Value] = k.Line
-		fn(k.Value, k, v, f)
+		d.try(func() {
+			k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
+			if k.Kind != yaml.ScalarNode {
+				d.fail(k, field, "expected a key, got %s", describe(k))
+			}
+			f := join(field, k.Value)
+			if line, dup := seen[k.Value]; dup {
+				d.fail(k, f, "is set twice (first on line %d)", line)
+			}
+			seen[k.Value] = k.Line
+			fn(k.Value, k, v, f)
+		})
 	}
+	d.settled(before)
 }
 
 func (d *decoder) sequence(n *yaml.Node, field string) []*yaml.Node {
@@ -98,21 +102,25 @@ func (d *decoder) str(n *yaml.Node, field string) string {
 func (d *decoder) strings(n *yaml.Node, field string, check func(s string) (string, error)) []string {
 	var out []string
 	seen := map[string]int{}
+	before := len(d.errs)
 	for i, item := range d.sequence(n, field) {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		s := d.str(item, f)
-		if check != nil {
-			var err error
-			if s, err = check(s); err != nil {
-				d.fail(item, f, "%s", err)
+		d.try(func() {
+			f := fmt.Sprintf("%s[%d]", field, i)
+			s := d.str(item, f)
+			if check != nil {
+				var err error
+				if s, err = check(s); err != nil {
+					d.fail(item, f, "%s", err)
+				}
 			}
-		}
-		if j, dup := seen[s]; dup {
-			d.fail(item, f, "%q is already listed at %s[%d]", s, field, j)
-		}
-		seen[s] = i
-		out = append(out, s)
+			if j, dup := seen[s]; dup {
+				d.fail(item, f, "%q is already listed at %s[%d]", s, field, j)
+			}
+			seen[s] = i
+			out = append(out, s)
+		})
 	}
+	d.settled(before)
 	return out
 }
 
@@ -154,12 +162,14 @@ func (d *decoder) duration(n *yaml.Node, field string) time.Duration {
 	return v
 }
 
-func (d *decoder) size(n *yaml.Node, field string) int64 {
-	v, err := ParseSize(d.scalar(n, field, "a size"))
+// size decodes a size, and returns it as written too (without spaces: "1 GB" is "1GB").
+func (d *decoder) size(n *yaml.Node, field string) (int64, string) {
+	s := d.scalar(n, field, "a size")
+	v, err := ParseSize(s)
 	if err != nil {
 		d.fail(n, field, "%s", err)
 	}
-	return v
+	return v, strings.Join(strings.Fields(s), "")
 }
 
 func (d *decoder) fraction(n *yaml.Node, field string) float64 {

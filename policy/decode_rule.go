@@ -46,15 +46,18 @@ func (d *decoder) rule(n *yaml.Node, field string) (Rule, *yaml.Node) {
 		d.fail(n, field, "expected a mapping, got %s", describe(n))
 	}
 	r := baseRule()
+	before := len(d.errs)
 	if v := lookup(n, "preset"); v != nil {
-		f := field + ".preset"
-		name := d.str(v, f)
-		p, ok := PresetRule(name, d.env)
-		if !ok {
-			d.fail(v, f, "unknown preset %q (want %s)", name, strings.Join(presetChoices(), ", "))
-		}
-		r = p
-		r.Name = ""
+		d.try(func() {
+			f := field + ".preset"
+			name := d.str(v, f)
+			p, ok := PresetRule(name, d.env)
+			if !ok {
+				d.fail(v, f, "unknown preset %q (want %s)", name, strings.Join(PresetChoices(), ", "))
+			}
+			r = p
+			r.Name = ""
+		})
 	}
 	set := map[string]*yaml.Node{}
 	d.mapping(n, field, func(key string, k, v *yaml.Node, f string) {
@@ -106,6 +109,7 @@ func (d *decoder) rule(n *yaml.Node, field string) (Rule, *yaml.Node) {
 			d.fail(k, f, "unknown key")
 		}
 	})
+	d.settled(before)
 	if set["name"] == nil {
 		d.fail(n, field+".name", "missing")
 	}
@@ -145,7 +149,7 @@ func (d *decoder) limits(n *yaml.Node, field string, l *Limits) {
 		case "max_loss":
 			l.MaxLoss = d.fraction(v, f)
 		case "max_file_size":
-			l.MaxFileSize = d.size(v, f)
+			l.MaxFileSize, l.maxFileSizeText = d.size(v, f)
 		default:
 			d.fail(k, f, "unknown key")
 		}

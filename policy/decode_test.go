@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -9,8 +11,8 @@ import (
 func TestDecodeErrors(t *testing.T) {
 	const head = "version: 1\nrules:\n  - name: bot\n    format: json\n    paths: [/srv/bot]\n"
 	for _, tc := range []struct{ yaml, want string }{
-		{"version: 1\nlog: ~\nrules: []\n", `t.yaml:2: log: expected a mapping, got null`},
-		{"version: 1\nlog:\nrules: []\n", `t.yaml:2: log: expected a mapping, got null`},
+		{"version: 1\nlog: ~\nrules: []\n", "t.yaml:2: log: expected a mapping, got null\nt.yaml:3: rules: must not be empty"},
+		{"version: 1\nlog:\nrules: [{name: a}]\n", "t.yaml:2: log: expected a mapping, got null\nt.yaml:3: rules[0]: needs a preset or a format"},
 		{"version:\n", `t.yaml:1: version: expected an integer, got null`},
 		{"version: 1.0\n", `t.yaml:1: version: expected an integer, got 1.0`},
 		{"base: &b {format: json}\nversion: 1\n", `t.yaml:1: base: unknown key`},
@@ -68,8 +70,29 @@ func TestCustomRuleDefaults(t *testing.T) {
 		r.Backups != nil || r.Temps != nil || r.Exclude != nil || r.Preset != "" {
 		t.Errorf("got %+v", r)
 	}
-	if c.Log != (Log{"auto", "info"}) || c.Quarantine != (Retention{DefaultQuarantineMaxAge, GiB}) ||
-		c.LastGood != (LastGoodLimits{64 * MiB, GiB}) || c.HTTP != (HTTP{}) {
+	if c.Log != (Log{"auto", "info"}) || c.Quarantine != (Retention{MaxAge: DefaultQuarantineMaxAge, MaxBytes: GiB}) ||
+		c.LastGood != (LastGoodLimits{MaxFileBytes: 64 * MiB, MaxTotalBytes: GiB}) || c.HTTP != (HTTP{}) {
 		t.Errorf("top-level defaults: %+v", c)
+	}
+}
+
+// TestDecodeCollectsErrors: every problem of a file is reported, up to MaxErrors.
+func TestDecodeCollectsErrors(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nrules:\n")
+	for i := range MaxErrors + 5 {
+		fmt.Fprintf(&b, "  - {name: r%d, format: json, paths: [/srv/%d], settle: %dx}\n", i, i, i)
+	}
+	_, err := ParseEnv("t.yaml", []byte(b.String()), fakeEnv(nil))
+	var es Errors
+	if !errors.As(err, &es) || len(es) != MaxErrors {
+		t.Fatalf("want %d errors, got %v", MaxErrors, err)
+	}
+	var pe *Error
+	if !errors.As(err, &pe) || pe.Line != 3 || pe.Field != "rules[0].settle" {
+		t.Fatalf("first error: %+v", pe)
+	}
+	if lines := strings.Split(err.Error(), "\n"); len(lines) != MaxErrors || lines[MaxErrors-1] != `t.yaml:22: rules[19].settle: "19x" is not a duration` {
+		t.Fatalf("error text:\n%s", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Marshal writes the effective policy as YAML: presets expanded, every key written,
-// durations like "2s", max_loss like "50%", sizes with binary units where exact. Parsing the
+// durations like "2s", max_loss like "50%", sizes as written (else with binary units where exact). Parsing the
 // result gives back an equal Config (up to Source, which becomes the new file's name).
 func Marshal(c *Config) []byte {
 	doc := mapping(
@@ -21,11 +21,11 @@ func Marshal(c *Config) []byte {
 	}
 	add(doc, "quarantine", mapping(
 		"max_age", str(FormatDuration(c.Quarantine.MaxAge)),
-		"max_bytes", str(FormatSize(c.Quarantine.MaxBytes)),
+		"max_bytes", str(formatSizeAs(c.Quarantine.MaxBytes, c.Quarantine.maxBytesText)),
 	))
 	add(doc, "last_good", mapping(
-		"max_file_bytes", str(FormatSize(c.LastGood.MaxFileBytes)),
-		"max_total_bytes", str(FormatSize(c.LastGood.MaxTotalBytes)),
+		"max_file_bytes", str(formatSizeAs(c.LastGood.MaxFileBytes, c.LastGood.maxFileText)),
+		"max_total_bytes", str(formatSizeAs(c.LastGood.MaxTotalBytes, c.LastGood.maxTotalText)),
 	))
 	rules := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 	for i := range c.Rules {
@@ -69,7 +69,7 @@ func marshalRule(r *Rule) *yaml.Node {
 		"strategies", list(names(r.Strategies), true),
 		"limits", flow(mapping(
 			"max_loss", str(formatFraction(r.Limits.MaxLoss)),
-			"max_file_size", str(FormatSize(r.Limits.MaxFileSize)),
+			"max_file_size", str(formatSizeAs(r.Limits.MaxFileSize, r.Limits.maxFileSizeText)),
 		)),
 		"keep_last_good", boolNode(r.KeepLastGood),
 		"mode", str(string(r.Mode)),

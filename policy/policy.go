@@ -51,10 +51,16 @@ type HTTP struct {
 type Retention struct {
 	MaxAge   time.Duration
 	MaxBytes int64
+
+	maxBytesText string // max_bytes as written, echoed by Marshal
 }
 
 // LastGoodLimits bounds the last-good copies. Zero means no limit.
-type LastGoodLimits struct{ MaxFileBytes, MaxTotalBytes int64 }
+type LastGoodLimits struct {
+	MaxFileBytes, MaxTotalBytes int64
+
+	maxFileText, maxTotalText string // the sizes as written, echoed by Marshal
+}
 
 // Rule says which files to watch and how to judge and heal them.
 type Rule struct {
@@ -88,6 +94,8 @@ type Lock struct {
 type Limits struct {
 	MaxLoss     float64 // fraction 0..1 of the damaged file's records a repair may drop; default 0.5
 	MaxFileSize int64   // larger files are skipped; 0 = no limit; default 1GiB
+
+	maxFileSizeText string // max_file_size as written, echoed by Marshal
 }
 
 // Size units.

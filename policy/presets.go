@@ -52,8 +52,8 @@ func PresetEnv() []string { return slices.Clone(presetEnv) }
 // Presets returns the preset names (without aliases).
 func Presets() []string { return slices.Clone(presetNames) }
 
-// presetChoices lists every accepted preset name, aliases included, for error messages.
-func presetChoices() []string {
+// PresetChoices lists every accepted preset name, aliases included, for error messages.
+func PresetChoices() []string {
 	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli"}
 }
 

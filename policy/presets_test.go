@@ -14,7 +14,7 @@ func TestPresetNames(t *testing.T) {
 	if got := Presets(); !slices.Equal(got, []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli"}) {
 		t.Fatalf("Presets() = %v", got)
 	}
-	for _, name := range presetChoices() {
+	for _, name := range PresetChoices() {
 		r, ok := PresetRule(name, fakeEnv(nil))
 		if !ok || r.Format != r.Preset || r.Name != r.Preset {
 			t.Errorf("PresetRule(%q) = %+v, %v", name, r, ok)

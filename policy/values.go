@@ -69,6 +69,14 @@ func FormatSize(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
+// formatSizeAs writes n as it was written, text, when that still says n; else FormatSize(n).
+func formatSizeAs(n int64, text string) string {
+	if v, err := ParseSize(text); err == nil && v == n && text != "" {
+		return text
+	}
+	return FormatSize(n)
+}
+
 // parseDuration parses a Go duration ("2s", "1h30m"); negative values are errors.
 func parseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(strings.TrimSpace(s))

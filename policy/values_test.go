@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,4 +139,40 @@ func errString(err error) string {
 // the leaf packages, which import none either.
 func TestImports(t *testing.T) {
 	layering.Check(t, ".", false, layering.Leaf)
+}
+
+// plain is c without the sizes' written text: a Config as its values, for comparisons.
+func plain(c *Config) *Config {
+	p := *c
+	p.Quarantine.maxBytesText = ""
+	p.LastGood.maxFileText, p.LastGood.maxTotalText = "", ""
+	p.Rules = nil
+	for _, r := range c.Rules {
+		p.Rules = append(p.Rules, plainRule(r))
+	}
+	return &p
+}
+
+func plainRule(r Rule) Rule {
+	r.Limits.maxFileSizeText = ""
+	return r
+}
+
+// TestSizesEchoAsWritten: a size comes back from Marshal in the unit it was written in.
+func TestSizesEchoAsWritten(t *testing.T) {
+	c, err := ParseEnv("t.yaml", []byte("version: 1\nquarantine: {max_bytes: 1 GB}\nlast_good: {max_file_bytes: 1048576}\n"+
+		"rules:\n  - {name: a, format: json, paths: [/srv/a], limits: {max_file_size: 2.5MB}}\n"), fakeEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(Marshal(c))
+	for _, want := range []string{"max_bytes: 1GB\n", "max_file_bytes: \"1048576\"\n", "max_total_bytes: 1GiB\n", "max_file_size: 2.5MB}"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	c.Quarantine.MaxBytes = 5 * MiB // changed since: the text no longer says it
+	if out := string(Marshal(c)); !strings.Contains(out, "max_bytes: 5MiB\n") {
+		t.Errorf("a changed size is written as written before:\n%s", out)
+	}
 }

@@ -132,3 +132,26 @@ func TestFailedRootWatchIsRetried(t *testing.T) {
 		}
 	})
 }
+
+// TestUnreadableDirIsAnErrorNotALoss: a directory that cannot be read is reported as a watch
+// error naming it and the permission error, without asking for a rescan (nothing was lost).
+func TestUnreadableDirIsAnErrorNotALoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		root := t.TempDir()
+		sub := filepath.Join(root, "private")
+		writeFile(t, filepath.Join(sub, "a.json"), "{}")
+		src := newFakeSource()
+		src.addErr[sub] = syscall.EACCES
+		h := start(t, Options{Roots: []string{root}, Source: src})
+		defer h.stop()
+		synctest.Wait()
+
+		errs := h.gotErrors()
+		if len(errs) != 1 || errs[0].Error() != "watch "+sub+": permission denied" {
+			t.Fatalf("errors %v, want the directory's permission error", errs)
+		}
+		if got := h.gotRescans(); len(got) != 0 {
+			t.Errorf("rescans %q, want none", got)
+		}
+	})
+}

@@ -161,7 +161,7 @@ func (l *loop) watchTree(path string, feed bool) {
 	if err != nil {
 		if !gone(err) {
 			l.out.addError(err)
-			l.rescanRoots(path)
+			l.rescanLost(path, err)
 		}
 		return
 	}
@@ -219,7 +219,7 @@ func (l *loop) addWatch(path string) bool {
 	if err := l.src.Add(path); err != nil {
 		if !gone(err) {
 			l.out.addError(explainAdd(path, err))
-			l.rescanRoots(path)
+			l.rescanLost(path, err)
 			l.failed[path] = true
 			if !l.retrying {
 				l.retrying = true
@@ -242,6 +242,15 @@ func (l *loop) unwatch(path string) {
 	}
 	delete(l.dirs, path)
 	l.w.dirs.Store(int64(len(l.dirs)))
+}
+
+// rescanLost asks for a rescan of the roots of a directory that could not be watched or
+// listed: its events may be lost. Not for a directory that cannot be read: there is nothing
+// a rescan could read there (the error says so; a retry feeds its files once it is readable).
+func (l *loop) rescanLost(path string, err error) {
+	if !errors.Is(err, fs.ErrPermission) {
+		l.rescanRoots(path)
+	}
 }
 
 // gone reports whether err means the path no longer exists (as a directory).

@@ -38,7 +38,7 @@ const usage = `usage:
   sessionmedic heal       [-config FILE] [-preset NAME] [-dry-run] [-json] [PATH ...]
   sessionmedic quarantine list|show ID|restore ID [-config FILE] [-json]
   sessionmedic policy     [-config FILE]
-  sessionmedic demo
+  sessionmedic demo       [-keep DIR]
   sessionmedic version
 `
 
@@ -108,6 +108,38 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
+// argError is an argument naming nothing there (a PATH, a quarantine ID): exit 2 with its
+// one line, without the usage.
+type argError struct{ error }
+
+func (e argError) Unwrap() error { return e.error }
+
+// helpRequested: -h or -help on a command; its usage goes to stdout, exit 0.
+type helpRequested struct{ fs *flag.FlagSet }
+
+func (helpRequested) Error() string { return "help requested" }
+
+// printHelp writes a command's line of the usage and its flags.
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(w, "usage:")
+	for _, line := range strings.Split(usage, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[1] == fs.Name() {
+			fmt.Fprintln(w, line)
+		}
+	}
+	if hasFlags(fs) {
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
 // run is the whole program; main only wires the process to it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
@@ -151,7 +183,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		if errors.As(err, &le) {
 			return le.code // already in the log
 		}
-		fmt.Fprintf(stderr, "sessionmedic: %v\n", err)
+		var hr helpRequested
+		if errors.As(err, &hr) {
+			printHelp(stdout, hr.fs)
+			return exitOK
+		}
+		// A policy's errors are one a line, each FILE:LINE: FIELD: MESSAGE.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "sessionmedic: %s\n", line)
+		}
 		var ue usageError
 		var pe *policy.Error
 		var ie interrupted
@@ -161,7 +201,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		case errors.As(err, &ue):
 			fmt.Fprint(stderr, usage)
 			return exitUsage
-		case errors.As(err, &pe), errors.As(err, new(configError)):
+		case errors.As(err, &pe), errors.As(err, new(configError)), errors.As(err, new(argError)):
 			return exitUsage
 		case code != exitOK:
 			return code
@@ -198,7 +238,9 @@ type loggedError struct {
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return nil, helpRequested{fs}
+		} else if err != nil {
 			return nil, usageError{err.Error()}
 		}
 		args = fs.Args()
@@ -250,7 +292,7 @@ func withPreset(cfg *policy.Config, preset string, paths []string) (*policy.Conf
 	}
 	r, ok := policy.PresetRule(preset, policy.SystemEnv())
 	if !ok {
-		return nil, usageError{fmt.Sprintf("unknown preset %q (known: %s)", preset, strings.Join(policy.Presets(), ", "))}
+		return nil, usageError{fmt.Sprintf("unknown preset %q (known: %s)", preset, strings.Join(policy.PresetChoices(), ", "))}
 	}
 	r.Name = preset + "-args"
 	r.Paths = nil

@@ -144,7 +144,10 @@ func TestCheckHealQuarantineCycle(t *testing.T) {
 	}
 	id := strings.Fields(out)[0]
 	out, _, code = sm(t, home, "quarantine", "show", id, "-json")
-	if code != 0 || !strings.Contains(out, `"kind": "trailing-garbage"`) {
+	if code != 0 || !strings.Contains(out, `"kind":"trailing-garbage"`) || strings.Count(out, "\n") != 1 {
+		t.Fatalf("quarantine show -json: exit %d, want one compact line\n%s", code, out)
+	}
+	if out, _, code = sm(t, home, "quarantine", "show", id); code != 0 || !strings.Contains(out, `"kind": "trailing-garbage"`) || !strings.Contains(out, "bytes: ") {
 		t.Fatalf("quarantine show: exit %d\n%s", code, out)
 	}
 	out, _, code = sm(t, home, "quarantine", "restore", id)
@@ -200,7 +203,7 @@ func TestExitCodesAndErrors(t *testing.T) {
 		{[]string{"policy", "-config", bad}, 2, bad + ":6:"},
 		{[]string{"check", "-config", "/nonexistent/policy.yaml"}, 2, "/nonexistent/policy.yaml"},
 		{[]string{"check", "-preset", "nosuch", "."}, 2, `unknown preset "nosuch"`},
-		{[]string{"quarantine", "show", "nosuch"}, 1, "no quarantine entry"},
+		{[]string{"quarantine", "show", "nosuch"}, 2, "no quarantine entry"},
 	}
 	for _, c := range cases {
 		out, errOut, code := sm(t, home, c.args...)

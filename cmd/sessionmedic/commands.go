@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/heal/state"
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -37,6 +41,11 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 0, err
+	}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+			return 0, argError{fmt.Errorf("%s: no such file or directory", p)}
+		}
 	}
 	cfg, err := loadPolicy(c.config, stderr, c.json || len(paths) > 0)
 	if err != nil {
@@ -71,6 +80,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if err != nil {
 		return 0, fmt.Errorf("%w while listing the files", err)
 	}
+	targets, errs = unreadableDirs(cfg, targets, errs)
 	if len(paths) > 0 {
 		// The operator named these: a restore of theirs no longer holds them back.
 		for i := range targets {
@@ -163,6 +173,31 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	return code, nil
 }
 
+// unreadableDirs turns the walk's errors for directories that cannot be read into skipped
+// targets, reported (and counted) like an unreadable file; the other errors stay errors.
+func unreadableDirs(cfg *policy.Config, targets []heal.Target, errs []error) ([]heal.Target, []error) {
+	var rest []error
+	for _, err := range errs {
+		var pe *iofs.PathError
+		if !errors.As(err, &pe) || !errors.Is(err, iofs.ErrPermission) || !isDir(pe.Path) {
+			rest = append(rest, err)
+			continue
+		}
+		rule := &policy.Rule{Name: "-"}
+		for i := range cfg.Rules {
+			for _, p := range cfg.Rules[i].Paths {
+				if rule.Name == "-" && pathx.Within(p, pe.Path) {
+					rule = &cfg.Rules[i]
+				}
+			}
+		}
+		targets = append(targets, heal.Target{Path: pe.Path, Rule: rule, Skip: "unreadable directory: " + pe.Err.Error()})
+	}
+	return targets, rest
+}
+
+func isDir(p string) bool { fi, err := os.Lstat(p); return err == nil && fi.IsDir() }
+
 // printCoverage lists the rule paths that guard nothing.
 func printCoverage(w io.Writer, cov []events.RootCoverage) {
 	for _, c := range cov {
@@ -254,19 +289,25 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return exitOK, nil
 	case pos[0] == "show" && len(pos) == 2:
 		m, err := eng.Quarantine.Get(pos[1])
+		if errors.Is(err, state.ErrUnknownID) {
+			return 0, argError{err}
+		}
 		if err != nil {
-			return exitDamage, err
+			return exitInternal, err
+		}
+		if c.json { // one compact object, as every -json output
+			return exitOK, json.NewEncoder(stdout).Encode(m)
 		}
 		b, _ := json.MarshalIndent(m, "", "  ")
-		fmt.Fprintf(stdout, "%s\n", b)
-		if !c.json {
-			fmt.Fprintf(stdout, "bytes: %s\n", filepath.Join(m.Dir, m.File))
-		}
+		fmt.Fprintf(stdout, "%s\nbytes: %s\n", b, filepath.Join(m.Dir, m.File))
 		return exitOK, nil
 	case pos[0] == "restore" && len(pos) == 2:
 		m, err := eng.Quarantine.Get(pos[1])
+		if errors.Is(err, state.ErrUnknownID) {
+			return 0, argError{err}
+		}
 		if err != nil {
-			return exitDamage, err
+			return exitInternal, err
 		}
 		rule, _, ok := cfg.RuleFor(m.Path)
 		if !ok {
@@ -315,8 +356,7 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 	eng := heal.New(cfg, heal.Options{OneShot: true})
 	targets, _ := eng.Targets(nil, nil)
 	events.Announce(newLogger(stderr), events.Coverage(cfg, targets))
-	fmt.Fprintf(stdout, "# effective policy from %s\n", cfg.Source)
-	_, err = stdout.Write(policy.Marshal(cfg))
+	_, err = stdout.Write(policy.Marshal(cfg)) // its first line says where it is from
 	if err != nil {
 		return exitInternal, err
 	}

@@ -127,6 +127,12 @@ func TestDaemonHealsEveryAppLive(t *testing.T) {
 	if len(d.events("scan.finished")) != 5 {
 		t.Fatalf("scan.finished events: %d", len(d.events("scan.finished")))
 	}
+	for _, e := range d.events("scan.finished") {
+		// Durations in the JSON log are Go duration strings, as file.flapping's window.
+		if s, ok := e["duration"].(string); !ok || func() error { _, err := time.ParseDuration(s); return err }() != nil {
+			t.Errorf("scan.finished duration %#v is not a duration string", e["duration"])
+		}
+	}
 
 	oc := filepath.Join(root, "openclaw/state/agents/main/sessions")
 	nbFile := filepath.Join(root, "nanobot/sessions/1a90ee6c483ef484075bb4aec4e29b33/dGVsZWdyYW06MTIzNDU2Nzg5.jsonl")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -161,6 +162,28 @@ func demoApps() []demoApp {
 	}
 }
 
+// demoDir is a new temp dir, or keep (made absolute, created if missing), which must be empty.
+func demoDir(keep string) (string, error) {
+	if keep == "" {
+		return os.MkdirTemp("", "sessionmedic-demo-")
+	}
+	dir, err := filepath.Abs(keep)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", argError{fmt.Errorf("-keep: %w", err)}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", argError{fmt.Errorf("-keep: %w", err)}
+	}
+	if len(entries) > 0 {
+		return "", argError{fmt.Errorf("-keep: %s is not empty", dir)}
+	}
+	return dir, nil
+}
+
 // eventTap passes the daemon's log records to the demo as they happen.
 type eventTap struct {
 	ch    chan slog.Record
@@ -194,17 +217,29 @@ func attr(r slog.Record, key string) string {
 	return v
 }
 
-// cmdDemo lays out healthy sessions of every app in a temp dir, runs the daemon on them,
-// damages one file of each app the way that app damages it, and shows each heal.
+// cmdDemo lays out healthy sessions of every app in a temp dir (or -keep DIR, left in place),
+// runs the daemon on them, damages one file of each app the way that app damages it, and
+// shows each heal.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
-	if len(args) > 0 {
-		return 0, usageError{"demo takes no arguments"}
-	}
-	dir, err := os.MkdirTemp("", "sessionmedic-demo-")
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	keep := fs.String("keep", "", "leave the demonstration tree in `DIR` (created if missing; must be empty)")
+	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
+	if len(pos) > 0 {
+		return 0, usageError{"demo takes no arguments"}
+	}
+	dir, err := demoDir(*keep)
+	if err != nil {
+		return 0, err
+	}
+	if *keep == "" {
+		defer os.RemoveAll(dir)
+	} else {
+		defer fmt.Fprintf(stdout, "the demonstration tree is kept in %s\n", dir)
+	}
 	apps := demoApps()
 	var rules []policy.Rule
 	for _, a := range apps {

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,13 +37,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	if *watch && *config == "" {
 		return 0, usageError{"-watch-config needs -config"}
 	}
-	for flagName, v := range map[string]string{"-log-format": *format, "-log-level": *level} {
-		ok := v == ""
-		for _, allowed := range []string{"auto", "text", "json", "debug", "info", "warn", "error"} {
-			ok = ok || v == allowed
-		}
-		if !ok {
-			return 0, usageError{fmt.Sprintf("%s: unknown value %q", flagName, v)}
+	for _, f := range []struct {
+		name, value string
+		allowed     []string
+	}{
+		{"-log-format", *format, []string{"auto", "text", "json"}},
+		{"-log-level", *level, []string{"debug", "info", "warn", "error"}},
+	} {
+		if f.value != "" && !slices.Contains(f.allowed, f.value) {
+			return 0, usageError{fmt.Sprintf("%s: unknown value %q (want %s)", f.name, f.value, strings.Join(f.allowed, ", "))}
 		}
 	}
 	load := func() (*policy.Config, []string, error) {

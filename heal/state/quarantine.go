@@ -170,16 +170,24 @@ func (q Quarantine) Get(id string) (*Manifest, error) {
 		}
 		if strings.HasPrefix(m.ID, id) {
 			if hit != nil {
-				return nil, fmt.Errorf("quarantine id %q is ambiguous", id)
+				return nil, idError{fmt.Sprintf("quarantine id %q is ambiguous", id)}
 			}
 			hit = m
 		}
 	}
 	if hit == nil {
-		return nil, fmt.Errorf("no quarantine entry %q", id)
+		return nil, idError{fmt.Sprintf("no quarantine entry %q", id)}
 	}
 	return hit, nil
 }
+
+// ErrUnknownID is what Get's error is (errors.Is) for an ID that names no entry, or several.
+var ErrUnknownID = errors.New("unknown quarantine id")
+
+type idError struct{ msg string }
+
+func (e idError) Error() string        { return e.msg }
+func (e idError) Is(target error) bool { return target == ErrUnknownID }
 
 // Bytes reads an entry's original bytes and checks them against the manifest.
 func (m *Manifest) Bytes() ([]byte, error) {

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestPolicyReportsEveryError: `policy` names each problem of a file, one a line.
+func TestPolicyReportsEveryError(t *testing.T) {
+	home := t.TempDir()
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("version: 1\nlog: {format: yaml}\nrules:\n  - name: x\n    paths: [/tmp]\n    format: json\n    settle: 2x\n    mode: sometimes\n"), 0o644)
+	out, errOut, code := sm(t, home, "policy", "-config", bad)
+	if code != 2 || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	for _, want := range []string{bad + ":2: log.format: unknown log format", bad + ":7: rules[0].settle: \"2x\" is not a duration", bad + ":8: rules[0].mode: unknown mode"} {
+		if !strings.Contains(errOut, "sessionmedic: "+want) {
+			t.Errorf("no %q in\n%s", want, errOut)
+		}
+	}
+	if n := strings.Count(errOut, "\n"); n != 3 {
+		t.Errorf("%d lines, want one per error:\n%s", n, errOut)
+	}
+}
+
+// TestPolicyEchoesSizes: `policy` prints its header once and sizes in the unit written.
+func TestPolicyEchoesSizes(t *testing.T) {
+	home := t.TempDir()
+	f := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(f, []byte("version: 1\nquarantine: {max_bytes: 1 GB}\nrules:\n  - {name: x, format: json, paths: [/tmp], limits: {max_file_size: 200 MB}}\n"), 0o644)
+	out, errOut, code := sm(t, home, "policy", "-config", f)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	if n := strings.Count(out, "effective policy from"); n != 1 || !strings.HasPrefix(out, "# effective policy from "+f+"\n") {
+		t.Errorf("header printed %d times:\n%s", n, out)
+	}
+	for _, want := range []string{"max_bytes: 1GB\n", "max_file_size: 200MB}"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+}
+
+func TestUnknownPresetListsAliases(t *testing.T) {
+	_, errOut, code := sm(t, t.TempDir(), "check", "-preset", "nosuch", ".")
+	if code != 2 || !strings.Contains(errOut, "qwenpaw") || !strings.Contains(errOut, "gemini-cli") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+}
+
+// TestCommandHelp: every command's -h and -help print its usage and flags to stdout, exit 0.
+func TestCommandHelp(t *testing.T) {
+	home := t.TempDir()
+	for cmd, flagName := range map[string]string{"check": "-preset", "heal": "-dry-run", "run": "-log-level", "quarantine": "-json", "policy": "-config", "demo": "-keep"} {
+		for _, h := range []string{"-h", "-help"} {
+			out, errOut, code := sm(t, home, cmd, h)
+			if code != 0 || errOut != "" || !strings.Contains(out, "sessionmedic "+cmd+" ") || !strings.Contains(out, flagName) {
+				t.Errorf("%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", cmd, h, code, out, errOut)
+			}
+			if strings.Contains(out, "help requested") {
+				t.Errorf("%s %s: %q", cmd, h, out)
+			}
+		}
+	}
+}
+
+// TestArgumentsNamingNothing: a PATH or quarantine ID that names nothing is a usage error
+// (exit 2, one line), not damage.
+func TestArgumentsNamingNothing(t *testing.T) {
+	home := t.TempDir()
+	missing := filepath.Join(t.TempDir(), "nope")
+	for _, args := range [][]string{
+		{"check", missing}, {"heal", missing}, {"heal", "-preset", "nanobot", missing},
+		{"quarantine", "show", "nosuch"}, {"quarantine", "restore", "nosuch"},
+	} {
+		_, errOut, code := sm(t, home, args...)
+		if code != 2 || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: exit %d, want 2 with one line:\n%s", args, code, errOut)
+		}
+	}
+}
+
+// TestRunLogFlagsOwnValues: each of run's log flags takes only its own values.
+func TestRunLogFlagsOwnValues(t *testing.T) {
+	for _, c := range []struct{ args, want []string }{
+		{[]string{"-log-format", "debug"}, []string{"-log-format", `"debug"`, "auto, text, json"}},
+		{[]string{"-log-level", "json"}, []string{"-log-level", `"json"`, "debug, info, warn, error"}},
+	} {
+		_, errOut, code := sm(t, t.TempDir(), append([]string{"run"}, c.args...)...)
+		if code != 2 {
+			t.Errorf("%v: exit %d\n%s", c.args, code, errOut)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: no %q in\n%s", c.args, w, errOut)
+			}
+		}
+	}
+}
+
+// TestDemoKeep: demo -keep DIR leaves the tree there, says where, and refuses a non-empty DIR.
+func TestDemoKeep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo")
+	}
+	home := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "new", "demo")
+	out, errOut, code := sm(t, home, "demo", "-keep", dir)
+	if code != 0 || !strings.Contains(out, "kept in "+dir) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, p := range []string{"nanobot/sessions", "codex/sessions", "state"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("not kept: %v", err)
+		}
+	}
+	if _, errOut, code := sm(t, home, "demo", "-keep", dir); code != 2 || !strings.Contains(errOut, "not empty") {
+		t.Errorf("non-empty DIR: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestUnreadableDirIsSkipped: a directory check cannot read is a skipped line with the reason
+// (as root, the binary runs as nobody: root reads every directory).
+func TestUnreadableDirIsSkipped(t *testing.T) {
+	base, err := os.MkdirTemp("", "sessionmedic-unreadable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	dir := filepath.Join(base, "d")
+	os.MkdirAll(filepath.Join(dir, "locked"), 0o755)
+	os.WriteFile(filepath.Join(dir, "locked", "b.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(dir, "a.json"), []byte("{}"), 0o644)
+	bin := filepath.Join(base, "sessionmedic")
+	b, _ := os.ReadFile(binary)
+	os.WriteFile(bin, b, 0o755)
+	os.Chmod(base, 0o777)
+	os.Chmod(filepath.Join(dir, "locked"), 0)
+	defer os.Chmod(filepath.Join(dir, "locked"), 0o755)
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"HOME=" + base, "XDG_STATE_HOME=" + filepath.Join(base, "state"), "PATH=" + os.Getenv("PATH")}
+		if os.Getuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return o.String(), e.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Skipf("cannot run as another user: %v", err)
+		}
+		return o.String(), e.String(), 0
+	}
+	out, errOut, code := run("check", dir)
+	if code != 0 || errOut != "" || !strings.Contains(out, "skipped") || !strings.Contains(out, "unreadable directory: permission denied") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, _ = run("check", "-json", dir)
+	if r := parseReports(t, out)["locked"]; r.Verdict != "skipped" || r.Detail != "unreadable directory: permission denied" {
+		t.Fatalf("-json: %+v\n%s", r, out)
+	}
+}
