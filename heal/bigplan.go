@@ -17,11 +17,12 @@ type memCand struct {
 
 // makeBigPlans is makePlans for a big file: the same strategies in the same order, with the
 // same results, except that salvage+last-good is not offered.
-func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error) {
+func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try, error) {
 	c := &in.ctx
 	crossFile := in.verdict.Kind == format.KindDanglingReference || in.verdict.Kind == format.KindStaleLiveRecords || in.verdict.Kind == format.KindMetadataLag
 	var cands []memCand
 	var surveyed []*format.SurveyCand
+	var backupWhy, lastGoodWhy string
 	for _, s := range rule.Strategies {
 		if crossFile && (s == "backup" || s == "last-good") {
 			continue
@@ -29,9 +30,14 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		var data []byte
 		switch s {
 		case policy.Backup:
-			data = fromBackup(rule, c)
+			data, backupWhy = fromBackup(rule, c)
 		case policy.LastGoodCopy:
-			if lg := c.lastGood; lg != nil && candidateOK(c, lg) {
+			switch lg := c.lastGood; {
+			case lg == nil:
+				lastGoodWhy = whyNoLastGood
+			case !candidateOK(c, lg):
+				lastGoodWhy = whyLastGoodFails
+			default:
 				data = lg
 			}
 		}
@@ -44,20 +50,21 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 	f, err := fsio.OpenStable(in.ctx.path, in.id)
 	if err != nil {
 		if errors.Is(err, fsio.ErrChanged) {
-			return nil, busyErr("%s changed since it was read", in.ctx.path)
+			return nil, nil, busyErr("%s changed since it was read", in.ctx.path)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	size := in.id.Size
 	// The BOM-less bytes, when the file starts with a byte order mark (normalize).
 	var bomLess bool
+	var bomLessV Verdict
 	if in.verdict.Kind == format.KindBOM {
 		v, _, err := format.StreamVerdict(f, 3, size, c.typ)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		bomLess = v.Status == Healthy
+		bomLess, bomLessV = v.Status == Healthy, v
 	}
 	// One pass over the original measures what the plans need.
 	sv, err := format.Survey(f, size, c.typ, format.SurveyOptions{
@@ -66,24 +73,42 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
 	}, surveyed)
 	if errors.Is(err, format.ErrNoStream) {
-		return nil, fmt.Errorf("%s: a record is over %d bytes: not repaired streaming", in.ctx.path, maxLine)
+		return nil, nil, fmt.Errorf("%s: a record is over %d bytes: not repaired streaming", in.ctx.path, maxLine)
 	}
 	if errors.Is(err, fsio.ErrChanged) {
-		return nil, busyErr("%s changed since it was read", in.ctx.path)
+		return nil, nil, busyErr("%s changed since it was read", in.ctx.path)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bigPlan := func(s policy.Strategy, src fsio.Content, newSHA string, newSize int64, prefix bool) *plan {
 		return &plan{strategy: s, edits: []edit{{path: c.path, oldID: in.id,
 			big: &bigEdit{src: src, oldSHA: sv.OldSHA, newSHA: newSHA, newSize: newSize, prefix: prefix}}}}
 	}
 	var out []*plan
+	var tries []try
 	for _, s := range rule.Strategies {
 		if crossFile && (s == "backup" || s == "last-good") {
+			tries = append(tries, try{strategy: s, why: whyCrossFile})
 			continue
 		}
 		var p *plan
+		tr := try{strategy: s, why: whyNotStreamed}
+		switch s {
+		case policy.CleanTemp:
+			continue
+		case policy.Salvage:
+			tr.why = noSalvage(c, false)
+		case policy.Normalize:
+			tr.why = whyNoBOM
+			if in.verdict.Kind == format.KindBOM {
+				tr.why, tr.fails = whyFails, &bomLessV
+			}
+		case policy.Backup:
+			tr.why = backupWhy
+		case policy.LastGoodCopy:
+			tr.why = lastGoodWhy
+		}
 		switch s {
 		case policy.Salvage:
 			if c.typ.JSONL() && sv.SalvKeep > 0 {
@@ -125,16 +150,19 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, error
 		}
 		if p != nil {
 			out = append(out, p)
+			tr = try{strategy: s, plan: p}
 		}
+		tries = append(tries, tr)
 	}
-	return out, nil
+	return out, tries, nil
 }
 
 // plans asks the rule's strategies for a repair, from the bytes read or, for a big file, from
 // the file itself.
-func (e *Engine) plans(rule *policy.Rule, in *inspection) ([]*plan, error) {
+func (e *Engine) plans(rule *policy.Rule, in *inspection) ([]*plan, []try, error) {
 	if in.big {
 		return e.makeBigPlans(rule, in)
 	}
-	return makePlans(rule, in), nil
+	plans, tries := makePlans(rule, in)
+	return plans, tries, nil
 }

@@ -212,7 +212,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	if in.ctx.lastGood == nil {
 		in.ctx.lastGood = e.LastGood.Load(t.Path)
 	}
-	plans, err := e.plans(t.Rule, in)
+	plans, tries, err := e.plans(t.Rule, in)
 	if err != nil {
 		r.Action, r.Reason = ActionRefused, err.Error()
 		if errors.Is(err, errBusy) {
@@ -222,7 +222,8 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	}
 	p := best(plans)
 	if p == nil {
-		r.Action, r.Reason = ActionRefused, "no strategy of the rule yields a valid file (report-only)"
+		r.Action, r.Tried = ActionRefused, tried(tries, t.Rule.Limits.MaxLoss)
+		r.Reason = noPlanReason(t.Rule, r.Tried)
 		return r
 	}
 	r.Strategy, r.LostBytes, r.LostRecords = string(p.strategy), p.lostBytes, p.lostRecords
@@ -230,7 +231,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		r.Also = append(r.Also, ed.path)
 	}
 	if p.lossRatio() > t.Rule.Limits.MaxLoss {
-		r.Action = ActionRefused
+		r.Action, r.Tried = ActionRefused, tried(tries, t.Rule.Limits.MaxLoss)
 		r.Reason = fmt.Sprintf("%s would drop %d of %d records, over max_loss %g%%", p.strategy, p.lostRecords, p.total, t.Rule.Limits.MaxLoss*100)
 		return r
 	}

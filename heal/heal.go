@@ -61,6 +61,11 @@ type Report struct {
 	LostRecords int      `json:"lost_records"`
 	Reason      string   `json:"reason,omitempty"` // why a heal was refused
 	Also        []string `json:"also,omitempty"`   // other files a plan changed
+	// Tried is, for a heal refused because no strategy made a repair it may apply, what each
+	// strategy of the rule came to, in policy order: "salvage: the result fails the
+	// checklist: schema at 0: ...", "last-good: no copy kept", "salvage: over max_loss
+	// (drops 5 of 6 records)".
+	Tried []string `json:"tried,omitempty"`
 	// HandsOff: the file holds bytes an operator restored from quarantine, and is left as
 	// it is until the app writes it again or a heal names it.
 	HandsOff bool `json:"hands_off,omitempty"`

@@ -55,16 +55,23 @@ type inspection struct {
 
 // candidateOK reports whether bytes would be a healthy file at c's path.
 func candidateOK(c *fileCtx, data []byte) bool {
+	return candidate(c, data).Status == Healthy
+}
+
+// candidate is the verdict bytes would get as the file at c's path.
+func candidate(c *fileCtx, data []byte) Verdict {
 	cc := *c
 	cc.lastGood = nil
-	return format.Inspect(cc.typ, cc.file(), data).Status == Healthy
+	return format.Inspect(cc.typ, cc.file(), data)
 }
 
 // planState is what one strategy's plan leaves for the next ones: the salvaged bytes (the
-// last-good strategy's union with them) and plans made on the side.
+// last-good strategy's union with them), plans made on the side, and why the strategy just
+// asked yielded nothing (a constant phrase of tried.go; none: "not applicable").
 type planState struct {
 	salvaged []byte
 	extra    []*plan
+	why      string
 }
 
 // base is what a strategy that edits the file's records starts from: the salvage, when an
@@ -77,7 +84,7 @@ func (st *planState) base(in *inspection) []byte {
 }
 
 // A planner is one strategy: the repaired bytes of the inspected file, or nil when the
-// strategy does not apply to it.
+// strategy does not apply to it (then st.why, when it knows more than "not applicable").
 type planner func(rule *policy.Rule, in *inspection, st *planState) []byte
 
 // planners implements every strategy a policy may name but clean-temp, which acts on app
@@ -85,34 +92,50 @@ type planner func(rule *policy.Rule, in *inspection, st *planState) []byte
 var planners = map[policy.Strategy]planner{
 	policy.Salvage: func(_ *policy.Rule, in *inspection, st *planState) []byte {
 		st.salvaged = salvage(&in.ctx, in.data, in.missing)
+		if st.salvaged == nil {
+			st.why = noSalvage(&in.ctx, in.missing)
+		}
 		return st.salvaged
 	},
-	policy.Backup: func(rule *policy.Rule, in *inspection, _ *planState) []byte {
-		return fromBackup(rule, &in.ctx)
+	policy.Backup: func(rule *policy.Rule, in *inspection, st *planState) []byte {
+		var data []byte
+		data, st.why = fromBackup(rule, &in.ctx)
+		return data
 	},
 	policy.LastGoodCopy: func(rule *policy.Rule, in *inspection, st *planState) []byte {
 		lg := in.ctx.lastGood
-		if lg == nil || !candidateOK(&in.ctx, lg) {
+		if lg == nil {
+			st.why = whyNoLastGood
+			return nil
+		}
+		if !candidateOK(&in.ctx, lg) {
+			st.why = whyLastGoodFails
 			return nil
 		}
 		if u := format.Union(in.ctx.typ, lg, st.salvaged); u != nil && !bytes.Equal(u, lg) {
-			if p := newPlan(rule, in, "salvage+last-good", u); p != nil {
+			if p, _ := newPlan(rule, in, "salvage+last-good", u); p != nil {
 				st.extra = append(st.extra, p)
 			}
 		}
 		return lg
 	},
-	policy.Reconcile: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
+	policy.Reconcile: func(_ *policy.Rule, in *inspection, st *planState) []byte {
+		st.why = whyNoReconcile
 		return reconcile(&in.ctx, in.data, in.missing, in.verdict.Kind)
 	},
-	policy.DropInvalidEntries: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
+	policy.DropInvalidEntries: func(_ *policy.Rule, in *inspection, st *planState) []byte {
 		if d, ok := in.ctx.typ.(format.EntryDropper); ok && !in.missing {
+			st.why = whyNothingToDrop
 			return d.DropInvalid(in.data)
 		}
 		return nil
 	},
-	policy.RestoreFields: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
-		if r, ok := in.ctx.typ.(format.FieldRestorer); ok && !in.missing && in.ctx.lastGood != nil {
+	policy.RestoreFields: func(_ *policy.Rule, in *inspection, st *planState) []byte {
+		if r, ok := in.ctx.typ.(format.FieldRestorer); ok && !in.missing {
+			if in.ctx.lastGood == nil {
+				st.why = whyNoLastGood
+				return nil
+			}
 			return r.RestoreFields(in.ctx.path, in.data, in.ctx.lastGood)
 		}
 		return nil
@@ -125,44 +148,62 @@ var planners = map[policy.Strategy]planner{
 	},
 	policy.RebuildHeader: func(_ *policy.Rule, in *inspection, st *planState) []byte {
 		if r, ok := in.ctx.typ.(format.HeaderRebuilder); ok && !in.missing {
+			st.why = whyValueMissing
 			return r.RebuildHeader(in.ctx.path, st.base(in))
 		}
 		return nil
 	},
-	policy.Normalize: func(_ *policy.Rule, in *inspection, _ *planState) []byte {
-		if bytes.HasPrefix(in.data, format.BOM) && candidateOK(&in.ctx, in.data[3:]) {
-			return in.data[3:]
+	policy.Normalize: func(_ *policy.Rule, in *inspection, st *planState) []byte {
+		if !bytes.HasPrefix(in.data, format.BOM) {
+			st.why = whyNoBOM
+			return nil
 		}
-		return nil
+		return in.data[3:] // newPlan checks it
 	},
 }
 
-// makePlans asks each strategy the rule allows, in policy order, for a repair.
-func makePlans(rule *policy.Rule, in *inspection) []*plan {
-	var out []*plan
+// makePlans asks each strategy the rule allows, in policy order, for a repair; tries says,
+// in the same order, what each came to.
+func makePlans(rule *policy.Rule, in *inspection) (out []*plan, tries []try) {
 	var st planState
 	// A file whose own content is sound and newest, and only disagrees with its neighbours,
 	// is repaired in place, never replaced by an older copy.
 	crossFile := in.verdict.Kind == format.KindDanglingReference || in.verdict.Kind == format.KindStaleLiveRecords || in.verdict.Kind == format.KindMetadataLag
 	for _, s := range rule.Strategies {
 		if crossFile && (s == policy.Backup || s == policy.LastGoodCopy) {
+			tries = append(tries, try{strategy: s, why: whyCrossFile})
 			continue
 		}
 		pl := planners[s]
 		if pl == nil {
 			continue // clean-temp
 		}
+		st.why = ""
 		data := pl(rule, in, &st)
-		out = append(out, st.extra...)
+		extra := st.extra
+		out = append(out, extra...)
 		st.extra = nil
-		if data == nil || (!in.missing && bytes.Equal(data, in.data)) {
-			continue
+		switch {
+		case data == nil:
+			tries = append(tries, try{strategy: s, why: st.why})
+		case !in.missing && bytes.Equal(data, in.data):
+			why := whyUnchanged
+			if s == policy.Salvage {
+				why = whyNothingToDrop
+			}
+			tries = append(tries, try{strategy: s, why: why})
+		default:
+			p, tr := newPlan(rule, in, s, data)
+			if p != nil {
+				out = append(out, p)
+			}
+			tries = append(tries, tr)
 		}
-		if p := newPlan(rule, in, s, data); p != nil {
-			out = append(out, p)
+		for _, p := range extra {
+			tries = append(tries, try{strategy: p.strategy, plan: p})
 		}
 	}
-	return out
+	return out, tries
 }
 
 // best picks the plan that keeps the most history; ties go to policy order.
@@ -176,9 +217,16 @@ func best(plans []*plan) *plan {
 	return b
 }
 
-func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data []byte) *plan {
-	if !candidateOK(&in.ctx, data) || !keepsPrefix(&in.ctx, in.data, data) {
-		return nil
+// newPlan is the plan that writes data, or nil when data is no repair: tr says which.
+func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data []byte) (_ *plan, tr try) {
+	tr.strategy = strategy
+	if v := candidate(&in.ctx, data); v.Status != Healthy {
+		tr.why, tr.fails = whyFails, &v
+		return nil, tr
+	}
+	if !keepsPrefix(&in.ctx, in.data, data) {
+		tr.why = whyForkPrefix
+		return nil, tr
 	}
 	p := &plan{strategy: strategy, edits: []edit{{path: in.ctx.path, old: in.data, oldID: in.id, missing: in.missing, data: data}}}
 	p.keep = format.Records(in.ctx.typ, data)
@@ -194,7 +242,8 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 			p.edits = append(p.edits, edit{path: o.Path, old: o.Old, oldID: o.OldID, data: o.Data})
 		}
 	}
-	return p
+	tr.plan = p
+	return p, tr
 }
 
 // insertsOnly: data is old with bytes inserted, none dropped or changed.
@@ -244,8 +293,9 @@ func salvage(c *fileCtx, data []byte, missing bool) []byte {
 	return format.Salvage(c.typ, c.path, data)
 }
 
-// fromBackup returns the newest backup that passes the file's full checklist.
-func fromBackup(rule *policy.Rule, c *fileCtx) []byte {
+// fromBackup returns the newest backup that passes the file's full checklist, or why there is
+// none.
+func fromBackup(rule *policy.Rule, c *fileCtx) ([]byte, string) {
 	var cands []string
 	if b, ok := c.typ.(format.BackupFinder); ok {
 		cands = b.Backups(c.path)
@@ -259,10 +309,13 @@ func fromBackup(rule *policy.Rule, c *fileCtx) []byte {
 	for _, p := range cands {
 		data, _, err := fsio.ReadStable(p, c.maxSize)
 		if err == nil && candidateOK(c, data) {
-			return data
+			return data, ""
 		}
 	}
-	return nil
+	if len(cands) == 0 {
+		return nil, whyNoBackup
+	}
+	return nil, whyBackupsFail
 }
 
 func modTime(p string) int64 {

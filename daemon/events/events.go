@@ -20,7 +20,7 @@ const (
 
 	FileDamaged     = "file.damaged"      // WARN: rule, path, kind, offset, detail [, hands_off, quarantine]
 	FileHealed      = "file.healed"       // WARN: rule, path, kind, strategy, quarantine, lost_bytes, lost_records
-	FileHealRefused = "file.heal_refused" // ERROR: rule, path, kind, reason
+	FileHealRefused = "file.heal_refused" // ERROR: rule, path, kind, offset, detail, reason, tried
 	FileFlapping    = "file.flapping"     // ERROR: rule, path, heals, window
 	FileBusy        = "file.busy"         // DEBUG: rule, path, detail, reason
 	FileRestored    = "file.restored"     // WARN: rule, path, quarantine

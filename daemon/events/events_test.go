@@ -150,8 +150,12 @@ func TestReportLines(t *testing.T) {
 	}{
 		{"healed", with(func(r *heal.Report) { r.Action = heal.ActionHealed }),
 			`{"level":"WARN","msg":"file.healed","rule":"r","path":"/s/a.jsonl","kind":"torn-tail","strategy":"truncate-tail","quarantine":"/q/1","lost_bytes":3,"lost_records":1}`},
-		{"refused", with(func(r *heal.Report) { r.Action = heal.ActionRefused }),
-			`{"level":"ERROR","msg":"file.heal_refused","rule":"r","path":"/s/a.jsonl","kind":"torn-tail","reason":"why"}`},
+		{"refused", with(func(r *heal.Report) {
+			r.Action, r.Tried = heal.ActionRefused, []string{"salvage: nothing to drop", "last-good: no copy kept"}
+		}),
+			`{"level":"ERROR","msg":"file.heal_refused","rule":"r","path":"/s/a.jsonl","kind":"torn-tail","offset":7,"detail":"d","reason":"why","tried":["salvage: nothing to drop","last-good: no copy kept"]}`},
+		{"refused, nothing tried", with(func(r *heal.Report) { r.Action = heal.ActionRefused }),
+			`{"level":"ERROR","msg":"file.heal_refused","rule":"r","path":"/s/a.jsonl","kind":"torn-tail","offset":7,"detail":"d","reason":"why","tried":[]}`},
 		{"hands off", with(func(r *heal.Report) { r.Action, r.HandsOff = heal.ActionNone, true }),
 			`{"level":"WARN","msg":"file.damaged","rule":"r","path":"/s/a.jsonl","kind":"torn-tail","offset":7,"detail":"d","hands_off":true,"quarantine":"/q/1"}`},
 		{"checked", base,
