@@ -27,7 +27,7 @@ export PATH="$PATH:/usr/local/go/bin:$HOME/go/bin"
 umask 022
 
 die() { echo "build.sh: $*" >&2; exit 2; }
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: deploy/release/build.sh VERSION [OUTDIR]"
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then die "usage: deploy/release/build.sh VERSION [OUTDIR]"; fi
 version=$1
 [[ "$version" =~ ^v?[0-9][0-9A-Za-z.+~-]*$ ]] || die "VERSION $version: want a version such as 1.2.0 or v1.2.0-rc.1"
 deb_version=${version#v}
