@@ -27,8 +27,6 @@ const (
 	exitInternal = 3
 )
 
-var version = "dev"
-
 // stepHook, when set (crashpoints build tag), is called at each step of the heal protocol.
 var stepHook func(step, path string)
 
@@ -170,7 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	case "demo":
 		code, err = cmdDemo(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintf(stdout, "sessionmedic %s\n", buildVersion())
+		fmt.Fprintln(stdout, currentBuild())
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
@@ -209,16 +207,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		return exitInternal
 	}
 	return code
-}
-
-func buildVersion() string {
-	if version != "dev" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return version
 }
 
 // configError: the policy file could not be read, or what it names cannot be used (an
