@@ -32,6 +32,8 @@ type Options struct {
 	Level   *slog.LevelVar // set from the policy's log.level at start and on reload
 	Reload  <-chan struct{}
 	Version string
+	// Revision is the VCS revision of the build ("": what the Go toolchain recorded).
+	Revision string
 	// WatchConfig, when set, is the policy file to watch: a change on disk reloads as
 	// Reload does, once the directory has been quiet for WatchDebounce (default 500ms).
 	WatchConfig   string
@@ -108,7 +110,7 @@ func Run(ctx context.Context, o Options) error {
 			}
 		}()
 	}
-	m := newMetrics(o.Version)
+	m := newMetrics(o.Version, o.Revision)
 	d := &loop{o: o, log: o.Log, m: m, damaged: newDamageBook(m), alive: time.Now()}
 	d.reloads = d.m.addReloadSeries()
 	d.setPolicy(cfg)

@@ -38,7 +38,7 @@ const (
 	resultBusy    = "busy"
 )
 
-func newMetrics(version string) *metrics {
+func newMetrics(version, revision string) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	ns := "sessionmedic"
 	m.checked = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "files_checked_total", Help: "Files inspected."}, []string{"rule"})
@@ -56,7 +56,10 @@ func newMetrics(version string) *metrics {
 	m.damaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged", Help: "Files damaged now (refused, flapping and hands-off ones too), by damage kind."}, []string{"rule", "kind"})
 	m.oldestDamage = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "damage_oldest_timestamp_seconds", Help: "When the oldest damage still there was first seen (unix time; 0: none)."})
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info", Help: "Always 1: the running build."}, []string{"version", "revision", "goversion"})
-	m.buildInfo.WithLabelValues(version, buildRevision(), runtime.Version()).Set(1)
+	if revision == "" {
+		revision = buildRevision()
+	}
+	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.overflows, m.watchedDirs,
 		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.oldestDamage, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

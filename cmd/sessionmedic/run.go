@@ -122,7 +122,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 			}
 			return load()
 		},
-		Source: source, Log: log, Level: levelVar, Reload: reload, Version: buildVersion(),
+		Source: source, Log: log, Level: levelVar, Reload: reload, Version: buildVersion(), Revision: currentBuild().Revision,
 		Step: stepHook,
 	}
 	if *watch {
