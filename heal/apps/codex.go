@@ -1,12 +1,10 @@
 package apps
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,13 +23,11 @@ import (
 // <home>/sessions/YYYY/MM/DD/rollout-<ts>-<id>.jsonl (archived: <home>/archived_sessions/),
 // a session_meta record first; paginated rollouts number every record with a top-level
 // ordinal. A thread's writer holds its flock in <home>/thread-writer-locks (heal/lock.Codex).
-// Forks point into their parent's first bytes (history_base.end_byte_offset), which no
-// repair changes.
+// Forks point into their parent's first bytes (history_base.end_byte_offset): never changed.
 
 var codexRolloutRe = regexp.MustCompile(`^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$`)
 
-// codexLine1Max bounds what is read of a rollout's first line (session_meta, ~20 KB; it is
-// read in 32 KiB steps up to its newline, so the bound costs nothing on an ordinary one).
+// codexLine1Max bounds what is read of a rollout's first line (session_meta, ~20 KB).
 const codexLine1Max = 1 << 20
 
 func addCodex(r *format.Registry) {
@@ -277,7 +273,7 @@ func (codexLog) RebuildHeader(path string, data []byte) []byte {
 	case strOf(first.Val.Get("type")) == "session_meta":
 		return nil
 	default: // the salvage dropped line 1: the file's own, if torn
-		if l, _ := codexLine1(path); jsonv.Valid(l, jsonv.Dialect{}) != nil {
+		if l, _ := fsio.FirstLine(path, codexLine1Max); jsonv.Valid(l, jsonv.Dialect{}) != nil {
 			torn = l
 		}
 	}
@@ -335,21 +331,6 @@ func (codexLog) RebuildHeader(path string, data []byte) []byte {
 	return append(append(out, "}}\n"...), data[from:]...)
 }
 
-// codexLine1 is the first line of the rollout at path, without its '\n', read no further
-// than codexLine1Max; complete says a '\n' ended it.
-func codexLine1(path string) (line []byte, complete bool) {
-	f, _, err := fsio.OpenRegular(path)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	line, err = bufio.NewReaderSize(io.LimitReader(f, codexLine1Max), 32<<10).ReadBytes('\n')
-	if err != nil {
-		return line, false
-	}
-	return line[:len(line)-1], true
-}
-
 // codexPrefixMembers reads a torn session_meta line as far as it goes: the complete string
 // members of its payload, each its raw bytes (see [jsonv.PrefixMembers]).
 func codexPrefixMembers(b []byte) map[string][]byte {
@@ -380,7 +361,7 @@ func (codexLog) KeptPrefix(path string) int64 {
 			if err != nil || !d.Type().IsRegular() || !codexRolloutRe.MatchString(d.Name()) || codexThreadID(p) == id {
 				return nil
 			}
-			line, complete := codexLine1(p)
+			line, complete := fsio.FirstLine(p, codexLine1Max)
 			if !complete || !bytes.Contains(line, []byte(id)) {
 				return nil
 			}
@@ -430,14 +411,12 @@ func (s *codexSequence) Record(rec []byte) string {
 		if e := meta.Get("history_base").Get("end_ordinal_exclusive"); codexOrdinal(e) {
 			s.start, s.fork = e.Int, true
 		}
-		s.headerHas = s.lastHas
-		if !s.lastHas {
-			return ""
-		}
-		if o.Int != s.start && !(s.fork && o.Int == 0) {
+		if s.headerHas = s.lastHas; s.headerHas && o.Int != s.start && !(s.fork && o.Int == 0) {
 			return fmt.Sprintf("session_meta has ordinal %d, want %d", o.Int, s.start)
 		}
-		s.prev = max(o.Int, s.start-1)
+		if s.headerHas {
+			s.prev = max(o.Int, s.start-1)
+		}
 		return ""
 	}
 	if o == nil {
@@ -447,7 +426,7 @@ func (s *codexSequence) Record(rec []byte) string {
 	if !s.lastHas {
 		return "ordinal is not a non-negative integer"
 	}
-	if !s.headerHas && s.n > 1 {
+	if !s.headerHas {
 		return "session_meta of a paginated rollout has no ordinal"
 	}
 	if o.Int <= s.prev {

@@ -1,7 +1,9 @@
 package fsio
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"os"
 	"syscall"
 )
@@ -78,4 +80,20 @@ func ReadStableBelow(path string, maxSize, big int64) ([]byte, Identity, error) 
 		return nil, id, ErrChanged
 	}
 	return data[:n:n], id, nil
+}
+
+// FirstLine is the first line of the regular file at path, without its '\n', read no further
+// than max bytes (in 32 KiB steps); complete says a '\n' ended it. It is for the header line
+// of a big log, never for judging the file.
+func FirstLine(path string, max int64) (line []byte, complete bool) {
+	f, _, err := OpenRegular(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	line, err = bufio.NewReaderSize(io.LimitReader(f, max), 32<<10).ReadBytes('\n')
+	if err != nil {
+		return line, false
+	}
+	return line[:len(line)-1], true
 }
