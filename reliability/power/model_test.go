@@ -151,3 +151,31 @@ func TestSampledStatesStayInModel(t *testing.T) {
 		}
 	}
 }
+
+// TestStateDurableBeforeRename: when a heal renames over a session file, everything the next
+// start needs from the state directory (the directory itself, the quarantine, the journal)
+// is durable. Regression: the state directory was created by the path lock without its
+// parent fsynced, so a power cut could take the quarantine and the journal away after the
+// rename.
+func TestStateDurableBeforeRename(t *testing.T) {
+	tg := genTarget(7)
+	tg.healthy = nil // a fresh state directory, made by this heal
+	dir := filepath.Join(t.TempDir(), "w00")
+	os.Mkdir(dir, 0o755)
+	rc := record(t, tg, dir)
+	renames := 0
+	for i, o := range rc.ops {
+		if (o.Kind != "rename" && o.Kind != "link") || !strings.HasPrefix(o.Path, "case/") {
+			continue
+		}
+		renames++
+		for _, p := range Pending(rc.ops, i) {
+			if q := rc.ops[p]; under(q.Path, "state") && !strings.HasPrefix(q.Path, "state/last-good") {
+				t.Errorf("at the rename of %s (#%d), %s %s (#%d) is not durable", o.Path, i, q.Kind, q.Path, p)
+			}
+		}
+	}
+	if renames == 0 {
+		t.Fatal("no rename of a session file recorded")
+	}
+}
