@@ -41,7 +41,7 @@ func goal() int64 {
 	if *long {
 		return 1_000_000
 	}
-	return 12_000
+	return 40_000
 }
 
 // stats are the campaign's figures.
@@ -91,8 +91,8 @@ func TestPowerCut(t *testing.T) {
 		}
 	}
 	secs := time.Since(started).Seconds()
-	fmt.Printf("power suite: %d targets, %d operations recorded, %d crash points; %d crash states (%d distinct) checked, %d last-good probes, %d violations in %.1fs\n",
-		st.targets.Load(), st.ops.Load(), st.points.Load(), st.states.Load(), st.distinct.Load(), st.probes.Load(), st.violations.Load(), secs)
+	fmt.Printf("power suite: %d targets, %d operations recorded, %d crash points; %d crash states (%d distinct) checked, %d last-good probes, %d violations in %.1fs (observed: %d temps left in the state dir)\n",
+		st.targets.Load(), st.ops.Load(), st.points.Load(), st.states.Load(), st.distinct.Load(), st.probes.Load(), st.violations.Load(), secs, st.stateTemps.Load())
 	mode := "ci"
 	if *long {
 		mode = "long"
@@ -100,7 +100,7 @@ func TestPowerCut(t *testing.T) {
 	if err := figures.Write("power", map[string]any{"mode": mode, "targets": st.targets.Load(), "operations": st.ops.Load(),
 		"crash_points": st.points.Load(), "states": st.states.Load(), "distinct_states": st.distinct.Load(),
 		"last_good_probes": st.probes.Load(), "violations": st.violations.Load(), "seconds": secs, "seed": *seedBase,
-		"workers": workers}); err != nil {
+		"workers": workers, "state_dir_temps_left": st.stateTemps.Load()}); err != nil {
 		t.Errorf("RELIABILITY_OUT: %v", err)
 	}
 }
