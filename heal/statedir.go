@@ -48,7 +48,13 @@ func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA s
 }
 
 // lockPath takes the state directory's lock on path (see [state.LockPath]), and reports the
-// step "path-busy" when another process holds it.
+// step "path-busy" when another process holds it. The state directory is created first with
+// its parent fsynced: the quarantine and the journal under it are only durable once the
+// directory's own entry is (a power cut could otherwise take the whole tree away after a
+// heal renamed over a session file).
 func (e *Engine) lockPath(ctx context.Context, path string) (*state.PathLock, error) {
+	if err := e.fs.MkdirAllSync(e.StateDir); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
 	return state.LockPath(ctx, e.StateDir, path, func() { e.step("path-busy", path) })
 }

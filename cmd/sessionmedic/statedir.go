@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"golang.org/x/sys/unix"
 )
 
@@ -59,7 +60,9 @@ func stateDirProblem(dir string, write bool) error {
 		}
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Created with each new directory's parent fsynced: the quarantine and the journal under
+	// it are only durable once its own entry is.
+	if err := (fsio.FS{}).MkdirAllSync(dir); err != nil {
 		return fmt.Errorf("cannot be created: %w", errno(err))
 	}
 	f, err := os.CreateTemp(dir, ".sessionmedic-probe-*")

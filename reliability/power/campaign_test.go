@@ -1,0 +1,410 @@
+package power
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/policy"
+	"github.com/sessionmedic/sessionmedic/reliability/figures"
+)
+
+var (
+	long     = flag.Bool("long", false, "run the long campaign: at least 1,000,000 crash states")
+	seedBase = flag.Uint64("seed", 1, "seed of the generated inputs and of the sampled states")
+	workersN = flag.Int("workers", 0, "states checked at once (default GOMAXPROCS)")
+)
+
+// Campaign sizes: states per crash point (all of them where there are no more), and the
+// states generated in all.
+func perPoint() int {
+	if *long {
+		return 512
+	}
+	return 24
+}
+
+func goal() int64 {
+	if *long {
+		return 1_000_000
+	}
+	return 40_000
+}
+
+// stats are the campaign's figures.
+type stats struct {
+	states, distinct, probes, violations atomic.Int64
+	targets, ops, points                 atomic.Int64
+	stateTemps                           atomic.Int64
+}
+
+// TestPowerCut cuts the power at every point of the heal of each target, in every state the
+// model allows (sampled where there are too many), and runs the next start on each.
+func TestPowerCut(t *testing.T) {
+	started := time.Now()
+	var st stats
+	base := tempBase(t)
+	workers := *workersN
+	if workers <= 0 {
+		workers = max(runtime.GOMAXPROCS(0), 1)
+	}
+	var tgs []target
+	for _, in := range sampleInputs {
+		tg, err := sampleTarget(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tgs = append(tgs, tg)
+	}
+	for i := range 4 {
+		tgs = append(tgs, genTarget(*seedBase+uint64(i)))
+	}
+	for round := 0; st.states.Load() < goal(); round++ {
+		for i, tg := range tgs {
+			if st.states.Load() >= goal() {
+				break
+			}
+			if round > 0 && tg.healthy != nil {
+				tgs[i] = genTarget(*seedBase + uint64(round*len(tgs)+i))
+				tg = tgs[i]
+			}
+			budget := max((goal()-st.states.Load())/int64(len(tgs)-i), 1)
+			if round > 0 {
+				budget = goal() - st.states.Load()
+			}
+			t.Run(fmt.Sprintf("%s/round%d", tg.name, round), func(t *testing.T) {
+				campaign(t, &st, tg, base, workers, budget, *seedBase+uint64(round))
+			})
+		}
+	}
+	secs := time.Since(started).Seconds()
+	fmt.Printf("power suite: %d targets, %d operations recorded, %d crash points; %d crash states (%d distinct) checked, %d last-good probes, %d violations in %.1fs (observed: %d temps left in the state dir)\n",
+		st.targets.Load(), st.ops.Load(), st.points.Load(), st.states.Load(), st.distinct.Load(), st.probes.Load(), st.violations.Load(), secs, st.stateTemps.Load())
+	mode := "ci"
+	if *long {
+		mode = "long"
+	}
+	if err := figures.Write("power", map[string]any{"mode": mode, "targets": st.targets.Load(), "operations": st.ops.Load(),
+		"crash_points": st.points.Load(), "states": st.states.Load(), "distinct_states": st.distinct.Load(),
+		"last_good_probes": st.probes.Load(), "violations": st.violations.Load(), "seconds": secs, "seed": *seedBase,
+		"workers": workers, "state_dir_temps_left": st.stateTemps.Load()}); err != nil {
+		t.Errorf("RELIABILITY_OUT: %v", err)
+	}
+}
+
+// tempBase is where runs are laid out: tmpfs where there is one (fsync costs nothing there,
+// and the model, not the disk, decides what survives).
+func tempBase(t *testing.T) string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "sessionmedic-power-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return t.TempDir()
+}
+
+// campaign records one target and checks up to budget of its crash states.
+func campaign(t *testing.T, st *stats, tg target, base string, workers int, budget int64, seed uint64) {
+	runDir := filepath.Join(base, tg.name)
+	slot := func(i int) string { return filepath.Join(runDir, fmt.Sprintf("w%02d", i)) }
+	if err := os.MkdirAll(slot(0), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(runDir)
+	rc := record(t, tg, slot(0))
+	st.targets.Add(1)
+	st.ops.Add(int64(len(rc.ops) - rc.from))
+	st.points.Add(int64(len(rc.ops) - rc.from + 1))
+	// Spread the budget over the crash points: all states where they fit.
+	limit := perPoint()
+	if n := int64(len(rc.ops)-rc.from+1) * int64(limit); n > budget {
+		limit = max(int(budget/int64(len(rc.ops)-rc.from+1)), 2)
+	}
+	jobs := make(chan State, workers)
+	var seen sync.Map
+	var bad atomic.Int64
+	var wg sync.WaitGroup
+	for w := 1; w <= workers; w++ {
+		wg.Add(1)
+		go func(dir string) {
+			defer wg.Done()
+			for s := range jobs {
+				tr := Build(rc.init, rc.ops, s)
+				if _, dup := seen.LoadOrStore(tr.Digest(), true); dup {
+					continue
+				}
+				st.distinct.Add(1)
+				for _, v := range check(rc, tr, dir, st) {
+					st.violations.Add(1)
+					if bad.Add(1) <= 10 {
+						t.Errorf("VIOLATION %s: %s\n\tstate: %s", tg.name, v, s.Describe(rc.ops))
+					}
+				}
+			}
+		}(slot(w))
+	}
+	r := rand.New(rand.NewPCG(seed, 0x63757473))
+	States(rc.ops, rc.from, limit, r, func(s State) bool {
+		jobs <- s
+		return st.states.Add(1) < goal()
+	})
+	close(jobs)
+	wg.Wait()
+	if n := bad.Load(); n > 10 {
+		t.Errorf("%d violations in all (the first 10 are above)", n)
+	}
+}
+
+// check lays the state out in dir, runs the next start on it and returns the broken
+// invariants.
+func check(rc *recording, tr Tree, dir string, st *stats) []string {
+	if err := layout(rc, tr, dir); err != nil {
+		return []string{fmt.Sprintf("lay out: %v", err)}
+	}
+	caseDir, stateDir := filepath.Join(dir, "case"), filepath.Join(dir, "state")
+	var bad []string
+	// The power came back: every file holds its old or its healed bytes, and a changed one
+	// has its original in quarantine.
+	crashed := caseFiles(tr)
+	for _, rel := range keys(rc.orig, rc.healed, crashed) {
+		cur, ok := crashed[rel]
+		o, inO := rc.orig[rel]
+		h, inH := rc.healed[rel]
+		if (ok != inO || !bytes.Equal(cur, o)) && (ok != inH || !bytes.Equal(cur, h)) {
+			bad = append(bad, fmt.Sprintf("after the power cut %s holds neither its old nor its healed bytes: %s", rel, describe(cur, ok)))
+		}
+		if inO && (!ok || !bytes.Equal(cur, o)) && !quarantined(stateDir, filepath.Join(caseDir, rel), o) {
+			bad = append(bad, fmt.Sprintf("after the power cut %s changed but the quarantine does not hold its original with a valid manifest", rel))
+		}
+	}
+	probe := badLastGood(rc, tr, dir)
+	e, err := newEngine(rc.tg, dir, nil)
+	if err != nil {
+		return append(bad, err.Error())
+	}
+	reports, err := healAll(e)
+	if err != nil {
+		return append(bad, "second start: "+err.Error())
+	}
+	now, temps, err := readCase(caseDir)
+	if err != nil {
+		return append(bad, err.Error())
+	}
+	for _, rel := range keys(rc.healed, now) {
+		cur, ok := now[rel]
+		h, inH := rc.healed[rel]
+		if ok != inH || !bytes.Equal(cur, h) {
+			bad = append(bad, fmt.Sprintf("after the second start %s is not healed: %s, want %s; reports %s", rel, describe(cur, ok), describe(h, inH), brief(reports)))
+		}
+		if o, inO := rc.orig[rel]; inO && (!ok || !bytes.Equal(cur, o)) && !quarantined(stateDir, filepath.Join(caseDir, rel), o) {
+			bad = append(bad, fmt.Sprintf("after the second start %s changed but the quarantine does not hold its original", rel))
+		}
+	}
+	for _, tmp := range temps {
+		bad = append(bad, "after the second start a temp survives: "+tmp)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(stateDir, "journal")); len(ents) > 0 {
+		bad = append(bad, fmt.Sprintf("after the second start the journal holds %d entries", len(ents)))
+	}
+	st.stateTemps.Add(int64(len(ownTemps(stateDir))))
+	if len(probe) > 0 {
+		st.probes.Add(1)
+		bad = append(bad, probeLastGood(rc, tr, dir, probe)...)
+	}
+	return bad
+}
+
+func layout(rc *recording, tr Tree, dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	from, to := []byte(rc.dir), []byte(dir)
+	if err := tr.Materialise(dir, func(b []byte) []byte {
+		if bytes.Contains(b, from) {
+			return bytes.ReplaceAll(b, from, to)
+		}
+		return b
+	}); err != nil {
+		return err
+	}
+	// Last-good copies are named by a hash of the file's path: rename them to the new path's.
+	lg := filepath.Join(dir, "state", "last-good")
+	for _, rel := range keys(rc.orig, rc.healed) {
+		old := filepath.Join(lg, lastGoodName(filepath.Join(rc.dir, "case", rel)))
+		if _, err := os.Lstat(old); err == nil {
+			if err := os.Rename(old, filepath.Join(lg, lastGoodName(filepath.Join(dir, "case", rel)))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func keys(ms ...map[string][]byte) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range ms {
+		for k := range m {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func describe(b []byte, ok bool) string {
+	if !ok {
+		return "absent"
+	}
+	nul := ""
+	if i := bytes.Index(b, make([]byte, 8)); i >= 0 {
+		nul = fmt.Sprintf(", NULs from %d", i)
+	}
+	s := sha256.Sum256(b)
+	return fmt.Sprintf("%d bytes sha256 %s%s", len(b), hex.EncodeToString(s[:6]), nul)
+}
+
+// readCase reads the session files under caseDir and lists own temps.
+func readCase(caseDir string) (map[string][]byte, []string, error) {
+	files := map[string][]byte{}
+	var temps []string
+	err := filepath.WalkDir(caseDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(caseDir, p)
+		switch {
+		case policy.IsOwnTemp(d.Name()):
+			temps = append(temps, rel)
+		case isAppLock(rel):
+		default:
+			files[rel], err = os.ReadFile(p)
+		}
+		return err
+	})
+	return files, temps, err
+}
+
+func ownTemps(root string) []string {
+	var out []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && policy.IsOwnTemp(d.Name()) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// quarantined reports whether the quarantine holds orig for path with a manifest that
+// names it and its sha256.
+func quarantined(stateDir, path string, orig []byte) bool {
+	sum := sha256.Sum256(orig)
+	want := hex.EncodeToString(sum[:])
+	dirs, _ := filepath.Glob(filepath.Join(stateDir, "quarantine", "*", "*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "manifest.json"))
+		if err != nil {
+			continue
+		}
+		var m struct{ Path, File, SHA256 string }
+		if json.Unmarshal(b, &m) != nil || m.Path != path || m.File != filepath.Base(path) || m.SHA256 != want {
+			continue
+		}
+		if q, err := os.ReadFile(filepath.Join(d, m.File)); err == nil && bytes.Equal(q, orig) {
+			return true
+		}
+	}
+	return false
+}
+
+// lastGoodName is the name of path's last-good copy (state.LastGood's key).
+func lastGoodName(path string) string {
+	s := sha256.Sum256([]byte(path))
+	return hex.EncodeToString(s[:16])
+}
+
+// badLastGood lists the session files whose last-good copy in the state is not one of the
+// versions written (torn, zero-filled, emptied by the power cut).
+func badLastGood(rc *recording, tr Tree, dir string) []string {
+	var out []string
+	for _, rel := range keys(rc.orig, rc.healed) {
+		n, ok := tr.Names[filepath.Join("state", "last-good", lastGoodName(filepath.Join(rc.dir, "case", rel)))]
+		if !ok || n.Dir {
+			continue
+		}
+		valid := false
+		for _, v := range rc.versions[rel] {
+			valid = valid || bytes.Equal(v, tr.Data[n.Ino])
+		}
+		if !valid {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// probeLastGood lays the state out again, damages each file whose last-good copy the power
+// cut spoiled (cut in the middle, so a copy would be the better plan) and heals: a heal from
+// the last-good copy must restore a version that was written, never the spoiled copy.
+func probeLastGood(rc *recording, tr Tree, dir string, rels []string) []string {
+	if err := layout(rc, tr, dir); err != nil {
+		return []string{fmt.Sprintf("lay out: %v", err)}
+	}
+	e, err := newEngine(rc.tg, dir, nil)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if _, err := e.Recover(); err != nil {
+		return []string{"probe: recover: " + err.Error()}
+	}
+	damaged := map[string][]byte{}
+	for _, rel := range rels {
+		if h := rc.healed[rel]; len(h) > 2 {
+			damaged[rel] = h[:len(h)/2]
+		}
+	}
+	if err := writeFiles(filepath.Join(dir, "case"), damaged); err != nil {
+		return []string{err.Error()}
+	}
+	reports, err := healAll(e)
+	if err != nil {
+		return []string{"probe: " + err.Error()}
+	}
+	var bad []string
+	for _, r := range reports {
+		rel, _ := filepath.Rel(filepath.Join(dir, "case"), r.Path)
+		if _, probed := damaged[rel]; !probed || r.Action != heal.ActionHealed || r.Strategy != string(policy.LastGoodCopy) {
+			continue
+		}
+		cur, _ := os.ReadFile(r.Path)
+		valid := false
+		for _, v := range rc.versions[rel] {
+			valid = valid || bytes.Equal(v, cur)
+		}
+		if !valid {
+			bad = append(bad, fmt.Sprintf("a heal of %s from its spoiled last-good copy restored %s", rel, describe(cur, true)))
+		}
+	}
+	return bad
+}
