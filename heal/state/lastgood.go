@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -45,6 +46,10 @@ func (x *lgIndex) load(root string) {
 		for _, e := range ents {
 			if k, err := hex.DecodeString(e.Name()); err == nil && len(k) == 16 {
 				x.m[[16]byte(k)] = 0
+			} else if n := e.Name(); strings.HasPrefix(n, ".") && strings.Contains(n, ".sessionmedic-") && strings.HasSuffix(n, fsio.TempSuffix) {
+				// A copy whose rename a crash or a power cut lost: never read, only in the way.
+				// (Another process writing one now just writes its copy again next time.)
+				os.Remove(filepath.Join(root, n))
 			}
 		}
 	})
