@@ -92,7 +92,7 @@ func New(cfg *policy.Config, o Options) *Engine {
 	}
 	e.Quarantine = state.NewQuarantine(filepath.Join(cfg.StateDir, "quarantine"), e.fs)
 	e.Journal = state.NewJournal(filepath.Join(cfg.StateDir, "journal"), e.fs, policy.IsOwnTemp, fsio.SHAFile)
-	e.LastGood = state.NewLastGood(filepath.Join(cfg.StateDir, "last-good"), cfg.LastGood.MaxFileBytes, e.fs)
+	e.LastGood = state.NewLastGood(filepath.Join(cfg.StateDir, "last-good"), cfg.LastGood.MaxFileBytes, e.fs, policy.IsOwnTemp)
 	e.handsOff = state.NewHandsOff(filepath.Join(cfg.StateDir, "hands-off"), e.fs)
 	return e
 }

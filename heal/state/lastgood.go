@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -20,14 +19,16 @@ type LastGood struct {
 	Root         string
 	MaxFileBytes int64 // 0 = no limit
 
-	idx *lgIndex // which copies exist, so that a scan does not probe for every file
-	fs  fsio.FS  // writes the copies
+	idx     *lgIndex               // which copies exist, so that a scan does not probe for every file
+	fs      fsio.FS                // writes the copies
+	ownTemp func(base string) bool // whether a name is one of sessionmedic's own temps
 }
 
 // NewLastGood returns the last-good store under root, keeping copies of up to maxFileBytes
-// (0 = no limit), which fs writes. It indexes the copies that exist at its first use.
-func NewLastGood(root string, maxFileBytes int64, fs fsio.FS) LastGood {
-	return LastGood{Root: root, MaxFileBytes: maxFileBytes, idx: &lgIndex{}, fs: fs}
+// (0 = no limit), which fs writes. It indexes the copies that exist at its first use, and
+// removes the temps there that ownTemp (given a base name) says are sessionmedic's own.
+func NewLastGood(root string, maxFileBytes int64, fs fsio.FS, ownTemp func(base string) bool) LastGood {
+	return LastGood{Root: root, MaxFileBytes: maxFileBytes, idx: &lgIndex{}, fs: fs, ownTemp: ownTemp}
 }
 
 // lgIndex knows which copies exist, and for those this engine wrote, a hash of their bytes.
@@ -39,14 +40,14 @@ type lgIndex struct {
 	m    map[[16]byte]uint64 // key: the copy's name; value: sha256 prefix of its bytes, 0 = unknown
 }
 
-func (x *lgIndex) load(root string) {
+func (x *lgIndex) load(root string, ownTemp func(string) bool) {
 	x.once.Do(func() {
 		x.m = map[[16]byte]uint64{}
 		ents, _ := os.ReadDir(root)
 		for _, e := range ents {
 			if k, err := hex.DecodeString(e.Name()); err == nil && len(k) == 16 {
 				x.m[[16]byte(k)] = 0
-			} else if n := e.Name(); strings.HasPrefix(n, ".") && strings.Contains(n, ".sessionmedic-") && strings.HasSuffix(n, fsio.TempSuffix) {
+			} else if n := e.Name(); ownTemp != nil && ownTemp(n) {
 				// A copy whose rename a crash or a power cut lost: never read, only in the way.
 				// (Another process writing one now just writes its copy again next time.)
 				os.Remove(filepath.Join(root, n))
@@ -83,7 +84,7 @@ func (l LastGood) has(path string) bool {
 	if l.idx == nil {
 		return true
 	}
-	l.idx.load(l.Root)
+	l.idx.load(l.Root, l.ownTemp)
 	_, ok := l.idx.get(pathKey(path))
 	return ok
 }
@@ -128,7 +129,7 @@ func (l LastGood) Put(path string, data []byte) error {
 	sum := binary.LittleEndian.Uint64(full[:8]) | 1 // never 0, which means unknown
 	k := pathKey(path)
 	if l.idx != nil {
-		l.idx.load(l.Root)
+		l.idx.load(l.Root, l.ownTemp)
 		if old, ok := l.idx.get(k); ok && old == sum {
 			return nil // the copy already holds these bytes
 		} else if ok && old == 0 {
@@ -187,7 +188,7 @@ func (l LastGood) Prune(maxBytes int64) (removed int, err error) {
 		}
 		if l.idx != nil {
 			if k, err := hex.DecodeString(filepath.Base(c.path)); err == nil && len(k) == 16 {
-				l.idx.load(l.Root)
+				l.idx.load(l.Root, l.ownTemp)
 				l.idx.del([16]byte(k))
 			}
 		}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"testing"
 
@@ -11,8 +12,9 @@ import (
 // A last-good temp whose rename was lost (a crash, a power cut) is removed when the store is
 // first used; the copies stay.
 func TestLastGoodDropsLostTemps(t *testing.T) {
+	ownTemp := func(base string) bool { ok, _ := path.Match(".*.sessionmedic-*.tmp", base); return ok }
 	root := t.TempDir()
-	lg := NewLastGood(root, 0, fsio.FS{})
+	lg := NewLastGood(root, 0, fsio.FS{}, ownTemp)
 	if err := lg.Put("/srv/a.jsonl", []byte("{}\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +22,7 @@ func TestLastGoodDropsLostTemps(t *testing.T) {
 	if err := os.WriteFile(stray, []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	again := NewLastGood(root, 0, fsio.FS{})
+	again := NewLastGood(root, 0, fsio.FS{}, ownTemp)
 	if got := again.Get("/srv/a.jsonl"); string(got) != "{}\n" {
 		t.Fatalf("the copy: %q", got)
 	}
