@@ -48,6 +48,10 @@ type Options struct {
 	Poll  time.Duration    // poll interval, default 50ms
 	Stale time.Duration    // token/lockfile protocols: age after which a lock is stale
 	Now   func() time.Time // for tests; default time.Now
+	// Faults, when set, is told of the durable publication of a lock file ("link", its
+	// path) before it happens, as the heal's file operations are (see fsio.FS.Faults); an
+	// error it returns fails the acquisition.
+	Faults func(op, path string) error
 }
 
 // DefaultPoll is the poll interval used when Options.Poll is zero.
@@ -214,18 +218,24 @@ func removeIfSame(path string, want snapshot) (bool, error) {
 	return true, nil
 }
 
-// createExcl creates path with O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC and writes
-// body. On a write failure the half-written file (ours) is removed. It
-// returns the snapshot of what it wrote.
-func createExcl(path string, perm os.FileMode, body []byte) (snapshot, error) {
+// createExcl creates path holding body, failing with fs.ErrExist when it exists. Where the
+// file system allows it (Linux, O_TMPFILE) the file is written and fsynced unnamed and then
+// linked in: a crash or a power cut leaves it whole or absent, never empty or torn (an
+// OpenViking locker that meets a token it cannot parse fails outright). Elsewhere it is
+// created with O_EXCL, written and fsynced. It returns the snapshot of what it wrote.
+func createExcl(path string, perm os.FileMode, body []byte, faults func(op, path string) error) (snapshot, error) {
+	if snap, ok, err := publish(path, perm, body, faults); ok {
+		return snap, err
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		return snapshot{}, err
 	}
 	fi, serr := f.Stat()
 	_, werr := f.Write(body)
+	yerr := f.Sync()
 	cerr := f.Close()
-	if err := errors.Join(serr, werr, cerr); err != nil {
+	if err := errors.Join(serr, werr, yerr, cerr); err != nil {
 		if fi != nil {
 			if id, ok := idOf(fi); ok {
 				if cur, rerr := readSnapshot(path); rerr == nil && cur.id == id {

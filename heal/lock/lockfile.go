@@ -19,7 +19,7 @@ import (
 func LockFile(ctx context.Context, path string, o Options) (Held, error) {
 	return acquire(ctx, o, path, func() (Held, error) {
 		body := []byte(strconv.Itoa(os.Getpid()) + "\n")
-		snap, err := createExcl(path, 0o644, body)
+		snap, err := createExcl(path, 0o644, body, o.Faults)
 		if err == nil {
 			return &tokenHeld{path: path, snap: snap}, nil
 		}

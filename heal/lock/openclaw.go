@@ -60,7 +60,7 @@ func OpenClaw(ctx context.Context, lockPath string, transcript bool, o Options) 
 	}
 	return acquire(ctx, o, lockPath, func() (Held, error) {
 		body := openClawBody(os.Getpid(), o.now(), transcript)
-		snap, err := createExcl(lockPath, 0o600, body)
+		snap, err := createExcl(lockPath, 0o600, body, o.Faults)
 		if err == nil {
 			return &tokenHeld{path: lockPath, snap: snap}, nil
 		}

@@ -224,7 +224,7 @@ func (l *ovLocker) try() (Held, error) {
 	}
 	lockPath := filepath.Join(l.sid, OVPathLockName)
 	body := ovToken(l.owner, l.o.now().UnixNano())
-	snap, err := createExcl(lockPath, 0o644, body)
+	snap, err := createExcl(lockPath, 0o644, body, l.o.Faults)
 	if err != nil {
 		if !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("create %s: %w", lockPath, err)
