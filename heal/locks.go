@@ -15,7 +15,7 @@ type noLock = format.Unlocked
 
 // takeLock takes the app's own lock for path, as its protocol requires.
 func (e *Engine) takeLock(ctx context.Context, rule *policy.Rule, path string, typ format.Profile) (lock.Held, error) {
-	o := lock.Options{Wait: rule.Lock.Wait, Stale: rule.Lock.Stale}
+	o := lock.Options{Wait: rule.Lock.Wait, Stale: rule.Lock.Stale, Now: e.Now, Faults: e.fs.Faults}
 	if o.Wait == 0 {
 		o.Wait = 2 * time.Second
 	}
@@ -34,7 +34,7 @@ func (e *Engine) takeLock(ctx context.Context, rule *policy.Rule, path string, t
 		if take == nil {
 			return nil, errors.New("unknown lock protocol " + string(rule.Lock.Protocol))
 		}
-		h, err = take(ctx, path, typ, o.Wait, o.Stale)
+		h, err = take(ctx, path, typ, format.LockParams{Wait: o.Wait, Stale: o.Stale, Now: e.Now, Faults: e.fs.Faults})
 	}
 	if errors.Is(err, lock.ErrBusy) {
 		return nil, busyErr("app lock is held")

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -109,12 +108,12 @@ func (claudeCodeLog) TruncatedTail(missing []byte) (bool, string) {
 }
 
 // lockClaudeCode waits until no live Claude process has the transcript's session open.
-func lockClaudeCode(ctx context.Context, path string, _ format.Profile, wait, _ time.Duration) (format.Lock, error) {
+func lockClaudeCode(ctx context.Context, path string, _ format.Profile, lp format.LockParams) (format.Lock, error) {
 	cfg, sid, ok := claudeSession(path)
 	if !ok {
 		return format.Unlocked{}, nil
 	}
-	if err := lock.ClaudeCode(ctx, cfg, sid, lock.Options{Wait: wait}); err != nil {
+	if err := lock.ClaudeCode(ctx, cfg, sid, lock.Options{Wait: lp.Wait, Now: lp.Now, Faults: lp.Faults}); err != nil {
 		return nil, err
 	}
 	return format.Unlocked{}, nil

@@ -242,7 +242,7 @@ func TestClaudeCodeLockProtocol(t *testing.T) {
 	for _, path := range []string{filepath.Join(cfg, "projects", "-tmp-p", ccSID+".jsonl"), filepath.Join(sub, "agent-x.jsonl")} {
 		entry := filepath.Join(cfg, "sessions", "1.json")
 		os.WriteFile(entry, []byte(`{"pid":1,"sessionId":"`+ccSID+`","procStart":"1","pidDomain":"linux:other-host:pid:[1]"}`), 0o600)
-		if _, err := take(context.Background(), path, ccProfile(), 0, 0); !errors.Is(err, lock.ErrBusy) {
+		if _, err := take(context.Background(), path, ccProfile(), format.LockParams{}); !errors.Is(err, lock.ErrBusy) {
 			t.Errorf("%s, an entry of another pid domain: %v, want busy", path, err)
 		}
 		start, ok := lock.ProcessStart(os.Getpid())
@@ -252,7 +252,7 @@ func TestClaudeCodeLockProtocol(t *testing.T) {
 		os.Remove(entry)
 		os.WriteFile(filepath.Join(cfg, "sessions", strconv.Itoa(os.Getpid())+".json"),
 			[]byte(`{"pid":`+strconv.Itoa(os.Getpid())+`,"sessionId":"`+ccSID+`","procStart":"`+strconv.FormatUint(start+1, 10)+`"}`), 0o600)
-		l, err := take(context.Background(), path, ccProfile(), 0, 0)
+		l, err := take(context.Background(), path, ccProfile(), format.LockParams{})
 		if _, unlocked := l.(format.Unlocked); err != nil || !unlocked {
 			t.Errorf("%s, a stale entry: %v %v, want no lock", path, l, err)
 		}

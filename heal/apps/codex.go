@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -110,7 +109,7 @@ func codexHome(path string) string {
 
 // lockCodex takes the thread's writer lock; a home without thread-writer-locks is of an era
 // before that lock (the directory is never created).
-func lockCodex(ctx context.Context, path string, _ format.Profile, wait, _ time.Duration) (format.Lock, error) {
+func lockCodex(ctx context.Context, path string, _ format.Profile, lp format.LockParams) (format.Lock, error) {
 	home, id := codexHome(path), codexThreadID(path)
 	if home == "" || id == "" {
 		return format.Unlocked{}, nil
@@ -121,7 +120,7 @@ func lockCodex(ctx context.Context, path string, _ format.Profile, wait, _ time.
 	} else if err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("codex thread locks %s: not a directory (%v)", dir, err)
 	}
-	return lock.Codex(ctx, home, id, lock.Options{Wait: wait})
+	return lock.Codex(ctx, home, id, lock.Options{Wait: lp.Wait, Now: lp.Now, Faults: lp.Faults})
 }
 
 func codexOrdinal(v *jsonv.Value) bool {

@@ -253,7 +253,7 @@ func TestCodexLock(t *testing.T) {
 	path := filepath.Join(home, "sessions/2026/11/22", cxName)
 	cxWrite(t, path, cxMeta(""))
 	ctx := context.Background()
-	l, err := lockCodex(ctx, path, codexLog{}, 0, 0)
+	l, err := lockCodex(ctx, path, codexLog{}, format.LockParams{})
 	if _, ok := l.(format.Unlocked); err != nil || !ok {
 		t.Fatalf("home without thread-writer-locks: %T %v", l, err)
 	}
@@ -266,7 +266,7 @@ func TestCodexLock(t *testing.T) {
 	link := filepath.Join(t.TempDir(), "sessions")
 	os.Symlink(filepath.Join(home, "sessions"), link)
 	for _, p := range []string{path, filepath.Join(link, "2026/11/22", cxName)} {
-		l, err := lockCodex(ctx, p, codexLog{}, 0, 0)
+		l, err := lockCodex(ctx, p, codexLog{}, format.LockParams{})
 		if _, ok := l.(format.Unlocked); err != nil || ok {
 			t.Fatalf("%s: %T %v", p, l, err)
 		}
@@ -280,10 +280,10 @@ func TestCodexLock(t *testing.T) {
 	fd, _ := unix.Open(filepath.Join(locks, cxID+".lock"), unix.O_RDWR|unix.O_CLOEXEC, 0)
 	defer unix.Close(fd)
 	unix.Flock(fd, unix.LOCK_SH)
-	if _, err := lockCodex(ctx, path, codexLog{}, 30*time.Millisecond, 0); !errors.Is(err, lock.ErrBusy) {
+	if _, err := lockCodex(ctx, path, codexLog{}, format.LockParams{Wait: 30 * time.Millisecond}); !errors.Is(err, lock.ErrBusy) {
 		t.Errorf("fork reader holds LOCK_SH: %v, want busy", err)
 	}
-	if l, err := lockCodex(ctx, "/elsewhere/"+cxName, codexLog{}, 0, 0); err != nil || l != (format.Unlocked{}) {
+	if l, err := lockCodex(ctx, "/elsewhere/"+cxName, codexLog{}, format.LockParams{}); err != nil || l != (format.Unlocked{}) {
 		t.Errorf("outside a Codex home: %T %v", l, err)
 	}
 }

@@ -166,10 +166,10 @@ func (geminiLog) RebuildHeader(path string, data []byte) []byte {
 }
 
 // lockGeminiCLI: no lock; wait while a Gemini process works in the file's project.
-func lockGeminiCLI(ctx context.Context, path string, _ format.Profile, wait, _ time.Duration) (format.Lock, error) {
+func lockGeminiCLI(ctx context.Context, path string, _ format.Profile, lp format.LockParams) (format.Lock, error) {
 	if chats, _, ok := geminiChats(path); ok {
 		if root, ok := geminiProjectRoot(filepath.Dir(chats)); ok {
-			if err := lock.Gemini(ctx, root, lock.Options{Wait: wait}); err != nil {
+			if err := lock.Gemini(ctx, root, lock.Options{Wait: lp.Wait, Now: lp.Now, Faults: lp.Faults}); err != nil {
 				return nil, err
 			}
 		}

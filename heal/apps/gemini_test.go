@@ -263,7 +263,7 @@ func TestGeminiRestore(t *testing.T) {
 func TestGeminiLock(t *testing.T) {
 	ctx := context.Background()
 	_, bare := gemProject(t, "")
-	if l, err := lockGeminiCLI(ctx, filepath.Join(bare, gemName), geminiLog{}, 0, 0); err != nil || l != (format.Unlocked{}) {
+	if l, err := lockGeminiCLI(ctx, filepath.Join(bare, gemName), geminiLog{}, format.LockParams{}); err != nil || l != (format.Unlocked{}) {
 		t.Errorf("no .project_root: %v %v", l, err)
 	}
 	if runtime.GOOS != "linux" {
@@ -272,7 +272,7 @@ func TestGeminiLock(t *testing.T) {
 	root := t.TempDir()
 	_, chats := gemProject(t, root)
 	main, sub := filepath.Join(chats, gemName), filepath.Join(chats, gemID, "s.jsonl")
-	if l, err := lockGeminiCLI(ctx, main, geminiLog{}, 0, 0); err != nil || l != (format.Unlocked{}) {
+	if l, err := lockGeminiCLI(ctx, main, geminiLog{}, format.LockParams{}); err != nil || l != (format.Unlocked{}) {
 		t.Errorf("no Gemini process: %v %v", l, err)
 	}
 	src, err := exec.LookPath("sleep")
@@ -294,13 +294,13 @@ func TestGeminiLock(t *testing.T) {
 		}
 	}
 	for _, p := range []string{main, sub} {
-		if _, err := lockGeminiCLI(ctx, p, geminiLog{}, 100*time.Millisecond, 0); !errors.Is(err, lock.ErrBusy) {
+		if _, err := lockGeminiCLI(ctx, p, geminiLog{}, format.LockParams{Wait: 100 * time.Millisecond}); !errors.Is(err, lock.ErrBusy) {
 			t.Errorf("%s with a Gemini process in the project: %v, want busy", p, err)
 		}
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if l, err := lockGeminiCLI(ctx, main, geminiLog{}, 100*time.Millisecond, 0); err != nil || l != (format.Unlocked{}) {
+	if l, err := lockGeminiCLI(ctx, main, geminiLog{}, format.LockParams{Wait: 100 * time.Millisecond}); err != nil || l != (format.Unlocked{}) {
 		t.Errorf("after the process ended: %v %v", l, err)
 	}
 }

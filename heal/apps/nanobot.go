@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -44,7 +43,7 @@ func (nanobot) RecordKey(rec *jsonv.Value) string {
 }
 
 // lockNanobot takes the namespace's .session-files.lock; eras A–C have no lock.
-func lockNanobot(ctx context.Context, path string, _ format.Profile, wait, stale time.Duration) (format.Lock, error) {
+func lockNanobot(ctx context.Context, path string, _ format.Profile, lp format.LockParams) (format.Lock, error) {
 	dir := filepath.Dir(path)
 	if !nanobotNamespaceRe.MatchString(filepath.Base(dir)) {
 		// Through a symlinked rule root the namespace has the name the link points to.
@@ -53,7 +52,7 @@ func lockNanobot(ctx context.Context, path string, _ format.Profile, wait, stale
 	if !nanobotNamespaceRe.MatchString(filepath.Base(dir)) {
 		return format.Unlocked{}, nil
 	}
-	return lock.Flock(ctx, filepath.Join(dir, ".session-files.lock"), true, lock.Options{Wait: wait, Stale: stale})
+	return lock.Flock(ctx, filepath.Join(dir, ".session-files.lock"), true, lock.Options{Wait: lp.Wait, Stale: lp.Stale, Now: lp.Now, Faults: lp.Faults})
 }
 
 // TempLockTarget: nanobot's lock guards a whole directory; a temp file is cleaned up under the

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -124,7 +123,7 @@ func ovEncrypted(data []byte) string {
 }
 
 // lockOpenViking takes the session's path lock below its `<workspace>/viking` tree.
-func lockOpenViking(ctx context.Context, path string, _ format.Profile, wait, stale time.Duration) (format.Lock, error) {
+func lockOpenViking(ctx context.Context, path string, _ format.Profile, lp format.LockParams) (format.Lock, error) {
 	sid := filepath.Dir(path)
 	root := vikingRoot(sid)
 	if root == "" {
@@ -132,7 +131,7 @@ func lockOpenViking(ctx context.Context, path string, _ format.Profile, wait, st
 		sid = fsio.Resolved(sid)
 		root = vikingRoot(sid)
 	}
-	return lock.OpenViking(ctx, sid, root, lock.Options{Wait: wait, Stale: stale})
+	return lock.OpenViking(ctx, sid, root, lock.Options{Wait: lp.Wait, Stale: lp.Stale, Now: lp.Now, Faults: lp.Faults})
 }
 
 // vikingRoot is the `<workspace>/viking` directory above a session, or "" when not found.

@@ -20,9 +20,17 @@ type Registry struct {
 // Lock is a lock held; Release lets it go.
 type Lock interface{ Release() error }
 
-// LockFunc takes an app's own lock for path, a file judged by p: within wait, and treating a
-// holder that has not shown life for stale (0: the protocol's own default) as gone.
-type LockFunc func(ctx context.Context, path string, p Profile, wait, stale time.Duration) (Lock, error)
+// LockFunc takes an app's own lock for path, a file judged by p, as [LockParams] say.
+type LockFunc func(ctx context.Context, path string, p Profile, lp LockParams) (Lock, error)
+
+// LockParams: wait up to Wait for the lock, and treat a holder that has not shown life for
+// Stale (0: the protocol's own default) as gone, judged by the clock Now (nil: time.Now).
+// Faults is the engine's file-operation seam (see fsio.FS.Faults).
+type LockParams struct {
+	Wait, Stale time.Duration
+	Now         func() time.Time
+	Faults      func(op, path string) error
+}
 
 // NewRegistry returns a registry of the generic formats: json and jsonl.
 func NewRegistry() *Registry {
