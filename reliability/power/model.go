@@ -22,10 +22,16 @@ import (
 //   - everything under a "sync" barrier's prefix (a setup step made durable);
 //   - every other operation before k (pending) independently kept or dropped; a pending write
 //     may also land torn at a 4 KiB boundary of the file (a prefix of its blocks, the size cut
-//     there or grown to its end with zeros) or as a zero-filled extent (the size grew, the
-//     data never came).
+//     there or grown to its end with zeros), with any subset of its blocks landed (writeback
+//     goes page by page, in no set order), or as a zero-filled extent (the size grew, the data
+//     never came);
+//   - a permission change (chmod) durable with its inode's fsync, like the data.
 //
-// Kept pending operations are applied in their program order.
+// Kept pending operations are applied in their program order, or (in a sampled share of the
+// states) with the pending data operations — writes, truncates, chmods — permuted among
+// themselves: data reaches the disk in no set order. Namespace operations keep their program
+// order among themselves, as the journals of ext4 and XFS commit them; each may still be
+// dropped on its own, so a later one can survive an earlier one.
 
 // BlockSize is the granularity at which a write may tear.
 const BlockSize = 4096
@@ -33,14 +39,19 @@ const BlockSize = 4096
 // Alt is how one pending operation reached the disk.
 type Alt struct {
 	Drop bool
-	Cut  int64 // write: the bytes of it that landed, from its start (-1: all of them)
-	Zero bool  // write: the size grew to the write's end; the bytes that did not land are zeros
+	Cut  int64  // write: the bytes of it that landed, from its start (-1: all of them)
+	Zero bool   // write: the size grew to the write's end; the bytes that did not land are zeros
+	Mask uint64 // write: when not 0, the blocks of it that landed (bit i: its i-th block); Cut is ignored
 }
 
 func (a Alt) String() string {
 	switch {
 	case a.Drop:
 		return "dropped"
+	case a.Mask != 0 && a.Zero:
+		return fmt.Sprintf("blocks %b landed, zeros elsewhere", a.Mask)
+	case a.Mask != 0:
+		return fmt.Sprintf("blocks %b landed", a.Mask)
 	case a.Cut < 0 && !a.Zero:
 		return "kept"
 	case a.Cut <= 0:
@@ -91,7 +102,7 @@ func durable(o Op, inos map[int]bool, dirs map[string]bool, prefixes []string) b
 		}
 	}
 	switch o.Kind {
-	case "write", "truncate":
+	case "write", "truncate", "chmod":
 		return inos[o.Ino]
 	case "rename":
 		return dirs[filepath.Dir(o.Path)] && dirs[filepath.Dir(o.From)]
@@ -105,11 +116,23 @@ func Alts(o Op) []Alt {
 		return []Alt{keep, {Drop: true}}
 	}
 	out := []Alt{keep, {Drop: true}, {Cut: 0, Zero: true}}
-	for _, c := range cuts(o) {
+	cs := cuts(o)
+	for _, c := range cs {
 		out = append(out, Alt{Cut: c}, Alt{Cut: c, Zero: true})
+	}
+	if p := len(cs) + 1; p <= maxScatterEnum {
+		for m := uint64(1); m < 1<<p-1; m++ {
+			if m&(m+1) != 0 { // not a prefix of the blocks: those are the cuts above
+				out = append(out, Alt{Cut: -1, Mask: m}, Alt{Cut: -1, Mask: m, Zero: true})
+			}
+		}
 	}
 	return out
 }
+
+// maxScatterEnum: writes of up to this many blocks have every subset of their blocks
+// enumerated; longer ones have subsets sampled (of their first 64 blocks).
+const maxScatterEnum = 4
 
 // cuts are the lengths of the write's prefixes that end at a block boundary of the file.
 func cuts(o Op) []int64 {
@@ -128,7 +151,10 @@ func sampleAlt(o Op, r *rand.Rand) Alt {
 	}
 	cs := cuts(o)
 	n := 3
-	if len(cs) > 0 {
+	switch {
+	case len(cs) >= 2:
+		n = 5
+	case len(cs) > 0:
 		n = 4
 	}
 	switch r.IntN(n) {
@@ -138,16 +164,34 @@ func sampleAlt(o Op, r *rand.Rand) Alt {
 		return Alt{Drop: true}
 	case 2:
 		return Alt{Cut: 0, Zero: true}
+	case 3:
+		return Alt{Cut: cs[r.IntN(len(cs))], Zero: r.IntN(2) == 0}
 	}
-	return Alt{Cut: cs[r.IntN(len(cs))], Zero: r.IntN(2) == 0}
+	p := min(len(cs)+1, 64)
+	all := uint64(1)<<p - 1
+	if p == 64 {
+		all = ^uint64(0)
+	}
+	for {
+		m := r.Uint64() & all
+		if m != 0 && m != all && m&(m+1) != 0 {
+			return Alt{Cut: -1, Mask: m, Zero: r.IntN(2) == 0}
+		}
+	}
 }
 
-// State is one crash state: the point k and how each pending operation landed.
+// State is one crash state: the point k and how each pending operation landed. Order, when
+// set, permutes the pending data operations: the j-th of them in program order is applied
+// where the Order[j]-th of them was.
 type State struct {
-	K    int
-	Pend []int
-	Alts []Alt
+	K     int
+	Pend  []int
+	Alts  []Alt
+	Order []int
 }
+
+// isData: the operations whose writeback order is not set (see the model above).
+func isData(o Op) bool { return o.Kind == "write" || o.Kind == "truncate" || o.Kind == "chmod" }
 
 // Describe names the state's choices for a report.
 func (s State) Describe(ops []Op) string {
@@ -160,7 +204,11 @@ func (s State) Describe(ops []Op) string {
 	if s.K > 0 {
 		last = fmt.Sprintf("#%d %s %s", s.K-1, ops[s.K-1].Kind, ops[s.K-1].Path)
 	}
-	return fmt.Sprintf("power cut after %d operations (last %s); pending: [%s]", s.K, last, strings.Join(parts, "; "))
+	order := ""
+	if s.Order != nil {
+		order = fmt.Sprintf("; data operations landed in the order %v", s.Order)
+	}
+	return fmt.Sprintf("power cut after %d operations (last %s); pending: [%s]%s", s.K, last, strings.Join(parts, "; "), order)
 }
 
 // Count is the number of states at point k (capped at limit+1).
@@ -196,6 +244,9 @@ func States(ops []Op, from, limit int, r *rand.Rand, f func(State) bool) {
 					s.Alts[i] = sampleAlt(ops[pend[i]], r)
 				}
 			}
+			if n > limit && r.IntN(4) == 0 {
+				s.Order = permuteData(ops, pend, r)
+			}
 			if !f(s) {
 				return
 			}
@@ -203,19 +254,46 @@ func States(ops []Op, from, limit int, r *rand.Rand, f func(State) bool) {
 	}
 }
 
+// permuteData draws an order of the pending data operations (nil when fewer than two).
+func permuteData(ops []Op, pend []int, r *rand.Rand) []int {
+	n := 0
+	for _, p := range pend {
+		if isData(ops[p]) {
+			n++
+		}
+	}
+	if n < 2 {
+		return nil
+	}
+	return r.Perm(n)
+}
+
 // Build is the disk a state leaves: init with the operations before s.K applied, durable
 // ones as they ran, pending ones as s says.
 func Build(init Tree, ops []Op, s State) Tree {
 	t := init.clone()
-	pi := 0
+	var data []int // indexes into s.Pend of the pending data operations, in program order
+	if s.Order != nil {
+		for j, p := range s.Pend {
+			if isData(ops[p]) {
+				data = append(data, j)
+			}
+		}
+	}
+	pi, di := 0, 0
 	for i := 0; i < s.K; i++ {
-		a := keep
+		o, a := ops[i], keep
 		if pi < len(s.Pend) && s.Pend[pi] == i {
-			a = s.Alts[pi]
+			j := pi
+			if s.Order != nil && isData(o) {
+				j = data[s.Order[di]]
+				di++
+			}
+			o, a = ops[s.Pend[j]], s.Alts[j]
 			pi++
 		}
 		if !a.Drop {
-			t.apply(ops[i], a)
+			t.apply(o, a)
 		}
 	}
 	return t
@@ -230,8 +308,16 @@ func (t *Tree) apply(o Op, a Alt) {
 		if _, ok := t.Data[o.Ino]; !ok {
 			t.Data[o.Ino] = nil
 		}
+		if _, ok := t.Mode[o.Ino]; !ok {
+			t.Mode[o.Ino] = o.Mode
+		}
+	case "chmod":
+		t.Mode[o.Ino] = o.Mode
 	case "link":
 		t.Names[o.Path] = Node{Ino: o.Ino}
+		if _, ok := t.Mode[o.Ino]; !ok && o.Mode != 0 {
+			t.Mode[o.Ino] = o.Mode
+		}
 	case "rename":
 		if n, ok := t.Names[o.From]; ok && !n.Dir && n.Ino == o.Ino {
 			delete(t.Names, o.From)
@@ -244,6 +330,10 @@ func (t *Tree) apply(o Op, a Alt) {
 	case "truncate":
 		t.Data[o.Ino] = resize(t.Data[o.Ino], o.Size)
 	case "write":
+		if a.Mask != 0 {
+			t.Data[o.Ino] = scatter(t.Data[o.Ino], o, a)
+			return
+		}
 		land := int64(len(o.Data))
 		if a.Cut >= 0 {
 			land = a.Cut
@@ -257,6 +347,28 @@ func (t *Tree) apply(o Op, a Alt) {
 		copy(d[o.Off:], o.Data[:land])
 		t.Data[o.Ino] = d
 	}
+}
+
+// scatter is d after the blocks of the write that a.Mask names landed: the size grows to
+// the end of the last block landed, or with a.Zero to the write's end.
+func scatter(d []byte, o Op, a Alt) []byte {
+	bounds := append(append([]int64{0}, cuts(o)...), int64(len(o.Data)))
+	end := int64(len(d))
+	if a.Zero {
+		end = max(end, o.Off+int64(len(o.Data)))
+	}
+	for i := 0; i+1 < len(bounds) && i < 64; i++ {
+		if a.Mask&(1<<i) != 0 {
+			end = max(end, o.Off+bounds[i+1])
+		}
+	}
+	d = resize(d, end)
+	for i := 0; i+1 < len(bounds) && i < 64; i++ {
+		if a.Mask&(1<<i) != 0 {
+			copy(d[o.Off+bounds[i]:], o.Data[bounds[i]:bounds[i+1]])
+		}
+	}
+	return d
 }
 
 // resize returns a copy of b of n bytes (zeros where it grew).

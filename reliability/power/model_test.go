@@ -2,6 +2,7 @@ package power
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -177,5 +178,60 @@ func TestStateDurableBeforeRename(t *testing.T) {
 	}
 	if renames == 0 {
 		t.Fatal("no rename of a session file recorded")
+	}
+}
+
+// A lock file published whole (written and fsynced unnamed, then linked in) is absent or
+// whole in every state, never empty or torn.
+func TestPublishedLinkIsWholeOrAbsent(t *testing.T) {
+	dir := t.TempDir()
+	r := &Recorder{Root: dir}
+	r.Start()
+	r.Hook("link", filepath.Join(dir, "a"))
+	os.WriteFile(filepath.Join(dir, "a"), []byte("owner:1:T"), 0o644)
+	init, ops, _ := r.Finish()
+	if got, want := kinds(ops), "write a, fsync a, link a"; got != want {
+		t.Fatalf("ops: %s, want %s", got, want)
+	}
+	for k := 0; k <= len(ops); k++ {
+		for _, o := range outcomes(init, ops, k) {
+			if o != "- " && o != "owner:1:T " {
+				t.Errorf("at point %d a state shows %q", k, o)
+			}
+		}
+	}
+}
+
+// The blocks of one write land in any subset; a permission change is lost without the
+// inode's fsync.
+func TestScatteredBlocksAndLostChmod(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a"), nil, 0o600)
+	r := &Recorder{Root: dir}
+	r.Start()
+	r.Hook("chmod", filepath.Join(dir, "a"))
+	os.Chmod(filepath.Join(dir, "a"), 0o644)
+	r.Hook("write", filepath.Join(dir, "a"))
+	data := append(append(bytes.Repeat([]byte("x"), BlockSize), bytes.Repeat([]byte("y"), BlockSize)...), bytes.Repeat([]byte("z"), 10)...)
+	os.WriteFile(filepath.Join(dir, "a"), data, 0o644)
+	init, ops, _ := r.Finish()
+	if got, want := kinds(ops), "chmod a, write a"; got != want {
+		t.Fatalf("ops: %s, want %s", got, want)
+	}
+	middle, modes := false, map[string]bool{}
+	States(ops, len(ops), 1<<20, rand.New(rand.NewPCG(1, 1)), func(s State) bool {
+		tr := Build(init, ops, s)
+		d := tr.Data[tr.Names["a"].Ino]
+		if len(d) == 2*BlockSize && d[0] == 0 && d[BlockSize] == 'y' {
+			middle = true
+		}
+		modes[fmt.Sprintf("%o", tr.Mode[tr.Names["a"].Ino])] = true
+		return true
+	})
+	if !middle {
+		t.Error("no state where only the write's second block landed")
+	}
+	if !modes["600"] || !modes["644"] {
+		t.Errorf("modes seen %v, want 600 and 644", modes)
 	}
 }

@@ -2,7 +2,8 @@
 // [Recorder] sits behind the engine's file-operation seam (fsio.FS.Faults): before each
 // operation it snapshots the tree and turns what changed since the previous one into logical
 // operations — mkdir, create, write (with its offset and bytes), truncate, fsync, link,
-// rename, unlink, rmdir, directory fsync — so that unhooked operations (unlinks) are seen too.
+// rename, unlink, rmdir, directory fsync, chmod — so that unhooked operations (unlinks) are
+// seen too.
 // [States] then builds the disks a power cut can leave at each point of that sequence under
 // an abstract persistence model (see [Pending]), and the campaign in this package's tests
 // runs the next start on each of them and checks DESIGN §7's invariants.
@@ -24,17 +25,18 @@ import (
 
 // Op is one logical file operation. Paths are relative to the recorder's root.
 type Op struct {
-	Kind string // mkdir create write truncate fsync link rename unlink rmdir fsync-dir sync
-	Path string // the name made or removed; fsync-dir: the directory; sync: a prefix
-	From string // rename and link: the source name
-	Ino  int    // the abstract inode (file operations)
-	Off  int64  // write: the offset
-	Data []byte // write: the bytes
-	Size int64  // truncate: the new size
+	Kind string      // mkdir create write truncate chmod fsync link rename unlink rmdir fsync-dir sync
+	Path string      // the name made or removed; fsync-dir: the directory; sync: a prefix
+	From string      // rename and link: the source name
+	Ino  int         // the abstract inode (file operations)
+	Off  int64       // write: the offset
+	Data []byte      // write: the bytes
+	Size int64       // truncate: the new size
+	Mode fs.FileMode // create and chmod: the permission bits
 }
 
 // Tree is a file system: names (files and directories), the bytes of each inode and its
-// permission bits (the last ones seen: the model does not drop a chmod).
+// permission bits.
 type Tree struct {
 	Names map[string]Node
 	Data  map[int][]byte
@@ -49,12 +51,15 @@ type Node struct {
 }
 
 func (t Tree) clone() Tree {
-	c := Tree{Names: make(map[string]Node, len(t.Names)), Data: make(map[int][]byte, len(t.Data)), Mode: t.Mode}
+	c := Tree{Names: make(map[string]Node, len(t.Names)), Data: make(map[int][]byte, len(t.Data)), Mode: make(map[int]fs.FileMode, len(t.Mode))}
 	for k, v := range t.Names {
 		c.Names[k] = v
 	}
 	for k, v := range t.Data {
 		c.Data[k] = v
+	}
+	for k, v := range t.Mode {
+		c.Mode[k] = v
 	}
 	return c
 }
@@ -79,7 +84,6 @@ type Recorder struct {
 	op, path string // the operation the last hook announced
 	ops      []Op
 	next     int
-	modes    map[int]fs.FileMode
 }
 
 // Start snapshots the tree as it is: the durable initial state.
@@ -87,7 +91,6 @@ func (r *Recorder) Start() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.next = 1
-	r.modes = map[int]fs.FileMode{}
 	r.prev = r.snap(nil)
 	r.init = r.toTree(r.prev)
 	r.ops, r.op, r.path = nil, "", ""
@@ -137,11 +140,12 @@ func (r *Recorder) rel(p string) string {
 }
 
 func (r *Recorder) toTree(s map[string]entry) Tree {
-	t := Tree{Names: map[string]Node{}, Data: map[int][]byte{}, Mode: r.modes}
+	t := Tree{Names: map[string]Node{}, Data: map[int][]byte{}, Mode: map[int]fs.FileMode{}}
 	for name, e := range s {
 		t.Names[name] = Node{Dir: e.dir, Ino: e.abs, Mode: e.mode}
 		if !e.dir {
 			t.Data[e.abs] = e.data
+			t.Mode[e.abs] = e.mode
 		}
 	}
 	return t
@@ -190,9 +194,6 @@ func (r *Recorder) snap(prev map[string]entry) map[string]entry {
 				r.next++
 			}
 		}
-		if !e.dir {
-			r.modes[e.abs] = e.mode
-		}
 		cur[rel] = e
 		return nil
 	})
@@ -233,7 +234,8 @@ func sortedNames(m map[string]entry) []string {
 
 // diff is the operations that take prev to cur: new directories, new names (created,
 // renamed or linked), data changes, then removed names and directories. linked: the
-// announced operation was a link, so a name that moved is a link and an unlink.
+// announced operation was a link, so a name that moved is a link and an unlink, and a new
+// inode was written and fsynced unnamed before its link.
 func diff(prev, cur map[string]entry, linked bool) []Op {
 	var ops []Op
 	names := sortedNames(cur)
@@ -252,7 +254,8 @@ func diff(prev, cur map[string]entry, linked bool) []Op {
 			}
 		}
 	}
-	moved := map[string]bool{} // names renamed away
+	moved := map[string]bool{}  // names renamed away
+	published := map[int]bool{} // inodes linked in whole
 	for _, n := range names {
 		e := cur[n]
 		if e.dir {
@@ -262,8 +265,15 @@ func diff(prev, cur map[string]entry, linked bool) []Op {
 			continue
 		}
 		src, existed := prevAt[e.abs]
+		if !existed && linked {
+			// An unnamed file (O_TMPFILE), written and fsynced, then linked in.
+			ops = append(ops, dataOps(n, e.abs, nil, e.data)...)
+			ops = append(ops, Op{Kind: "fsync", Path: n, Ino: e.abs}, Op{Kind: "link", Path: n, Ino: e.abs, Mode: e.mode})
+			published[e.abs] = true
+			continue
+		}
 		if !existed {
-			ops = append(ops, Op{Kind: "create", Path: n, Ino: e.abs})
+			ops = append(ops, Op{Kind: "create", Path: n, Ino: e.abs, Mode: e.mode})
 			continue
 		}
 		if c, still := cur[src]; linked || (still && !c.dir && c.abs == e.abs) {
@@ -276,13 +286,16 @@ func diff(prev, cur map[string]entry, linked bool) []Op {
 	seen := map[int]bool{}
 	for _, n := range names {
 		e := cur[n]
-		if e.dir || seen[e.abs] {
+		if e.dir || seen[e.abs] || published[e.abs] {
 			continue
 		}
 		seen[e.abs] = true
 		var old []byte
 		if src, ok := prevAt[e.abs]; ok {
 			old = prev[src].data
+			if m := prev[src].mode; m != e.mode {
+				ops = append(ops, Op{Kind: "chmod", Path: n, Ino: e.abs, Mode: e.mode})
+			}
 		}
 		ops = append(ops, dataOps(n, e.abs, old, e.data)...)
 	}

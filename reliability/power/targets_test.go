@@ -5,27 +5,45 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
 	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/reliability/fixtures"
 )
 
 var samplesDir = filepath.Join("..", "..", "heal", "testdata", "samples")
 
-// sampleInputs: damaged samples of every app (coding CLIs included) whose heal needs no
-// last-good copy.
-var sampleInputs = []string{
-	"claude-code/torn_tail", "claude-code/nul_tail", "claude-code/bad_middle_line",
-	"codex/torn_tail", "codex/nul_tail", "gemini-cli/torn_tail", "gemini-cli/nul_tail",
-	"copaw/corrupt_extra_data_race", "nanobot/corrupt_truncated_midline", "nanobot/corrupt_bad_middle_line",
-	"praisonai/corrupt_trailing_garbage", "openviking/corrupt_truncated_messages",
-	"openclaw/03-trailing-garbage", "openclaw/11-corrupt-transcripts", "openclaw/12-utf8-bom",
+// sampleInputs lists every case of every app's samples (healthy ones too: their heal writes
+// only last-good copies, and must never touch a session file).
+func sampleInputs() ([]string, error) {
+	apps, err := os.ReadDir(samplesDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range apps {
+		if !a.IsDir() {
+			continue
+		}
+		cases, err := os.ReadDir(filepath.Join(samplesDir, a.Name()))
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cases {
+			if c.IsDir() {
+				out = append(out, a.Name()+"/"+c.Name())
+			}
+		}
+	}
+	return out, nil
 }
 
 // target is one input: the files laid out under case/ and the rules that heal them.
@@ -35,7 +53,8 @@ type target struct {
 	name    string
 	files   map[string][]byte
 	healthy map[string][]byte
-	app     string // a preset; "" for the generated json/jsonl rules
+	app     string                   // a preset; "" for the generated json/jsonl rules
+	gen     func(seed uint64) target // generated: a new one each round
 }
 
 func (tg target) rules(caseDir string) string {
@@ -46,14 +65,51 @@ func (tg target) rules(caseDir string) string {
 	return fmt.Sprintf("  - {name: %s, preset: %s, paths: [%q]}\n", tg.app, tg.app, caseDir)
 }
 
-func sampleTarget(input string) (target, error) {
+// sampleTargets are the targets of one sample case: the case as it is, and, where the app's
+// healthy case holds every one of its session files, the case after a heal of that healthy
+// tree (so the last-good strategy has its copy, and the copies are written without fsync).
+func sampleTargets(input string) ([]target, error) {
+	app, name, _ := strings.Cut(input, "/")
+	files, err := caseTree(input)
+	if err != nil {
+		return nil, err
+	}
+	out := []target{{name: input, files: files, app: app}}
+	if strings.HasPrefix(name, "healthy") {
+		return out, nil
+	}
+	healthy, err := caseTree(app + "/healthy")
+	if err != nil {
+		return out, nil // no healthy case
+	}
+	seeded, differs := map[string][]byte{}, false
+	for rel, b := range files {
+		h, ok := healthy[rel]
+		switch {
+		case isAppLock(rel) || !ok && strings.HasSuffix(rel, ".json") && strings.Contains(rel, "sessions/"):
+			seeded[rel] = b // an app's lock or pid registry: as in the case
+		case !ok:
+			return out, nil
+		default:
+			seeded[rel] = h
+			differs = differs || !bytes.Equal(h, b)
+		}
+	}
+	if differs {
+		out = append(out, target{name: input + "+last-good", files: files, healthy: seeded, app: app})
+	}
+	return out, nil
+}
+
+// caseTree reads a sample case's files (regular files only).
+func caseTree(input string) (map[string][]byte, error) {
 	tmp, err := os.MkdirTemp("", "power-sample-")
 	if err != nil {
-		return target{}, err
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	if err := fixtures.CopyTree(filepath.Join(samplesDir, input), tmp); err != nil {
-		return target{}, err
+		return nil, err
 	}
 	files := map[string][]byte{}
 	err = filepath.WalkDir(tmp, func(p string, d os.DirEntry, err error) error {
@@ -61,13 +117,10 @@ func sampleTarget(input string) (target, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(tmp, p)
-		if isAppLock(rel) {
-			return nil // left out of the model (see isAppLock)
-		}
 		files[rel], err = os.ReadFile(p)
 		return err
 	})
-	return target{name: input, files: files, app: strings.SplitN(input, "/", 2)[0]}, err
+	return files, err
 }
 
 // genTarget is a generated tree: JSON documents followed by garbage, JSONL with garbage
@@ -75,7 +128,7 @@ func sampleTarget(input string) (target, error) {
 // healthy version.
 func genTarget(seed uint64) target {
 	r := rand.New(rand.NewPCG(seed, 0x706f776572))
-	tg := target{name: fmt.Sprintf("generated#%d", seed), files: map[string][]byte{}, healthy: map[string][]byte{}}
+	tg := target{name: fmt.Sprintf("generated#%d", seed), files: map[string][]byte{}, healthy: map[string][]byte{}, gen: genTarget}
 	record := func() []byte {
 		b, _ := json.Marshal(map[string]any{"role": []string{"user", "assistant", "tool"}[r.IntN(3)],
 			"content": strings.Repeat("é日🙂 x", 1+r.IntN(40)), "ts": r.Int64N(1 << 40)})
@@ -112,14 +165,50 @@ func genTarget(seed uint64) target {
 	return tg
 }
 
-// isAppLock names the apps' lock files. They are left out of the model: after a power cut
-// their holder is gone, and each app's protocol judges them stale (the crash suite covers it).
+// bigTarget is a JSONL file and a JSON document just over the engine's big-file size (8 MiB),
+// damaged: their heals stream from the original's descriptor instead of holding the file.
+func bigTarget(seed uint64) target {
+	r := rand.New(rand.NewPCG(seed, 0x626967))
+	var jl, js []byte
+	good := 0
+	for len(jl) < 8<<20+256<<10 {
+		b, _ := json.Marshal(map[string]any{"role": "assistant", "seq": len(jl), "content": strings.Repeat("日本語 text ", 20+r.IntN(200))})
+		jl = append(append(jl, b...), '\n')
+		if good == 0 && len(jl) > 5<<20 {
+			jl = append(jl, "{\"role\": \"us\n"...) // a bad line in the middle
+			good = len(jl)
+		}
+	}
+	jl = append(jl, `{"role": "assistant", "content": "tor`...)
+	js = append(js, `{"messages": [`...)
+	for i := 0; len(js) < 8<<20+256<<10; i++ {
+		if i > 0 {
+			js = append(js, ',')
+		}
+		b, _ := json.Marshal(map[string]any{"role": "user", "i": i, "content": strings.Repeat("é x ", 50+r.IntN(100))})
+		js = append(js, b...)
+	}
+	js = append(js, "]}\n  }\n}"...)
+	return target{name: fmt.Sprintf("big#%d", seed), app: "", files: map[string][]byte{
+		filepath.Join("jsonl", "big.jsonl"): jl, filepath.Join("json", "big.json"): js}}
+}
+
+func validOVToken(b []byte) bool {
+	_, _, _, ok := lock.ParseOVToken(b)
+	return ok
+}
+
+// isAppLock names the apps' lock files (in the model, but not session files).
 func isAppLock(rel string) bool {
 	name := filepath.Base(rel)
 	return strings.HasSuffix(name, ".lock") || name == ".path.ovlock" || strings.HasPrefix(name, ".exact.ovlock.")
 }
 
-func newEngine(tg target, dir string, hook func(op, path string) error) (*heal.Engine, error) {
+// newEngine is the engine of a start. Its clock runs an hour ahead (the app temps of the
+// samples are old), and a later start (after a power cut) another hour ahead: the holders of
+// the locks the cut heal had taken are gone, and the protocols that judge a holder by its
+// age (OpenViking's tokens, OpenClaw's createdAt) see it stale.
+func newEngine(tg target, dir string, hook func(op, path string) error, later bool) (*heal.Engine, error) {
 	caseDir := filepath.Join(dir, "case")
 	pol := fmt.Sprintf("version: 1\nstate_dir: %q\nrules:\n%s", filepath.Join(dir, "state"), tg.rules(caseDir))
 	cfg, err := policy.Parse("power.yaml", []byte(pol))
@@ -127,9 +216,14 @@ func newEngine(tg target, dir string, hook func(op, path string) error) (*heal.E
 		return nil, err
 	}
 	for i := range cfg.Rules {
-		cfg.Rules[i].Lock.Wait = 0
+		cfg.Rules[i].Lock.Wait = time.Nanosecond // a busy lock is not waited for
 	}
-	return heal.New(cfg, heal.Options{OneShot: true, QuietCheck: -1, Faults: hook,
+	ahead := time.Hour
+	if later {
+		ahead = 2 * time.Hour
+	}
+	now := func() time.Time { return time.Now().Add(ahead) }
+	return heal.New(cfg, heal.Options{OneShot: true, QuietCheck: -1, Faults: hook, Now: now,
 		OpenWriters: func(dev, ino uint64) []int { return nil }}), nil
 }
 
@@ -171,12 +265,14 @@ type recording struct {
 	from         int               // the first crash point (the heal's start)
 	orig, healed map[string][]byte // the session files at the heal's start and end
 	versions     map[string][][]byte
+	changed      int                    // session files the heal changed
+	modes        map[string]fs.FileMode // the session files' permission bits after the heal
 }
 
 func record(t *testing.T, tg target, dir string) *recording {
 	t.Helper()
 	rc := &recording{tg: tg, dir: dir, versions: map[string][][]byte{}}
-	rec := &Recorder{Root: dir, Skip: isAppLock}
+	rec := &Recorder{Root: dir}
 	caseDir := filepath.Join(dir, "case")
 	first := tg.files
 	if tg.healthy != nil {
@@ -187,7 +283,7 @@ func record(t *testing.T, tg target, dir string) *recording {
 	}
 	rec.Start()
 	if tg.healthy != nil {
-		e, err := newEngine(tg, dir, rec.Hook)
+		e, err := newEngine(tg, dir, rec.Hook, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +296,7 @@ func record(t *testing.T, tg target, dir string) *recording {
 		rec.Barrier("case")
 		rc.from = rec.Len()
 	}
-	e, err := newEngine(tg, dir, rec.Hook)
+	e, err := newEngine(tg, dir, rec.Hook, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,8 +307,11 @@ func record(t *testing.T, tg target, dir string) *recording {
 	rc.init, rc.ops, rc.final = rec.Finish()
 	rc.orig, rc.healed = map[string][]byte{}, caseFiles(rc.final)
 	for rel := range tg.files {
-		rc.orig[rel] = tg.files[rel]
+		if !isAppLock(rel) {
+			rc.orig[rel] = tg.files[rel]
+		}
 	}
+
 	for rel, b := range caseFiles(rc.init) {
 		rc.versions[rel] = append(rc.versions[rel], b)
 	}
@@ -222,15 +321,15 @@ func record(t *testing.T, tg target, dir string) *recording {
 			t.Fatalf("a clean heal left the temp %s", rel)
 		}
 	}
-	changed := 0
 	for rel := range rc.orig {
 		if !bytes.Equal(rc.orig[rel], rc.healed[rel]) {
-			changed++
+			rc.changed++
 		}
 	}
-	if changed == 0 {
+	if rc.changed == 0 && tg.gen != nil {
 		t.Fatalf("a clean heal changed nothing: %s", brief(reports))
 	}
+	rc.modes = caseModes(rc.final)
 	return rc
 }
 
@@ -239,10 +338,40 @@ func caseFiles(tr Tree) map[string][]byte {
 	out := map[string][]byte{}
 	for _, n := range tr.visible() {
 		nd := tr.Names[n]
-		if nd.Dir || !strings.HasPrefix(n, "case/") || policy.IsOwnTemp(filepath.Base(n)) {
+		if nd.Dir || !strings.HasPrefix(n, "case/") || policy.IsOwnTemp(filepath.Base(n)) || isAppLock(n) {
 			continue
 		}
 		out[strings.TrimPrefix(n, "case/")] = tr.Data[nd.Ino]
+	}
+	return out
+}
+
+// caseModes are the permission bits of a tree's session files.
+func caseModes(tr Tree) map[string]fs.FileMode {
+	out := map[string]fs.FileMode{}
+	for _, n := range tr.visible() {
+		nd := tr.Names[n]
+		if !nd.Dir && strings.HasPrefix(n, "case/") && !policy.IsOwnTemp(filepath.Base(n)) && !isAppLock(n) {
+			out[strings.TrimPrefix(n, "case/")] = tr.Mode[nd.Ino]
+		}
+	}
+	return out
+}
+
+// ovLocks are the OpenViking lock files of a tree whose body OpenViking's lockers cannot
+// read as a token and would not take as stale (an empty file is stale after the expiry; a
+// body of NULs or a torn token makes their acquire fail outright).
+func ovLocks(tr Tree) []string {
+	var out []string
+	for _, n := range tr.visible() {
+		nd := tr.Names[n]
+		base := filepath.Base(n)
+		if nd.Dir || (base != ".path.ovlock" && !strings.HasPrefix(base, ".exact.ovlock.")) {
+			continue
+		}
+		if b := tr.Data[nd.Ino]; len(b) > 0 && !validOVToken(b) {
+			out = append(out, fmt.Sprintf("%s holds %q", n, b))
+		}
 	}
 	return out
 }
