@@ -235,3 +235,34 @@ func TestScatteredBlocksAndLostChmod(t *testing.T) {
 		t.Errorf("modes seen %v, want 600 and 644", modes)
 	}
 }
+
+// TestOpenVikingTokenWholeOrAbsent: in no state of an OpenViking heal does the session's lock
+// token exist but fail to parse. Regression: the token was created with O_EXCL and written
+// without fsync, so a power cut could leave it empty-sized with NULs, which OpenViking's
+// lockers reject outright (their acquire fails until someone removes the file).
+func TestOpenVikingTokenWholeOrAbsent(t *testing.T) {
+	tgs, err := sampleTargets("openviking/corrupt_truncated_messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "w00")
+	os.Mkdir(dir, 0o755)
+	rc := record(t, tgs[0], dir)
+	tokens, states := 0, 0
+	for _, o := range rc.ops {
+		if filepath.Base(o.Path) == ".path.ovlock" && (o.Kind == "link" || o.Kind == "create") {
+			tokens++
+		}
+	}
+	if tokens == 0 {
+		t.Fatalf("no token taken: %s", kinds(rc.ops))
+	}
+	States(rc.ops, rc.from, 4096, rand.New(rand.NewPCG(3, 3)), func(s State) bool {
+		states++
+		for _, l := range ovLocks(Build(rc.init, rc.ops, s)) {
+			t.Fatalf("%s; %s", l, s.Describe(rc.ops))
+		}
+		return true
+	})
+	t.Logf("%d states", states)
+}
