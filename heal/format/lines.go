@@ -16,9 +16,9 @@ import (
 // '\n' ended it. A non-nil error ends the walk and is returned by it.
 type lineFunc func(start int64, line []byte, terminated bool) error
 
-// tailStep is the first read past a walk's limit, where only the end of the line the limit
-// cuts is wanted; each further read doubles it, up to the buffer.
-const tailStep = 64 << 10
+// tailStep is how far past a walk's limit its first read there goes: only the end of the
+// line the limit cuts is wanted. Each further read doubles it, up to the buffer.
+const tailStep = 16 << 10
 
 // lineFault is what is wrong with one line of a JSONL file, its line number aside.
 type lineFault struct {
@@ -162,10 +162,15 @@ func readWalker(r io.ReaderAt, end int64, block, maxHeld int) walker {
 					buf = nb
 				}
 			}
+			// Near the limit, only the end of the line it cuts is wanted: a read goes no
+			// further than a step past the limit, and the step doubles while that line
+			// goes on.
 			want := int64(len(buf) - have)
-			if pos+int64(have) >= limit {
-				want = min(want, int64(step)) // only the end of the last line is wanted
-				step *= 2
+			if reach := limit - pos - int64(have) + int64(step); reach < want {
+				want = reach
+				if pos+int64(have) >= limit {
+					step *= 2
+				}
 			}
 			want = min(want, end-pos-int64(have))
 			k, err := r.ReadAt(buf[have:have+int(want)], pos+int64(have))
