@@ -10,10 +10,11 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
-// Streaming validation keeps memory bounded whatever the file's size: only one line (or, for
-// a JSON document, one token) is held at a time.
+// Streaming validation keeps memory bounded whatever the file's size: a JSONL file is read a
+// block at a time into one reused buffer per worker (a line longer than the block is held
+// whole, up to MaxLine); a JSON document holds one chunk and its longest token.
 const (
-	StreamBuf = 1 << 20  // the reader's buffer
+	StreamBuf = 1 << 20  // the block (or chunk) read at a time
 	MaxLine   = 64 << 20 // a longer record is reported, not held
 )
 
@@ -24,8 +25,9 @@ var ErrNoStream = errors.New("cannot be judged streaming")
 // errStop ends an EachLine walk early.
 var errStop = errors.New("stop")
 
-// StreamInspect validates an append-only JSONL file line by line (see [StreamLines]), reading
-// it in blocks (see [plainLines] and [readWalker]).
+// StreamInspect validates an append-only JSONL file record by record (see [StreamLines]),
+// reading it in blocks and judging the lines in place (see [readWalker]; one without a record
+// checklist on several CPUs, see [plainLines]).
 func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 	f, id, err := fsio.OpenRegular(path)
 	if err != nil {
