@@ -7,7 +7,7 @@ import (
 )
 
 // Large append-only logs are validated streaming, so that memory stays bounded whatever the
-// file's size: only one line is held at a time. A damaged one is read whole for planning
+// file's size: only a block and the line it cuts are held (see format.StreamBuf). A damaged one is read whole for planning
 // only up to planLimit; beyond that the damage is reported and the heal refused.
 const (
 	streamThreshold = 32 << 20

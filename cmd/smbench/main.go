@@ -46,7 +46,7 @@ func main() {
 }
 
 // workloads in the order they run. growth goes last: it reuses the scan tree when scan ran.
-var workloads = []string{"validate", "append", "scan", "idle", "latency", "bigfile", "healrss", "claude", "growth"}
+var workloads = []string{"validate", "append", "e2e", "scan", "idle", "latency", "bigfile", "healrss", "claude", "growth"}
 
 type options struct {
 	json, quick, keep bool
@@ -180,7 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	res := Result{Machine: machine, Quick: o.quick, Started: started.UTC().Format(time.RFC3339)}
 	failed := false
 	needBin := false
-	for _, n := range []string{"scan", "idle", "latency", "bigfile", "healrss", "claude", "growth"} {
+	for _, n := range []string{"e2e", "scan", "idle", "latency", "bigfile", "healrss", "claude", "growth"} {
 		needBin = needBin || o.selected(n)
 	}
 	if needBin {
@@ -239,7 +239,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runWorkload runs one workload under its time bound.
 func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 	limit := map[string]time.Duration{
-		"validate": 5 * time.Minute, "append": 5 * time.Minute, "scan": 60 * time.Minute,
+		"validate": 5 * time.Minute, "append": 5 * time.Minute, "e2e": 5 * time.Minute, "scan": 60 * time.Minute,
 		"idle": 40 * time.Minute, "latency": 5 * time.Minute, "bigfile": 10 * time.Minute,
 		"healrss": 15 * time.Minute, "claude": 20 * time.Minute, "growth": 20 * time.Minute,
 	}[name]
@@ -253,6 +253,8 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 		return b.validate(ctx)
 	case "append":
 		return b.appendBench(ctx)
+	case "e2e":
+		return b.e2e(ctx)
 	case "scan":
 		return b.scan(ctx)
 	case "idle":
@@ -287,18 +289,22 @@ func (b *bench) binary(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w (or pass -bin)", err)
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	out := filepath.Join(b.tmp, "bin", "sessionmedic")
 	b.logf("building %s", out)
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, "github.com/sessionmedic/sessionmedic/cmd/sessionmedic")
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", out, "github.com/sessionmedic/sessionmedic/cmd/sessionmedic")
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build sessionmedic: %v: %s", err, strings.TrimSpace(string(msg)))
 	}
 	return out, nil
+}
+
+// goTool is the go command: on the PATH, else the one of the toolchain that built this.
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
 // moduleRoot walks up from the working directory to this module's go.mod.

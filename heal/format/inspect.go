@@ -1,7 +1,6 @@
 package format
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 
@@ -139,7 +138,14 @@ const LargeRecords = 1 << 20
 func inspectJSONL(p Profile, f File, data []byte) Verdict {
 	if _, ok := p.(SequenceChecker); ok && len(data) > LargeRecords {
 		if _, ok := p.(RecordChecker); ok {
-			return streamLines(bufio.NewReaderSize(bytes.NewReader(data), StreamBuf), p, f.Path)
+			return judgeRecords(p, f.Path, func(fn lineFunc) error { return memWalker(data)(0, int64(len(data)), false, fn) })
+		}
+	}
+	if p.Plain() {
+		// Syntax is all there is to check: judged in place, on several CPUs when large.
+		// (A walk of bytes in memory neither reads nor holds: it has no error to return.)
+		if v, err := plainLines(int64(len(data)), p.Dialect(), func(int) walker { return memWalker(data) }); err == nil {
+			return v
 		}
 	}
 	lines := Split(data, p)

@@ -10,10 +10,11 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
-// Streaming validation keeps memory bounded whatever the file's size: only one line (or, for
-// a JSON document, one token) is held at a time.
+// Streaming validation keeps memory bounded whatever the file's size: a JSONL file is read a
+// block at a time into one reused buffer per worker (a line longer than the block is held
+// whole, up to MaxLine); a JSON document holds one chunk and its longest token.
 const (
-	StreamBuf = 1 << 20  // the reader's buffer
+	StreamBuf = 1 << 20  // the block (or chunk) read at a time
 	MaxLine   = 64 << 20 // a longer record is reported, not held
 )
 
@@ -24,16 +25,17 @@ var ErrNoStream = errors.New("cannot be judged streaming")
 // errStop ends an EachLine walk early.
 var errStop = errors.New("stop")
 
-// StreamInspect validates an append-only JSONL file line by line (see [StreamLines]).
+// StreamInspect validates an append-only JSONL file record by record (see [StreamLines]),
+// reading it in blocks and judging the lines in place (see [readWalker]; one without a record
+// checklist on several CPUs, see [plainLines]).
 func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 	f, id, err := fsio.OpenRegular(path)
 	if err != nil {
 		return Verdict{}, fsio.Identity{}, err
 	}
 	defer f.Close()
-	v := streamLines(bufio.NewReaderSize(io.LimitReader(f, id.Size), StreamBuf), p, path)
-	fi2, err := f.Stat()
-	if err != nil || !fsio.IdentityOf(fi2).Same(id) {
+	v := judgeLines(p, path, id.Size, func(maxHeld int) walker { return readWalker(f, id.Size, StreamBuf, maxHeld) })
+	if !fsio.StillSame(f, id) {
 		return Verdict{}, id, fsio.ErrChanged
 	}
 	return v, id, nil
@@ -41,10 +43,32 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 
 // StreamLines judges a JSONL file read from r as [Inspect] does (without a last-good copy),
 // applying a [RecordChecker]'s checklist record by record. A read error ends the file there.
-func StreamLines(r *bufio.Reader, p Profile) Verdict { return streamLines(r, p, "") }
+func StreamLines(r *bufio.Reader, p Profile) Verdict {
+	return judgeRecords(p, "", func(fn lineFunc) error { return EachLine(r, fn) })
+}
 
-// streamLines is StreamLines of the file at path.
-func streamLines(r *bufio.Reader, p Profile, path string) Verdict {
+// judgeLines is StreamLines of the n bytes newWalker's walkers walk, of the file at path: a
+// profile without a record checklist is judged on several CPUs (plainLines).
+func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int) walker) Verdict {
+	_, rc := p.(RecordChecker)
+	_, sc := p.(SequenceChecker)
+	if !rc && !sc {
+		v, err := plainLines(n, p.Dialect(), newWalker)
+		var tl *tooLong
+		switch {
+		case errors.As(err, &tl):
+			return tl.verdict()
+		case err != nil:
+			return OK() // a read error ends the file: nothing before it was damaged
+		}
+		return v
+	}
+	walk := newWalker(MaxLine)
+	return judgeRecords(p, path, func(fn lineFunc) error { return walk(0, n, false, fn) })
+}
+
+// judgeRecords is StreamLines of the lines each walks, of the file at path.
+func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 	d := p.Dialect()
 	rc, _ := p.(RecordChecker)
 	var seq Sequence
@@ -56,54 +80,37 @@ func streamLines(r *bufio.Reader, p Profile, path string) Verdict {
 	n, records := 0, 0
 	var schema *Verdict // the first checklist problem; syntax damage anywhere is reported first
 	var stop Verdict    // the damage that ended the walk
-	err := EachLine(r, func(off int64, line []byte, terminated bool) error {
+	err := each(func(off int64, line []byte, terminated bool) error {
 		n++
-		next = off + int64(len(line))
-		if terminated {
-			next++
-		}
-		body := bytes.TrimSuffix(line, []byte("\r"))
-		if len(bytes.TrimSpace(body)) == 0 {
-			return nil
-		}
-		verr := jsonv.Valid(body, d)
-		if verr == nil && bytes.TrimSpace(body)[0] != '{' {
-			verr = ErrNotObject // as Inspect: an unterminated one is a torn last line
-		}
+		next = off + int64(len(line)) + 1
+		body, blank, f := judgeLine(d, off, line, terminated)
 		switch {
-		case verr != nil && !terminated:
-			stop = Damage(KindTruncated, off, "torn last line %d: %v", n, verr)
-		case verr != nil:
-			if e, ok := verr.(*jsonv.Error); ok && e.Kind == jsonv.ErrInvalidUTF8 {
-				stop = Damage(KindInvalidUTF8, off+e.Offset, "line %d: %s", n, e.Msg)
-			} else {
-				stop = Damage(KindMalformedRecord, off, "line %d: %v", n, verr)
-			}
-		case !terminated:
-			stop = Damage(KindTruncated, off+int64(len(line)), "last line %d has no terminating newline", n)
-		default:
-			if rc != nil && schema == nil {
-				if prob := rc.RecordProblem(body, records == 0); prob != "" {
-					v := Damage(KindSchema, off, "line %d: %s", n, prob)
-					schema = &v
-				}
-			}
-			if seq != nil && schema == nil {
-				if prob := seq.Record(body); prob != "" {
-					v := Damage(KindSchema, off, "line %d: %s", n, prob)
-					schema = &v
-				}
-			}
-			records, last = records+1, off
+		case blank:
 			return nil
+		case f != nil:
+			stop = f.verdict(n)
+			return errStop
 		}
-		return errStop
+		if rc != nil && schema == nil {
+			if prob := rc.RecordProblem(body, records == 0); prob != "" {
+				v := Damage(KindSchema, off, "line %d: %s", n, prob)
+				schema = &v
+			}
+		}
+		if seq != nil && schema == nil {
+			if prob := seq.Record(body); prob != "" {
+				v := Damage(KindSchema, off, "line %d: %s", n, prob)
+				schema = &v
+			}
+		}
+		records, last = records+1, off
+		return nil
 	})
 	switch {
 	case err == errStop:
 		return stop
 	case errors.Is(err, ErrNoStream):
-		return Damage(KindMalformedRecord, next, "line %d is longer than %d bytes", n+1, MaxLine)
+		return (&tooLong{line: n + 1, off: next}).verdict()
 	}
 	if schema != nil {
 		return *schema
@@ -148,36 +155,11 @@ func StreamVerdict(f io.ReaderAt, off, size int64, p Profile) (v Verdict, firstE
 	}
 	sr := io.NewSectionReader(f, off, n)
 	if p.JSONL() {
-		v := OK()
-		line := 0
-		err := EachLine(sr, func(start int64, l []byte, terminated bool) error {
-			line++
-			body := bytes.TrimSuffix(l, []byte("\r"))
-			trimmed := bytes.TrimSpace(body)
-			if len(trimmed) == 0 {
-				return nil
-			}
-			lerr := jsonv.Valid(body, p.Dialect())
-			if lerr == nil && trimmed[0] != '{' {
-				lerr = ErrNotObject
-			}
-			switch {
-			case lerr != nil && !terminated:
-				v = Damage(KindTruncated, start, "torn last line %d: %v", line, lerr)
-			case lerr != nil:
-				if e, ok := lerr.(*jsonv.Error); ok && e.Kind == jsonv.ErrInvalidUTF8 {
-					v = Damage(KindInvalidUTF8, start+e.Offset, "line %d: %s", line, e.Msg)
-				} else {
-					v = Damage(KindMalformedRecord, start, "line %d: %v", line, lerr)
-				}
-			case !terminated:
-				v = Damage(KindTruncated, n, "last line %d has no terminating newline", line)
-			default:
-				return nil
-			}
-			return errStop
-		})
-		if err != nil && err != errStop {
+		v, err := plainLines(n, p.Dialect(), func(maxHeld int) walker { return readWalker(sr, n, StreamBuf, maxHeld) })
+		if errors.Is(err, ErrNoStream) {
+			err = ErrNoStream
+		}
+		if err != nil {
 			return Verdict{}, -1, err
 		}
 		return v, -1, nil
