@@ -65,15 +65,20 @@ func stateDirProblem(dir string, write bool) error {
 	if err := (fsio.FS{}).MkdirAllSync(dir); err != nil {
 		return fmt.Errorf("cannot be created: %w", errno(err))
 	}
-	f, err := os.CreateTemp(dir, ".sessionmedic-probe-*")
-	if err != nil {
-		return fmt.Errorf("cannot be written: %w", errno(err))
-	}
-	f.Close()
-	if err := os.Remove(f.Name()); err != nil {
+	if err := probeWrite(dir); err != nil {
 		return fmt.Errorf("cannot be written: %w", errno(err))
 	}
 	return nil
+}
+
+// probeNamed proves dir writable with a probe file it creates and removes.
+func probeNamed(dir string) error {
+	f, err := os.CreateTemp(dir, ".sessionmedic-probe-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // errno strips the operation and path of a *fs.PathError: the line names state_dir already.

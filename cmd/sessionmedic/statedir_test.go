@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -177,5 +178,42 @@ func TestFatalErrorsInTheLogFormat(t *testing.T) {
 	m = fatalLine(t, home, exitUsage, "-log-format", "json", "-config", fifo)
 	if want := "read policy: " + fifo + ": not a regular file (a named pipe)"; m["err"] != want {
 		t.Errorf("err %q, want %q", m["err"], want)
+	}
+}
+
+// TestStateDirProbeLeavesNoName: proving state_dir writable creates no name in it, so a
+// crash or a power cut in the middle leaves no probe behind (Linux: an O_TMPFILE probe).
+func TestStateDirProbeLeavesNoName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	var names []string
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if ents, err := os.ReadDir(dir); err == nil {
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+			}
+		}
+	}()
+	for range 200 {
+		if err := checkStateDir(dir, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+	if runtime.GOOS == "linux" && len(names) > 0 {
+		t.Fatalf("the probe showed names in state_dir: %v", names[:min(len(names), 3)])
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("state_dir holds %d names after the probes", len(ents))
 	}
 }
