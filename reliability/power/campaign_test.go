@@ -222,8 +222,8 @@ func check(rc *recording, tr Tree, dir string, st *stats) []string {
 		if inO && (!ok || !bytes.Equal(cur, o)) && !quarantined(stateDir, filepath.Join(caseDir, rel), o) {
 			bad = append(bad, fmt.Sprintf("after the power cut %s changed but the quarantine does not hold its original with a valid manifest", rel))
 		}
-		if m, want := caseModes(tr)[rel], rc.modes[rel]; ok && want != 0 && m != want {
-			bad = append(bad, fmt.Sprintf("after the power cut %s has mode %o, want %o", rel, m, want))
+		if a, want := caseAttrs(tr)[rel], rc.attrs[rel]; ok && want.mode != 0 && a != want {
+			bad = append(bad, fmt.Sprintf("after the power cut %s has mode %o and owner %v, want %o and %v", rel, a.mode, a.own, want.mode, want.own))
 		}
 	}
 	for _, l := range ovLocks(tr) {
@@ -259,9 +259,9 @@ func check(rc *recording, tr Tree, dir string, st *stats) []string {
 	for _, tmp := range temps {
 		bad = append(bad, "after the second start a temp survives: "+tmp)
 	}
-	for rel, want := range rc.modes {
-		if fi, err := os.Lstat(filepath.Join(caseDir, rel)); err == nil && fi.Mode().Perm() != want {
-			bad = append(bad, fmt.Sprintf("after the second start %s has mode %o, want %o", rel, fi.Mode().Perm(), want))
+	for rel, want := range rc.attrs {
+		if a, err := attrOf(filepath.Join(caseDir, rel)); err == nil && a != want {
+			bad = append(bad, fmt.Sprintf("after the second start %s has mode %o and owner %v, want %o and %v", rel, a.mode, a.own, want.mode, want.own))
 		}
 	}
 	for _, l := range locksOnDisk(caseDir) {

@@ -25,10 +25,11 @@ import (
 //     there or grown to its end with zeros), with any subset of its blocks landed (writeback
 //     goes page by page, in no set order), or as a zero-filled extent (the size grew, the data
 //     never came);
-//   - a permission change (chmod) durable with its inode's fsync, like the data.
+//   - a change of permission bits or owner (chmod, chown) durable with its inode's fsync,
+//     like the data.
 //
 // Kept pending operations are applied in their program order, or (in a sampled share of the
-// states) with the pending data operations — writes, truncates, chmods — permuted among
+// states) with the pending data operations — writes, truncates, chmods, chowns — permuted among
 // themselves: data reaches the disk in no set order. Namespace operations keep their program
 // order among themselves, as the journals of ext4 and XFS commit them; each may still be
 // dropped on its own, so a later one can survive an earlier one.
@@ -102,7 +103,7 @@ func durable(o Op, inos map[int]bool, dirs map[string]bool, prefixes []string) b
 		}
 	}
 	switch o.Kind {
-	case "write", "truncate", "chmod":
+	case "write", "truncate", "chmod", "chown":
 		return inos[o.Ino]
 	case "rename":
 		return dirs[filepath.Dir(o.Path)] && dirs[filepath.Dir(o.From)]
@@ -191,7 +192,9 @@ type State struct {
 }
 
 // isData: the operations whose writeback order is not set (see the model above).
-func isData(o Op) bool { return o.Kind == "write" || o.Kind == "truncate" || o.Kind == "chmod" }
+func isData(o Op) bool {
+	return o.Kind == "write" || o.Kind == "truncate" || o.Kind == "chmod" || o.Kind == "chown"
+}
 
 // Describe names the state's choices for a report.
 func (s State) Describe(ops []Op) string {
@@ -309,14 +312,16 @@ func (t *Tree) apply(o Op, a Alt) {
 			t.Data[o.Ino] = nil
 		}
 		if _, ok := t.Mode[o.Ino]; !ok {
-			t.Mode[o.Ino] = o.Mode
+			t.Mode[o.Ino], t.Own[o.Ino] = o.Mode, o.Own
 		}
 	case "chmod":
 		t.Mode[o.Ino] = o.Mode
+	case "chown":
+		t.Own[o.Ino] = o.Own
 	case "link":
 		t.Names[o.Path] = Node{Ino: o.Ino}
 		if _, ok := t.Mode[o.Ino]; !ok && o.Mode != 0 {
-			t.Mode[o.Ino] = o.Mode
+			t.Mode[o.Ino], t.Own[o.Ino] = o.Mode, o.Own
 		}
 	case "rename":
 		if n, ok := t.Names[o.From]; ok && !n.Dir && n.Ino == o.Ino {
@@ -420,7 +425,7 @@ func (t Tree) Digest() [32]byte {
 		d := t.Data[nd.Ino]
 		binary.Write(h, binary.LittleEndian, int64(len(d)))
 		h.Write(d)
-		fmt.Fprintf(h, "%o\x00", t.Mode[nd.Ino])
+		fmt.Fprintf(h, "%o\x00%v\x00", t.Mode[nd.Ino], t.Own[nd.Ino])
 	}
 	var s [32]byte
 	h.Sum(s[:0])
@@ -455,6 +460,11 @@ func (t Tree) Materialise(dir string, fix func([]byte) []byte) error {
 		}
 		if err := os.Chmod(p, mode); err != nil {
 			return err
+		}
+		if o, ok := t.Own[nd.Ino]; ok && os.Geteuid() == 0 {
+			if err := os.Lchown(p, int(o.UID), int(o.GID)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -25,7 +25,7 @@ import (
 
 // Op is one logical file operation. Paths are relative to the recorder's root.
 type Op struct {
-	Kind string      // mkdir create write truncate chmod fsync link rename unlink rmdir fsync-dir sync
+	Kind string      // mkdir create write truncate chmod chown fsync link rename unlink rmdir fsync-dir sync
 	Path string      // the name made or removed; fsync-dir: the directory; sync: a prefix
 	From string      // rename and link: the source name
 	Ino  int         // the abstract inode (file operations)
@@ -33,14 +33,19 @@ type Op struct {
 	Data []byte      // write: the bytes
 	Size int64       // truncate: the new size
 	Mode fs.FileMode // create and chmod: the permission bits
+	Own  Owner       // create, link and chown: the owner
 }
 
-// Tree is a file system: names (files and directories), the bytes of each inode and its
-// permission bits.
+// Owner is a file's user and group.
+type Owner struct{ UID, GID uint32 }
+
+// Tree is a file system: names (files and directories), the bytes of each inode, its
+// permission bits and its owner.
 type Tree struct {
 	Names map[string]Node
 	Data  map[int][]byte
 	Mode  map[int]fs.FileMode
+	Own   map[int]Owner
 }
 
 // Node is a name in a tree: a directory, or a link to an inode.
@@ -51,7 +56,7 @@ type Node struct {
 }
 
 func (t Tree) clone() Tree {
-	c := Tree{Names: make(map[string]Node, len(t.Names)), Data: make(map[int][]byte, len(t.Data)), Mode: make(map[int]fs.FileMode, len(t.Mode))}
+	c := Tree{Names: make(map[string]Node, len(t.Names)), Data: make(map[int][]byte, len(t.Data)), Mode: make(map[int]fs.FileMode, len(t.Mode)), Own: make(map[int]Owner, len(t.Own))}
 	for k, v := range t.Names {
 		c.Names[k] = v
 	}
@@ -60,6 +65,9 @@ func (t Tree) clone() Tree {
 	}
 	for k, v := range t.Mode {
 		c.Mode[k] = v
+	}
+	for k, v := range t.Own {
+		c.Own[k] = v
 	}
 	return c
 }
@@ -70,6 +78,7 @@ type entry struct {
 	abs  int    // the abstract inode
 	data []byte
 	mode fs.FileMode
+	own  Owner
 }
 
 // Recorder records the operations performed under Root. Hook is the seam's function; Start
@@ -140,12 +149,13 @@ func (r *Recorder) rel(p string) string {
 }
 
 func (r *Recorder) toTree(s map[string]entry) Tree {
-	t := Tree{Names: map[string]Node{}, Data: map[int][]byte{}, Mode: map[int]fs.FileMode{}}
+	t := Tree{Names: map[string]Node{}, Data: map[int][]byte{}, Mode: map[int]fs.FileMode{}, Own: map[int]Owner{}}
 	for name, e := range s {
 		t.Names[name] = Node{Dir: e.dir, Ino: e.abs, Mode: e.mode}
 		if !e.dir {
 			t.Data[e.abs] = e.data
 			t.Mode[e.abs] = e.mode
+			t.Own[e.abs] = e.own
 		}
 	}
 	return t
@@ -177,7 +187,8 @@ func (r *Recorder) snap(prev map[string]entry) map[string]entry {
 		if err != nil {
 			return nil
 		}
-		e := entry{dir: fi.IsDir(), real: fi.Sys().(*syscall.Stat_t).Ino, mode: fi.Mode().Perm()}
+		st := fi.Sys().(*syscall.Stat_t)
+		e := entry{dir: fi.IsDir(), real: st.Ino, mode: fi.Mode().Perm(), own: Owner{st.Uid, st.Gid}}
 		if !e.dir {
 			if !fi.Mode().IsRegular() {
 				return nil
@@ -268,12 +279,12 @@ func diff(prev, cur map[string]entry, linked bool) []Op {
 		if !existed && linked {
 			// An unnamed file (O_TMPFILE), written and fsynced, then linked in.
 			ops = append(ops, dataOps(n, e.abs, nil, e.data)...)
-			ops = append(ops, Op{Kind: "fsync", Path: n, Ino: e.abs}, Op{Kind: "link", Path: n, Ino: e.abs, Mode: e.mode})
+			ops = append(ops, Op{Kind: "fsync", Path: n, Ino: e.abs}, Op{Kind: "link", Path: n, Ino: e.abs, Mode: e.mode, Own: e.own})
 			published[e.abs] = true
 			continue
 		}
 		if !existed {
-			ops = append(ops, Op{Kind: "create", Path: n, Ino: e.abs, Mode: e.mode})
+			ops = append(ops, Op{Kind: "create", Path: n, Ino: e.abs, Mode: e.mode, Own: e.own})
 			continue
 		}
 		if c, still := cur[src]; linked || (still && !c.dir && c.abs == e.abs) {
@@ -293,6 +304,9 @@ func diff(prev, cur map[string]entry, linked bool) []Op {
 		var old []byte
 		if src, ok := prevAt[e.abs]; ok {
 			old = prev[src].data
+			if o := prev[src].own; o != e.own {
+				ops = append(ops, Op{Kind: "chown", Path: n, Ino: e.abs, Own: e.own})
+			}
 			if m := prev[src].mode; m != e.mode {
 				ops = append(ops, Op{Kind: "chmod", Path: n, Ino: e.abs, Mode: e.mode})
 			}

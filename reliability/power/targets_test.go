@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -252,9 +253,18 @@ func writeFiles(root string, files map[string][]byte) error {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			return err
 		}
+		if os.Geteuid() == 0 {
+			if err := os.Chown(p, appUID, appUID); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
+
+// appUID owns the apps' files when the suite runs as root: a heal must give the file it
+// writes the owner (and mode) of the one it replaces, durably.
+const appUID = 4242
 
 // recording is a clean heal of a target under the recorder.
 type recording struct {
@@ -265,8 +275,8 @@ type recording struct {
 	from         int               // the first crash point (the heal's start)
 	orig, healed map[string][]byte // the session files at the heal's start and end
 	versions     map[string][][]byte
-	changed      int                    // session files the heal changed
-	modes        map[string]fs.FileMode // the session files' permission bits after the heal
+	changed      int             // session files the heal changed
+	attrs        map[string]attr // the session files' permission bits and owners after the heal
 }
 
 func record(t *testing.T, tg target, dir string) *recording {
@@ -329,7 +339,7 @@ func record(t *testing.T, tg target, dir string) *recording {
 	if rc.changed == 0 && tg.gen != nil {
 		t.Fatalf("a clean heal changed nothing: %s", brief(reports))
 	}
-	rc.modes = caseModes(rc.final)
+	rc.attrs = caseAttrs(rc.final)
 	return rc
 }
 
@@ -346,16 +356,32 @@ func caseFiles(tr Tree) map[string][]byte {
 	return out
 }
 
-// caseModes are the permission bits of a tree's session files.
-func caseModes(tr Tree) map[string]fs.FileMode {
-	out := map[string]fs.FileMode{}
+// attr is a file's permission bits and owner.
+type attr struct {
+	mode fs.FileMode
+	own  Owner
+}
+
+// caseAttrs are the permission bits and owners of a tree's session files.
+func caseAttrs(tr Tree) map[string]attr {
+	out := map[string]attr{}
 	for _, n := range tr.visible() {
 		nd := tr.Names[n]
 		if !nd.Dir && strings.HasPrefix(n, "case/") && !policy.IsOwnTemp(filepath.Base(n)) && !isAppLock(n) {
-			out[strings.TrimPrefix(n, "case/")] = tr.Mode[nd.Ino]
+			out[strings.TrimPrefix(n, "case/")] = attr{tr.Mode[nd.Ino], tr.Own[nd.Ino]}
 		}
 	}
 	return out
+}
+
+// attrOf is the permission bits and owner of the file at p.
+func attrOf(p string) (attr, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return attr{}, err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return attr{fi.Mode().Perm(), Owner{st.Uid, st.Gid}}, nil
 }
 
 // ovLocks are the OpenViking lock files of a tree whose body OpenViking's lockers cannot
