@@ -51,7 +51,7 @@ func goal() int64 {
 	if *long {
 		return 1_000_000
 	}
-	return 40_000
+	return 30_000
 }
 
 // stats are the campaign's figures.
