@@ -79,16 +79,19 @@ func scanString(b []byte, i int, d Dialect) (int, *Error) {
 
 // scanStringK is scanString with kernel k. The AVX2 kernel only ever accepts: it returns the
 // closing quote of a valid string, or gives up, and then the portable code scans the string
-// again and tells the error. A short string is finished in the first eight bytes, here.
+// again and tells the error. A short string is finished here, eight bytes at a time.
 func scanStringK(b []byte, i int, d Dialect, k kernel) (int, *Error) {
 	if k == kernelAVX2 && len(b) >= 32 {
-		if i+8 <= len(b) {
+		for w := 0; w < 2 && i+8 <= len(b); w++ {
 			m := specialMask(binary.LittleEndian.Uint64(b[i : i+8 : i+8]))
 			if m == 0 {
 				i += 8
-			} else if j := i + bits.TrailingZeros64(m)>>3; b[j] == '"' {
+				continue
+			}
+			if j := i + bits.TrailingZeros64(m)>>3; b[j] == '"' {
 				return j + 1, nil
 			}
+			break
 		}
 		if q := scanStringAVX2(b, i, d.Surrogates); q >= 0 {
 			return q + 1, nil

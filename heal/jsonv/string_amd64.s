@@ -52,20 +52,28 @@ loop:
 	VMOVDQU (SI)(AX*1), Y0
 
 block:
-	// Escapes: E (R10) = the bytes escaped by a backslash.
+	// Control characters: accumulated errors in R11. Escapes: E (R10) = the bytes escaped
+	// by a backslash, none unless the block has backslashes or the last one carries one.
+	VPMINUB   Y9, Y0, Y4
+	VPCMPEQB  Y0, Y4, Y4
+	VPMOVMSKB Y4, R11
 	VPCMPEQB  Y8, Y0, Y2
 	VPMOVMSKB Y2, R9
+	MOVQ      R9, R10
+	ORQ       BX, R10
+	ORQ       DI, R10
+	JZ        end
 	MOVQ      BX, R10
 	NOTQ      R10
 	ANDQ      R10, R9                // backslashes that are not themselves escaped
-	MOVQ      R9, R11
-	SHLQ      $1, R11
-	ORQ       BX, R11                // follows_escape
+	MOVQ      R9, R8
+	SHLQ      $1, R8
+	ORQ       BX, R8                 // follows_escape
 	MOVQ      $0x55555555, R12       // even bits
 	MOVQ      R12, R10
 	NOTQ      R10
 	ANDQ      R9, R10
-	MOVQ      R11, R13
+	MOVQ      R8, R13
 	NOTQ      R13
 	ANDQ      R13, R10               // odd_sequence_starts
 	ADDQ      R9, R10                // sequences_starting_on_even_bits, carry in bit 32
@@ -74,7 +82,7 @@ block:
 	ANDQ      $1, BX                 // escape carry into the next block
 	SHLQ      $1, R10
 	XORQ      R12, R10
-	ANDQ      R11, R10
+	ANDQ      R8, R10
 	MOVL      R10, R10               // E, 32 bits
 
 	// Character classes by nibble lookup: escape letters (bits 0-3), hex digits (bits 4-5).
@@ -86,11 +94,8 @@ block:
 	VPAND     Y4, Y2, Y2             // classes
 	VPAND     Y10, Y2, Y4
 	VPCMPEQB  Y13, Y4, Y4
-	VPMOVMSKB Y4, R11                // not an escape letter
-	ANDQ      R10, R11               // bad escapes: accumulated errors in R11
-	VPMINUB   Y9, Y0, Y4
-	VPCMPEQB  Y0, Y4, Y4
-	VPMOVMSKB Y4, R12                // control characters
+	VPMOVMSKB Y4, R12                // not an escape letter
+	ANDQ      R10, R12
 	ORQ       R12, R11
 
 	// \u: the four bytes after an escaped u must be hex digits.
@@ -113,6 +118,7 @@ block:
 	ANDQ      R13, R12
 	ORQ       R12, R11
 
+end:
 	// The end: the first unescaped quote; R9 = the bits up to and including it (or all).
 	VPCMPEQB  Y7, Y0, Y4
 	VPMOVMSKB Y4, R12
@@ -126,6 +132,8 @@ block:
 	VPMOVMSKB Y0, R13
 	ORQ       CX, R13
 	JZ        ascii
+	VPSRLW    $4, Y0, Y3
+	VPAND     Y10, Y3, Y3            // high nibbles
 	VPERM2I128 $0x21, Y0, Y1, Y4
 	VPALIGNR  $15, Y4, Y0, Y5        // prev1
 	VPSRLW    $4, Y5, Y6
