@@ -21,6 +21,14 @@
 //
 // [Valid] and [FirstValue] do not allocate unless they fail or the input nests deeper than 64
 // levels.
+//
+// The content of strings, most of a transcript, is scanned by one of two implementations,
+// chosen once at start: on amd64 CPUs with AVX2 (golang.org/x/sys/cpu), assembly that checks
+// 32 bytes at a time (escapes, control characters, the closing quote and UTF-8, the latter by
+// the lookup method of Keiser and Lemire); elsewhere, or built with the purego tag, portable
+// Go that checks eight bytes at a time. The assembly only accepts: when a string has any
+// problem, the portable code scans it again and reports the error, so the results (accept or
+// reject, kind, offset and message) are the same whichever runs, and tests run both.
 package jsonv
 
 import (

@@ -131,7 +131,7 @@ func (p *builder) value(i int) (*Value, int) {
 		if c == '{' {
 			v.Type = Object
 		}
-		end, _ := scan(b[i:], p.d)
+		end, _ := scan(b[i:], p.d, bestKernel)
 		v.End = i + end
 		return v, v.End
 	}

@@ -4,7 +4,12 @@ package jsonv
 // (space, \t, \n, \r). Otherwise it returns an *Error for the first problem found scanning
 // from the start; anything but whitespace after a complete value is ErrTrailing.
 func Valid(b []byte, d Dialect) error {
-	end, e := scan(b, d)
+	return validK(b, d, bestKernel)
+}
+
+// validK is Valid with kernel k.
+func validK(b []byte, d Dialect, k kernel) error {
+	end, e := scan(b, d, k)
 	if e != nil {
 		return e
 	}
@@ -20,7 +25,12 @@ func Valid(b []byte, d Dialect) error {
 // A top-level number ends at the first byte that cannot continue it: for `12x` the value `12`
 // is complete and end is 2. On error, end is the error's Offset.
 func FirstValue(b []byte, d Dialect) (end int, err error) {
-	end, e := scan(b, d)
+	return firstValueK(b, d, bestKernel)
+}
+
+// firstValueK is FirstValue with kernel k.
+func firstValueK(b []byte, d Dialect, k kernel) (end int, err error) {
+	end, e := scan(b, d, k)
 	if e != nil {
 		return end, e
 	}
@@ -44,7 +54,7 @@ func skipWS(b []byte, i int) int {
 // scan scans the first JSON value in b after leading whitespace and returns the offset just
 // past it. Nesting is tracked in a bit stack (1 = object, 0 = array): the first 64 levels in a
 // register, deeper levels in an array allocated on first use.
-func scan(b []byte, d Dialect) (int, *Error) {
+func scan(b []byte, d Dialect, k kernel) (int, *Error) {
 	var (
 		n     = len(b)
 		i     int
@@ -60,7 +70,7 @@ value:
 	}
 	switch b[i] {
 	case '"':
-		if i, e = scanString(b, i+1, d); e != nil {
+		if i, e = scanStringK(b, i+1, d, k); e != nil {
 			return i, e
 		}
 	case '{', '[':
@@ -163,7 +173,7 @@ after:
 	return i, errUnexpected(b, i, d, "after array element")
 
 key:
-	if i, e = scanString(b, i+1, d); e != nil {
+	if i, e = scanStringK(b, i+1, d, k); e != nil {
 		return i, e
 	}
 	i = skipWS(b, i)

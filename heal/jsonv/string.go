@@ -74,6 +74,34 @@ var utf8Second = [2][5]byteRange{
 // scanString scans a string whose opening quote is at b[i-1]. It returns the offset just past
 // the closing quote.
 func scanString(b []byte, i int, d Dialect) (int, *Error) {
+	return scanStringK(b, i, d, bestKernel)
+}
+
+// scanStringK is scanString with kernel k. The AVX2 kernel only ever accepts: it returns the
+// closing quote of a valid string, or gives up, and then the portable code scans the string
+// again and tells the error. A short string is finished here, eight bytes at a time.
+func scanStringK(b []byte, i int, d Dialect, k kernel) (int, *Error) {
+	if k == kernelAVX2 && len(b) >= 32 {
+		for w := 0; w < 2 && i+8 <= len(b); w++ {
+			m := specialMask(binary.LittleEndian.Uint64(b[i : i+8 : i+8]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			if j := i + bits.TrailingZeros64(m)>>3; b[j] == '"' {
+				return j + 1, nil
+			}
+			break
+		}
+		if q := scanStringAVX2(b, i, d.Surrogates); q >= 0 {
+			return q + 1, nil
+		}
+	}
+	return scanStringSWAR(b, i, d)
+}
+
+// scanStringSWAR is scanString in portable Go.
+func scanStringSWAR(b []byte, i int, d Dialect) (int, *Error) {
 	n := len(b)
 	second := &utf8Second[0]
 	if d.Surrogates {
