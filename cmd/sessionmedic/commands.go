@@ -396,8 +396,9 @@ func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, do
 		groups[len(groups)-1] = append(groups[len(groups)-1], i)
 	}
 	// Workers take whole directories; each finished directory is handed to the output in
-	// target order, one hand-off per directory rather than per file.
-	reports := make([]heal.Report, len(targets))
+	// target order, one hand-off per directory rather than per file. A directory's reports
+	// live from its inspection to its hand-off only: memory does not grow with the tree.
+	reports := make([][]heal.Report, len(groups))
 	out := make(chan heal.Report, 256)
 	workers := runtime.GOMAXPROCS(0)
 	if doHeal && !dry {
@@ -408,21 +409,23 @@ func inspectAll(ctx context.Context, eng *heal.Engine, targets []heal.Target, do
 	go func() {
 		defer close(out)
 		workpool.Ordered(len(groups), workers, func(g int) {
-			for _, i := range groups[g] {
+			rs := make([]heal.Report, len(groups[g]))
+			for k, i := range groups[g] {
 				switch {
 				case ctx.Err() != nil:
 					// Interrupted: no new inspection starts; the empty report is not printed.
 				case doHeal:
-					reports[i] = healRetrying(ctx, eng, targets[i], dry)
+					rs[k] = healRetrying(ctx, eng, targets[i], dry)
 				default:
-					reports[i] = eng.Check(targets[i])
+					rs[k] = eng.Check(targets[i])
 				}
 			}
+			reports[g] = rs
 		}, func(g int) {
-			for _, i := range groups[g] {
-				out <- reports[i]
-				reports[i] = heal.Report{} // emitted: not kept until the end
+			for _, r := range reports[g] {
+				out <- r
 			}
+			reports[g] = nil // emitted: not kept until the end
 		})
 	}()
 	return out

@@ -7,6 +7,7 @@ import (
 )
 
 func main() {
+	tuneGC(os.Args[1:], os.Getenv)
 	ctx, stop := signalContext(context.Background(), os.Stderr, graceFor(os.Args[1:]))
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

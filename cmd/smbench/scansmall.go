@@ -15,7 +15,7 @@ import (
 func (b *bench) scanSmall(ctx context.Context) (Row, error) {
 	spec := treeSpec{Top: 20, Leaves: 100, Files: 10}
 	goal := fmt.Sprintf("full scan of %d small session files in %d directories", spec.files(), spec.dirs())
-	r := Row{Workload: "scan", Goal: goal, Target: "≥ 3×"}
+	r := Row{Workload: "small", Goal: goal, Target: "≥ 3×"}
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		r.Sessionmedic, r.Peers, r.Ratio, r.Met = "—", "python: skipped", "—", metNA
@@ -29,7 +29,7 @@ func (b *bench) scanSmall(ctx context.Context) (Row, error) {
 	if err != nil {
 		return r, err
 	}
-	b.logf("[scan] generated %d files (%s) in %d directories in %s", st.Files, fmtBytes(st.Bytes), st.Dirs, fmtDur(time.Since(t0)))
+	b.logf("[small] generated %d files (%s) in %d directories in %s", st.Files, fmtBytes(st.Bytes), st.Dirs, fmtDur(time.Since(t0)))
 	if n, err := warmTree(root); err != nil {
 		return r, err
 	} else if n != st.Files {
