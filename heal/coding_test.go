@@ -167,3 +167,59 @@ func TestLargeTranscriptsJudgedRecordByRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeGeminiChatsJudgedRecordByRecord: a Gemini chat over LargeRecords, and one streamed,
+// gets the whole checklist (the replay of $rewindTo, the metadata against the file's place)
+// and its warnings, as one read whole does.
+func TestLargeGeminiChatsJudgedRecordByRecord(t *testing.T) {
+	chats := filepath.Join(t.TempDir(), ".gemini", "tmp", "proj", "chats")
+	if err := os.MkdirAll(chats, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(chats, codingApps[2].name)
+	typ := apps.Registry().Profile("gemini-cli", path)
+	meta := `{"sessionId":"7759d9fe-6f50-4824-9ae2-297b0ba46ecd","projectHash":"342670b99fa44fb66b2f3d357f6058dc84472b699facf440efe047fbfb07d363","startTime":"2026-11-22T21:40:53.398Z","lastUpdated":"2026-11-22T21:40:53.398Z","kind":"main"}` + "\n"
+	msg := func(i int, typ string) string {
+		return fmt.Sprintf(`{"id":"m%d","timestamp":"2026-11-22T21:40:54.000Z","type":%q,"content":[{"text":"message %d"}]}`+"\n", i, typ, i)
+	}
+	grow := func(head string, typ string, tail string) []byte {
+		b := []byte(head)
+		for i := 0; len(b) <= format.LargeRecords; i++ {
+			b = append(b, msg(i, typ)...)
+		}
+		return append(b, tail...)
+	}
+	const noResume = "no resumable message"
+	for _, c := range []struct {
+		name       string
+		data       []byte
+		kind, warn string
+	}{
+		{"healthy", grow(meta, "user", `{"$rewindTo":"m3"}`+"\n"), "", ""},
+		{"a rewind to no message held", grow(meta, "user", `{"$rewindTo":"gone"}`+"\n"), format.KindSchema, ""},
+		{"a subagent's metadata in a main chat", grow(strings.Replace(meta, `"kind":"main"`, `"kind":"subagent"`, 1), "user", ""), format.KindSchema, ""},
+		{"another session's id", grow(strings.Replace(meta, `7759d9fe-6f50`, `00000000-6f50`, 1), "user", ""), format.KindSchema, ""},
+		{"nothing resumable", grow(meta, "info", ""), "", noResume},
+	} {
+		whole := typ.CheckLines(format.File{Path: path}, format.Split(c.data, typ))
+		large := format.Inspect(typ, format.File{Path: path}, c.data)
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		streamed, _, err := format.StreamInspect(path, typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []struct {
+			how string
+			v   format.Verdict
+		}{{"read whole", whole}, {"record by record", large}, {"streamed", streamed}} {
+			if got := map[bool]string{true: "", false: v.v.Kind}[v.v.Status == format.Healthy]; got != c.kind {
+				t.Errorf("%s, %s: %s %s (%s), want %q", c.name, v.how, v.v.Status, v.v.Kind, v.v.Detail, c.kind)
+			}
+			if warned := strings.Contains(strings.Join(v.v.Warnings, "; "), noResume); warned != (c.warn != "") {
+				t.Errorf("%s, %s: warnings %q", c.name, v.how, v.v.Warnings)
+			}
+		}
+	}
+}

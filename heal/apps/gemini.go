@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -272,38 +271,18 @@ func checkGemini(path string, lines []format.Line) format.Verdict {
 			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
 		}
 		if !r.apply(l.Val) {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: $rewindTo names no earlier message (the app's loader empties the session)", i+1)
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, geminiLostRewind)
 		}
 	}
 	if meta == nil {
 		return format.Damage(format.KindEmpty, 0, "chat log has no metadata record")
 	}
+	prob, warnings := geminiPlace(path, geminiMetaOf(meta.Val), r.resumable())
+	if prob != "" {
+		return format.Damage(format.KindSchema, int64(meta.Start), "%s", prob)
+	}
 	v := format.OK()
-	chats, sub, ok := geminiChats(path)
-	if !ok {
-		return v
-	}
-	m, base, off := meta.Val, filepath.Base(path), int64(meta.Start)
-	id, nm := m.Get("sessionId").Str, geminiMainRe.FindStringSubmatch(base)
-	if want := map[bool]string{false: "main", true: "subagent"}[sub]; m.Get("kind").Str != want {
-		return format.Damage(format.KindSchema, off, "metadata kind is %q, a file at this place is %q", m.Get("kind").Str, want)
-	}
-	if (!sub && nm != nil && geminiID8(id) != nm[1]) || (sub && id+".jsonl" != base) {
-		return format.Damage(format.KindSchema, off, "metadata sessionId %q does not match the file name", id)
-	}
-	if h, ok := geminiProjectHash(filepath.Dir(chats)); ok && m.Get("projectHash").Str != h {
-		return format.Damage(format.KindSchema, off, "metadata projectHash is not the SHA-256 of the project's .project_root")
-	}
-	if sub {
-		return v // not the sweep's: it lists chats/session-* only
-	}
-	own := r.resumable()
-	if !own {
-		v.Warnings = append(v.Warnings, "no resumable message: Gemini's start-up sweep deletes this session as corrupted")
-	}
-	if nm != nil {
-		v.Warnings = append(v.Warnings, geminiStubWarnings(chats, base, nm[1], own)...)
-	}
+	v.Warnings = warnings
 	return v
 }
 
@@ -349,79 +328,6 @@ func geminiResumableFile(p string) bool {
 		}
 	}
 	return r.resumable()
-}
-
-// geminiReplay is the message list the app's loader builds: messages kept by id in first-seen
-// order, a $set.messages checkpoint replacing them all, a $rewindTo dropping its target and
-// everything after it.
-type geminiReplay struct {
-	ids  []string
-	msgs map[string]*jsonv.Value
-}
-
-// apply replays one record after line 1; false for a $rewindTo naming no message held.
-func (r *geminiReplay) apply(v *jsonv.Value) bool {
-	if r.msgs == nil {
-		r.msgs = map[string]*jsonv.Value{}
-	}
-	switch {
-	case isStr(v.Get("id")):
-		r.add(v)
-	case isArr(v.Get("$set").Get("messages")):
-		r.ids, r.msgs = nil, map[string]*jsonv.Value{}
-		for _, it := range arrOf(v.Get("$set").Get("messages")) {
-			if isStr(it.Get("id")) {
-				r.add(it)
-			}
-		}
-	case isStr(v.Get("$rewindTo")):
-		for i, id := range r.ids {
-			if id == v.Get("$rewindTo").Str {
-				for _, gone := range r.ids[i:] {
-					delete(r.msgs, gone)
-				}
-				r.ids = r.ids[:i]
-				return true
-			}
-		}
-		r.ids, r.msgs = nil, map[string]*jsonv.Value{}
-		return false
-	}
-	return true
-}
-
-func (r *geminiReplay) add(v *jsonv.Value) {
-	id := v.Get("id").Str
-	if _, ok := r.msgs[id]; !ok {
-		r.ids = append(r.ids, id)
-	}
-	r.msgs[id] = v
-}
-
-// resumable: a user message that is not the app's internal context, or a gemini message with
-// text, tool calls or thoughts.
-func (r *geminiReplay) resumable() bool {
-	for _, id := range r.ids {
-		m := r.msgs[id]
-		switch strOf(m.Get("type")) {
-		case "user":
-			for _, t := range geminiTexts(m.Get("content")) {
-				if s := strings.TrimSpace(t); s != "" && !strings.HasPrefix(s, "<session_context>") {
-					return true
-				}
-			}
-		case "gemini":
-			if len(arrOf(m.Get("toolCalls"))) > 0 || len(arrOf(m.Get("thoughts"))) > 0 {
-				return true
-			}
-			for _, t := range geminiTexts(m.Get("content")) {
-				if strings.TrimSpace(t) != "" {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // arrOf is an array's items (none for anything else).

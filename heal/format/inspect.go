@@ -132,7 +132,8 @@ func split(data []byte, p Profile, trees bool) []Line {
 
 // LargeRecords is the size above which a JSONL file whose whole checklist can be applied
 // record by record ([SequenceChecker]) is judged so, its records' trees never held together:
-// the verdict is the same, the warnings of the checklist's whole-file pass are not given.
+// the verdict is the same; the warnings of the checklist's whole-file pass are given where
+// its Sequence has them ([SequenceWarner]).
 const LargeRecords = 1 << 20
 
 func inspectJSONL(p Profile, f File, data []byte) Verdict {

@@ -241,6 +241,12 @@ type SequenceChecker interface {
 	NewSequence(path string) Sequence
 }
 
+// SequenceWarner is a [Sequence] that also gives the whole-file pass's warnings, once End has
+// run and found nothing wrong.
+type SequenceWarner interface {
+	Warnings() []string
+}
+
 // Sequence is one streamed pass's memory of the records seen so far.
 type Sequence interface {
 	// Record is what the checklist finds wrong with rec, the next record ("" for nothing).

@@ -118,12 +118,16 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 	if rc != nil && records == 0 {
 		return rc.NoRecords()
 	}
+	v := OK()
 	if seq != nil {
 		if prob := seq.End(); prob != "" {
 			return Damage(KindSchema, last, "%s", prob)
 		}
+		if w, ok := seq.(SequenceWarner); ok {
+			v.Warnings = w.Warnings()
+		}
 	}
-	return OK()
+	return v
 }
 
 // StreamVerdict judges bytes [off, size) of f as [Inspect] judges them (without a last-good

@@ -1,0 +1,171 @@
+package apps
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// geminiLostRewind: a $rewindTo whose target the replay does not hold.
+const geminiLostRewind = "$rewindTo names no earlier message (the app's loader empties the session)"
+
+// geminiReplay is the message list the app's loader builds: messages kept by id in first-seen
+// order, a $set.messages checkpoint replacing them all, a $rewindTo dropping its target and
+// everything after it. Only whether each message is resumable is kept, not the message.
+type geminiReplay struct {
+	ids []string
+	res map[string]bool
+}
+
+// apply replays one record after line 1; false for a $rewindTo naming no message held.
+func (r *geminiReplay) apply(v *jsonv.Value) bool {
+	if r.res == nil {
+		r.res = map[string]bool{}
+	}
+	switch {
+	case isStr(v.Get("id")):
+		r.add(v)
+	case isArr(v.Get("$set").Get("messages")):
+		r.ids, r.res = nil, map[string]bool{}
+		for _, it := range arrOf(v.Get("$set").Get("messages")) {
+			if isStr(it.Get("id")) {
+				r.add(it)
+			}
+		}
+	case isStr(v.Get("$rewindTo")):
+		for i, id := range r.ids {
+			if id == v.Get("$rewindTo").Str {
+				for _, gone := range r.ids[i:] {
+					delete(r.res, gone)
+				}
+				r.ids = r.ids[:i]
+				return true
+			}
+		}
+		r.ids, r.res = nil, map[string]bool{}
+		return false
+	}
+	return true
+}
+
+func (r *geminiReplay) add(v *jsonv.Value) {
+	id := v.Get("id").Str
+	if _, ok := r.res[id]; !ok {
+		r.ids = append(r.ids, id)
+	}
+	r.res[id] = geminiResumable(v)
+}
+
+// resumable: the replay holds a resumable message.
+func (r *geminiReplay) resumable() bool {
+	for _, id := range r.ids {
+		if r.res[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// geminiResumable: a user message that is not the app's internal context, or a gemini
+// message with text, tool calls or thoughts.
+func geminiResumable(m *jsonv.Value) bool {
+	switch strOf(m.Get("type")) {
+	case "user":
+		for _, t := range geminiTexts(m.Get("content")) {
+			if s := strings.TrimSpace(t); s != "" && !strings.HasPrefix(s, "<session_context>") {
+				return true
+			}
+		}
+	case "gemini":
+		if len(arrOf(m.Get("toolCalls"))) > 0 || len(arrOf(m.Get("thoughts"))) > 0 {
+			return true
+		}
+		for _, t := range geminiTexts(m.Get("content")) {
+			if strings.TrimSpace(t) != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// geminiMeta is what the checks against the file's place need of the metadata record.
+type geminiMeta struct{ id, kind, hash string }
+
+func geminiMetaOf(v *jsonv.Value) geminiMeta {
+	return geminiMeta{strOf(v.Get("sessionId")), strOf(v.Get("kind")), strOf(v.Get("projectHash"))}
+}
+
+// geminiPlace judges the metadata against the file's place (kind by directory, sessionId by
+// name, projectHash by the project's .project_root) and gives the sweep's warnings for a main
+// session: own says the chat holds a resumable message.
+func geminiPlace(path string, m geminiMeta, own bool) (problem string, warnings []string) {
+	chats, sub, ok := geminiChats(path)
+	if !ok {
+		return "", nil
+	}
+	base := filepath.Base(path)
+	nm := geminiMainRe.FindStringSubmatch(base)
+	if want := map[bool]string{false: "main", true: "subagent"}[sub]; m.kind != want {
+		return fmt.Sprintf("metadata kind is %q, a file at this place is %q", m.kind, want), nil
+	}
+	if (!sub && nm != nil && geminiID8(m.id) != nm[1]) || (sub && m.id+".jsonl" != base) {
+		return fmt.Sprintf("metadata sessionId %q does not match the file name", m.id), nil
+	}
+	if h, ok := geminiProjectHash(filepath.Dir(chats)); ok && m.hash != h {
+		return "metadata projectHash is not the SHA-256 of the project's .project_root", nil
+	}
+	if sub {
+		return "", nil // not the sweep's: it lists chats/session-* only
+	}
+	if !own {
+		warnings = append(warnings, "no resumable message: Gemini's start-up sweep deletes this session as corrupted")
+	}
+	if nm != nil {
+		warnings = append(warnings, geminiStubWarnings(chats, base, nm[1], own)...)
+	}
+	return "", warnings
+}
+
+// NewSequence: the replay and the checks against the file's place, record by record, for a
+// chat too large to hold (its warnings too).
+func (geminiLog) NewSequence(path string) format.Sequence { return &geminiSequence{path: path} }
+
+type geminiSequence struct {
+	path     string
+	meta     *geminiMeta
+	r        geminiReplay
+	warnings []string
+}
+
+// Record replays a record after the metadata one (RecordProblem has judged each alone).
+func (s *geminiSequence) Record(rec []byte) string {
+	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	if err != nil {
+		return err.Error()
+	}
+	if s.meta == nil {
+		m := geminiMetaOf(v)
+		s.meta = &m
+		return ""
+	}
+	if !s.r.apply(v) {
+		return geminiLostRewind
+	}
+	return ""
+}
+
+func (s *geminiSequence) End() string {
+	if s.meta == nil {
+		return ""
+	}
+	p, w := geminiPlace(s.path, *s.meta, s.r.resumable())
+	s.warnings = w
+	return p
+}
+
+// Warnings are the whole-file pass's warnings, once End has run.
+func (s *geminiSequence) Warnings() []string { return s.warnings }
