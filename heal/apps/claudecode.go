@@ -113,7 +113,7 @@ func lockClaudeCode(ctx context.Context, path string, _ format.Profile, lp forma
 	if !ok {
 		return format.Unlocked{}, nil
 	}
-	if err := lock.ClaudeCode(ctx, cfg, sid, lock.Options{Wait: lp.Wait, Now: lp.Now, Faults: lp.Faults}); err != nil {
+	if err := lock.ClaudeCode(ctx, cfg, sid, lockOptions(lp)); err != nil {
 		return nil, err
 	}
 	return format.Unlocked{}, nil

@@ -120,7 +120,7 @@ func lockCodex(ctx context.Context, path string, _ format.Profile, lp format.Loc
 	} else if err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("codex thread locks %s: not a directory (%v)", dir, err)
 	}
-	return lock.Codex(ctx, home, id, lock.Options{Wait: lp.Wait, Now: lp.Now, Faults: lp.Faults})
+	return lock.Codex(ctx, home, id, lockOptions(lp))
 }
 
 func codexOrdinal(v *jsonv.Value) bool {

@@ -168,7 +168,7 @@ func (geminiLog) RebuildHeader(path string, data []byte) []byte {
 func lockGeminiCLI(ctx context.Context, path string, _ format.Profile, lp format.LockParams) (format.Lock, error) {
 	if chats, _, ok := geminiChats(path); ok {
 		if root, ok := geminiProjectRoot(filepath.Dir(chats)); ok {
-			if err := lock.Gemini(ctx, root, lock.Options{Wait: lp.Wait, Now: lp.Now, Faults: lp.Faults}); err != nil {
+			if err := lock.Gemini(ctx, root, lockOptions(lp)); err != nil {
 				return nil, err
 			}
 		}

@@ -52,7 +52,7 @@ func lockNanobot(ctx context.Context, path string, _ format.Profile, lp format.L
 	if !nanobotNamespaceRe.MatchString(filepath.Base(dir)) {
 		return format.Unlocked{}, nil
 	}
-	return lock.Flock(ctx, filepath.Join(dir, ".session-files.lock"), true, lock.Options{Wait: lp.Wait, Stale: lp.Stale, Now: lp.Now, Faults: lp.Faults})
+	return lock.Flock(ctx, filepath.Join(dir, ".session-files.lock"), true, lockOptions(lp))
 }
 
 // TempLockTarget: nanobot's lock guards a whole directory; a temp file is cleaned up under the

@@ -108,7 +108,7 @@ func (openclawTranscript) TempLockTarget(temp string, _ []byte) string {
 
 // lockOpenClaw takes the store's lock for the store, a transcript's own lock for it.
 func lockOpenClaw(ctx context.Context, path string, p format.Profile, lp format.LockParams) (format.Lock, error) {
-	o := lock.Options{Wait: lp.Wait, Stale: lp.Stale, Now: lp.Now, Faults: lp.Faults}
+	o := lockOptions(lp)
 	if o.Stale == 0 {
 		o.Stale = 30 * time.Second
 	}

@@ -131,7 +131,7 @@ func lockOpenViking(ctx context.Context, path string, _ format.Profile, lp forma
 		sid = fsio.Resolved(sid)
 		root = vikingRoot(sid)
 	}
-	return lock.OpenViking(ctx, sid, root, lock.Options{Wait: lp.Wait, Stale: lp.Stale, Now: lp.Now, Faults: lp.Faults})
+	return lock.OpenViking(ctx, sid, root, lockOptions(lp))
 }
 
 // vikingRoot is the `<workspace>/viking` directory above a session, or "" when not found.

@@ -8,7 +8,10 @@
 // test keeps it so.
 package apps
 
-import "github.com/sessionmedic/sessionmedic/heal/format"
+import (
+	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
+)
 
 // Registry returns the profiles of every format a policy may name, and the apps' lock
 // protocols.
@@ -23,4 +26,10 @@ func Registry() *format.Registry {
 	addCodex(r)
 	addGeminiCLI(r)
 	return r
+}
+
+// lockOptions are the options of heal/lock for an app protocol taken with lp (a protocol
+// that has no staleness rule ignores Stale).
+func lockOptions(lp format.LockParams) lock.Options {
+	return lock.Options{Wait: lp.Wait, Stale: lp.Stale, Now: lp.Now, Faults: lp.Faults}
 }
