@@ -10,8 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
+
+	"github.com/sessionmedic/sessionmedic/reliability/fixtures"
 )
 
 // fileState is one regular file: its bytes and permission bits.
@@ -156,21 +157,6 @@ func stateTemps(stateDir string) int {
 	return n
 }
 
-func union(a, b map[string]fileState) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range []map[string]fileState{a, b} {
-		for k := range m {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 func describe(f fileState, ok bool) string {
 	if !ok {
 		return "absent"
@@ -188,7 +174,7 @@ func checkCrashed(caseDir, stateDir string, orig, healed tree) []string {
 		return []string{fmt.Sprintf("read case dir: %v", err)}
 	}
 	ms, _ := quarantine(stateDir)
-	for _, rel := range union(orig.files, healed.files) {
+	for _, rel := range fixtures.Keys(orig.files, healed.files) {
 		cur, ok := now.files[rel]
 		o, inO := orig.files[rel]
 		h, inH := healed.files[rel]
@@ -243,7 +229,7 @@ func checkRestarted(caseDir, stateDir string, orig, healed tree) []string {
 // filesHealed compares every session file with its healed state.
 func filesHealed(now, healed tree) []string {
 	var bad []string
-	for _, rel := range union(now.files, healed.files) {
+	for _, rel := range fixtures.Keys(now.files, healed.files) {
 		cur, ok := now.files[rel]
 		h, inH := healed.files[rel]
 		if ok != inH || (ok && !cur.equal(h)) {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,7 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/reliability/figures"
+	"github.com/sessionmedic/sessionmedic/reliability/fixtures"
 )
 
 var (
@@ -211,8 +211,8 @@ func check(rc *recording, tr Tree, dir string, st *stats) []string {
 	var bad []string
 	// The power came back: every file holds its old or its healed bytes, and a changed one
 	// has its original in quarantine.
-	crashed := caseFiles(tr)
-	for _, rel := range keys(rc.orig, rc.healed, crashed) {
+	crashed, attrs := caseFiles(tr), caseAttrs(tr)
+	for _, rel := range fixtures.Keys(rc.orig, rc.healed, crashed) {
 		cur, ok := crashed[rel]
 		o, inO := rc.orig[rel]
 		h, inH := rc.healed[rel]
@@ -222,7 +222,7 @@ func check(rc *recording, tr Tree, dir string, st *stats) []string {
 		if inO && (!ok || !bytes.Equal(cur, o)) && !quarantined(stateDir, filepath.Join(caseDir, rel), o) {
 			bad = append(bad, fmt.Sprintf("after the power cut %s changed but the quarantine does not hold its original with a valid manifest", rel))
 		}
-		if a, want := caseAttrs(tr)[rel], rc.attrs[rel]; ok && want.mode != 0 && a != want {
+		if a, want := attrs[rel], rc.attrs[rel]; ok && want.mode != 0 && a != want {
 			bad = append(bad, fmt.Sprintf("after the power cut %s has mode %o and owner %v, want %o and %v", rel, a.mode, a.own, want.mode, want.own))
 		}
 	}
@@ -242,14 +242,15 @@ func check(rc *recording, tr Tree, dir string, st *stats) []string {
 	if err != nil {
 		return append(bad, err.Error())
 	}
-	for _, rel := range keys(rc.healed, now) {
+	lost := lostLastGood(rc, tr)
+	for _, rel := range fixtures.Keys(rc.healed, now) {
 		cur, ok := now[rel]
 		h, inH := rc.healed[rel]
 		// Where the cut took a last-good copy away (they are written without fsync), the
 		// next start heals as with no copy: the file is healed some other way, or kept as
 		// it was and reported.
-		spared := ok && lostLastGood(rc, tr) && (bytes.Equal(cur, rc.orig[rel]) || judgedHealthy(rc, dir, rel))
-		if (ok != inH || !bytes.Equal(cur, h)) && !spared {
+		healed := ok == inH && bytes.Equal(cur, h)
+		if !healed && !(ok && lost && (bytes.Equal(cur, rc.orig[rel]) || judgedHealthy(rc, dir, rel))) {
 			bad = append(bad, fmt.Sprintf("after the second start %s is not healed: %s, want %s; reports %s", rel, describe(cur, ok), describe(h, inH), brief(reports)))
 		}
 		if o, inO := rc.orig[rel]; inO && (!ok || !bytes.Equal(cur, o)) && !quarantined(stateDir, filepath.Join(caseDir, rel), o) {
@@ -296,7 +297,7 @@ func layout(rc *recording, tr Tree, dir string) error {
 	}
 	// Last-good copies are named by a hash of the file's path: rename them to the new path's.
 	lg := filepath.Join(dir, "state", "last-good")
-	for _, rel := range keys(rc.orig, rc.healed) {
+	for _, rel := range fixtures.Keys(rc.orig, rc.healed) {
 		old := filepath.Join(lg, lastGoodName(filepath.Join(rc.dir, "case", rel)))
 		if _, err := os.Lstat(old); err == nil {
 			if err := os.Rename(old, filepath.Join(lg, lastGoodName(filepath.Join(dir, "case", rel)))); err != nil {
@@ -305,21 +306,6 @@ func layout(rc *recording, tr Tree, dir string) error {
 		}
 	}
 	return nil
-}
-
-func keys(ms ...map[string][]byte) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range ms {
-		for k := range m {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func describe(b []byte, ok bool) string {
@@ -359,10 +345,10 @@ func readCase(caseDir string) (map[string][]byte, []string, error) {
 func locksOnDisk(root string) []string {
 	var out []string
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || (d.Name() != ".path.ovlock" && !strings.HasPrefix(d.Name(), ".exact.ovlock.")) {
+		if err != nil || d.IsDir() || !isTokenName(d.Name()) {
 			return nil
 		}
-		if b, err := os.ReadFile(p); err == nil && len(b) > 0 && !validOVToken(b) {
+		if b, err := os.ReadFile(p); err == nil && unusableToken(d.Name(), b) {
 			out = append(out, fmt.Sprintf("%s holds %q", p, b))
 		}
 		return nil
@@ -413,7 +399,7 @@ func lastGoodName(path string) string {
 // (absent, or not the bytes it was): the next start heals without it, as a heal with no
 // copy does, and may end with other bytes than the clean heal.
 func lostLastGood(rc *recording, tr Tree) bool {
-	for _, rel := range keys(rc.orig) {
+	for _, rel := range fixtures.Keys(rc.orig) {
 		name := filepath.Join("state", "last-good", lastGoodName(filepath.Join(rc.dir, "case", rel)))
 		n, ok := tr.Names[name]
 		f, fok := rc.final.Names[name]
@@ -444,7 +430,7 @@ func judgedHealthy(rc *recording, dir, rel string) bool {
 // versions written (torn, zero-filled, emptied by the power cut).
 func badLastGood(rc *recording, tr Tree, dir string) []string {
 	var out []string
-	for _, rel := range keys(rc.orig, rc.healed) {
+	for _, rel := range fixtures.Keys(rc.orig, rc.healed) {
 		n, ok := tr.Names[filepath.Join("state", "last-good", lastGoodName(filepath.Join(rc.dir, "case", rel)))]
 		if !ok || n.Dir {
 			continue

@@ -194,11 +194,6 @@ func bigTarget(seed uint64) target {
 		filepath.Join("jsonl", "big.jsonl"): jl, filepath.Join("json", "big.json"): js}}
 }
 
-func validOVToken(b []byte) bool {
-	_, _, _, ok := lock.ParseOVToken(b)
-	return ok
-}
-
 // isAppLock names the apps' lock files (in the model, but not session files).
 func isAppLock(rel string) bool {
 	name := filepath.Base(rel)
@@ -347,13 +342,17 @@ func record(t *testing.T, tg target, dir string) *recording {
 func caseFiles(tr Tree) map[string][]byte {
 	out := map[string][]byte{}
 	for _, n := range tr.visible() {
-		nd := tr.Names[n]
-		if nd.Dir || !strings.HasPrefix(n, "case/") || policy.IsOwnTemp(filepath.Base(n)) || isAppLock(n) {
-			continue
+		if nd := tr.Names[n]; isSessionFile(n, nd) {
+			out[strings.TrimPrefix(n, "case/")] = tr.Data[nd.Ino]
 		}
-		out[strings.TrimPrefix(n, "case/")] = tr.Data[nd.Ino]
 	}
 	return out
+}
+
+// isSessionFile: the name n of a tree is a session file (under case/, app locks and own
+// temps aside).
+func isSessionFile(n string, nd Node) bool {
+	return !nd.Dir && strings.HasPrefix(n, "case/") && !policy.IsOwnTemp(filepath.Base(n)) && !isAppLock(n)
 }
 
 // attr is a file's permission bits and owner.
@@ -366,8 +365,7 @@ type attr struct {
 func caseAttrs(tr Tree) map[string]attr {
 	out := map[string]attr{}
 	for _, n := range tr.visible() {
-		nd := tr.Names[n]
-		if !nd.Dir && strings.HasPrefix(n, "case/") && !policy.IsOwnTemp(filepath.Base(n)) && !isAppLock(n) {
+		if nd := tr.Names[n]; isSessionFile(n, nd) {
 			out[strings.TrimPrefix(n, "case/")] = attr{tr.Mode[nd.Ino], tr.Own[nd.Ino]}
 		}
 	}
@@ -390,16 +388,22 @@ func attrOf(p string) (attr, error) {
 func ovLocks(tr Tree) []string {
 	var out []string
 	for _, n := range tr.visible() {
-		nd := tr.Names[n]
-		base := filepath.Base(n)
-		if nd.Dir || (base != ".path.ovlock" && !strings.HasPrefix(base, ".exact.ovlock.")) {
-			continue
-		}
-		if b := tr.Data[nd.Ino]; len(b) > 0 && !validOVToken(b) {
-			out = append(out, fmt.Sprintf("%s holds %q", n, b))
+		if nd := tr.Names[n]; !nd.Dir && unusableToken(filepath.Base(n), tr.Data[nd.Ino]) {
+			out = append(out, fmt.Sprintf("%s holds %q", n, tr.Data[nd.Ino]))
 		}
 	}
 	return out
+}
+
+// unusableToken: a file of that name and body is an OpenViking lock token the app's lockers
+// cannot parse and would not take as stale (an empty one is stale after the expiry).
+func unusableToken(name string, b []byte) bool {
+	_, _, _, ok := lock.ParseOVToken(b)
+	return isTokenName(name) && len(b) > 0 && !ok
+}
+
+func isTokenName(name string) bool {
+	return name == ".path.ovlock" || strings.HasPrefix(name, ".exact.ovlock.")
 }
 
 func brief(rs []heal.Report) string {
