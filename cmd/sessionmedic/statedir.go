@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/state"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,11 +21,35 @@ import (
 // (check, heal -dry-run, quarantine list and show) nothing is written: it must be a readable
 // directory, or be missing below a directory it could be created in.
 func checkStateDir(dir string, write bool) error {
+	// Only a state dir that is ours alone is used (DESIGN §4): whoever else could write in
+	// it could forge the quarantine manifests, last-good copies and journal entries a heal or
+	// a restore acts on. Checked before anything is created in it, and again after.
+	trusted := func(before bool) error {
+		if dir == "" {
+			return nil
+		}
+		err := state.CheckTrusted(dir, os.Geteuid())
+		if before && !errors.Is(err, state.ErrUntrusted) {
+			return nil // what is not about trust is said next, with the usual words
+		}
+		if err != nil {
+			return configError{fmt.Errorf("state_dir %s: not used: %w; %s", dir, err, untrustedHint)}
+		}
+		return nil
+	}
+	if err := trusted(true); err != nil {
+		return err
+	}
 	if err := stateDirProblem(dir, write); err != nil {
 		return configError{fmt.Errorf("state_dir %s: %w", dir, err)}
 	}
-	return nil
+	return trusted(false)
 }
+
+// untrustedHint says what to do about a state dir that is not trusted.
+const untrustedHint = "a state dir is used only when this process's uid owns it and everything in it, " +
+	"no one else can write to it or to a directory above it, and it holds no symlink: " +
+	"fix its owner or mode, or set state_dir to a directory of this user's own"
 
 func stateDirProblem(dir string, write bool) error {
 	if dir == "" {

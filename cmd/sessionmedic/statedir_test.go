@@ -217,3 +217,72 @@ func TestStateDirProbeLeavesNoName(t *testing.T) {
 		t.Fatalf("state_dir holds %d names after the probes", len(ents))
 	}
 }
+
+// TestUntrustedStateDir: a state dir that another uid owns, that anyone else can write, or
+// that holds a symlink is refused by every command (exit 2, one line naming what is wrong)
+// before anything is read from it or written to it: its manifests, copies and journal
+// entries would otherwise be an attacker's instructions.
+func TestUntrustedStateDir(t *testing.T) {
+	root := os.Geteuid() == 0
+	for _, tc := range []struct {
+		name   string
+		setup  func(t *testing.T, state string) // state exists, owned by us, mode 0700
+		offend func(state string) string        // the path the line must name
+		why    string
+		asRoot bool
+	}{
+		{"group-writable", func(t *testing.T, s string) { os.Chmod(s, 0o770) }, func(s string) string { return s }, "is writable by group or others (mode 0770)", false},
+		{"symlinked sub-directory", func(t *testing.T, s string) { os.Symlink(t.TempDir(), filepath.Join(s, "last-good")) }, func(s string) string { return filepath.Join(s, "last-good") }, "is a symlink", false},
+		{"world-writable entry", func(t *testing.T, s string) {
+			d := filepath.Join(s, "quarantine", "2026-01-01")
+			os.MkdirAll(d, 0o700)
+			os.Chmod(d, 0o777)
+		}, func(s string) string { return filepath.Join(s, "quarantine", "2026-01-01") }, "is writable by group or others (mode 0777)", false},
+		{"FIFO", func(t *testing.T, s string) { syscall.Mkfifo(filepath.Join(s, "lock"), 0o600) }, func(s string) string { return filepath.Join(s, "lock") }, "is not a regular file or a directory", false},
+		{"owned by another uid", func(t *testing.T, s string) { os.Chown(s, 65534, 65534) }, func(s string) string { return s }, "is owned by uid 65534, not by this process's uid 0", true},
+		{"forged manifest of another uid", func(t *testing.T, s string) {
+			d := filepath.Join(s, "quarantine", "2026-01-01", "20260101T000000Z-00000000")
+			os.MkdirAll(d, 0o700)
+			m := filepath.Join(d, "manifest.json")
+			os.WriteFile(m, []byte(`{"id":"20260101T000000Z-00000000","path":"/etc/x"}`), 0o600)
+			os.Chown(m, 65534, 65534)
+		}, func(s string) string {
+			return filepath.Join(s, "quarantine", "2026-01-01", "20260101T000000Z-00000000", "manifest.json")
+		}, "is owned by uid 65534, not by this process's uid 0", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.asRoot && !root {
+				t.Skip("needs root to give a file another owner")
+			}
+			state := filepath.Join(t.TempDir(), "state")
+			os.Mkdir(state, 0o700)
+			tc.setup(t, state)
+			policyFile := stateDirPolicy(t, state, "")
+			for _, args := range stateDirCommands {
+				args := append(append([]string(nil), args...), "-config", policyFile)
+				out, errOut, code := sm(t, t.TempDir(), args...)
+				want := fmt.Sprintf("sessionmedic: state_dir %s: not used: %s %s; %s\n", state, tc.offend(state), tc.why, untrustedHint)
+				if code != exitUsage || errOut != want || out != "" {
+					t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, want)
+				}
+			}
+		})
+	}
+}
+
+// TestUntrustedStateDirParent: a state dir below a directory another user can write is
+// refused before anything is created in it.
+func TestUntrustedStateDirParent(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(parent, 0o777)
+	os.Chmod(parent, 0o777)
+	state := filepath.Join(parent, "state")
+	out, errOut, code := sm(t, t.TempDir(), "heal", "-config", stateDirPolicy(t, state, ""))
+	want := fmt.Sprintf("sessionmedic: state_dir %s: not used: %s (a directory above state_dir) is writable by group or others (mode 0777); %s\n", state, parent, untrustedHint)
+	if code != exitUsage || errOut != want || out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, want)
+	}
+	if _, err := os.Lstat(state); !os.IsNotExist(err) {
+		t.Errorf("the state dir was created below an untrusted directory: %v", err)
+	}
+}
