@@ -249,6 +249,9 @@ func readFile(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("read policy: %s: not a regular file (%s)", path, fileKind(fi.Mode()))
 	}
+	if err := untrustedPolicy(path, fi, os.Geteuid()); err != nil {
+		return nil, err
+	}
 	tooBig := func() error {
 		return fmt.Errorf("read policy: %s: larger than 1 MiB", path)
 	}
