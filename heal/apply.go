@@ -176,15 +176,24 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 	}
 	defer d.Close()
 	name, tmpName := filepath.Base(ed.path), filepath.Base(tmp)
-	// A file restored where none is gets the mode of its directory without the execute bits
-	// (0700 → 0600 for Claude's private dirs, 0755 → 0644 for Gemini's), 0600 when that
-	// cannot be read, unless the edit carries the mode it had.
-	mode, uid, gid := os.FileMode(0o600), -1, -1
-	if fi, err := os.Stat(filepath.Dir(ed.path)); err == nil && ed.missing {
-		mode = fi.Mode().Perm() &^ 0o111
-	}
-	if !ed.missing || ed.oldID.Mode != 0 {
-		mode, uid, gid = os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)
+	// A file restored where none is belongs to the owner and group of its directory (the
+	// user whose tree it is, never the process that heals it) and gets the directory's mode
+	// without the execute bits (0700 → 0600 for Claude's private dirs, 0755 → 0644 for
+	// Gemini's), unless the edit carries the mode it had. Only permission bits are ever
+	// given: a recorded mode is a record, and a setuid or setgid bit in it is dropped.
+	var mode os.FileMode
+	var uid, gid int
+	if ed.missing {
+		duid, dgid, dperm, err := d.Owner()
+		if err != nil {
+			return false, Identity{}, err
+		}
+		mode, uid, gid = dperm&^0o111, duid, dgid
+		if ed.oldID.Mode != 0 {
+			mode = os.FileMode(ed.oldID.Mode) & os.ModePerm
+		}
+	} else {
+		mode, uid, gid = os.FileMode(ed.oldID.Mode)&os.ModePerm, int(ed.oldID.UID), int(ed.oldID.GID)
 	}
 	var old *os.File
 	if !ed.missing {

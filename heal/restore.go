@@ -48,8 +48,10 @@ func (e *Engine) restore(ctx context.Context, m *Manifest, t Target, orig []byte
 	}
 	p := &plan{strategy: "quarantine-restore", edits: []edit{{path: m.Path, old: cur, oldID: id, missing: missing, data: orig}}}
 	if missing {
-		// A missing file has no mode to keep: use the one recorded in the manifest.
-		p.edits[0].oldID = Identity{Mode: m.Identity.Mode, UID: m.Identity.UID, GID: m.Identity.GID}
+		// A missing file has no mode to keep: use the permission bits recorded in the
+		// manifest (never more: apply keeps permission bits only). Its owner and group are
+		// its directory's, whatever the manifest says.
+		p.edits[0].oldID = Identity{Mode: m.Identity.Mode & 0o777}
 	}
 	var wrote map[string]Identity
 	return e.apply(ctx, t, in, p, &wrote)

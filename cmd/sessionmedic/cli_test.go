@@ -150,7 +150,13 @@ func TestCheckHealQuarantineCycle(t *testing.T) {
 	if out, _, code = sm(t, home, "quarantine", "show", id); code != 0 || !strings.Contains(out, `"kind": "trailing-garbage"`) || !strings.Contains(out, "bytes: ") {
 		t.Fatalf("quarantine show: exit %d\n%s", code, out)
 	}
-	out, _, code = sm(t, home, "quarantine", "restore", id)
+	// The file is guarded by no rule of the policy (the embedded default): a restore refuses
+	// to write there, unless the rule the heal used is named again.
+	out, errOut, code := sm(t, home, "quarantine", "restore", id)
+	if code != 2 || !strings.Contains(errOut, target+" is guarded by no rule of the current policy") {
+		t.Fatalf("quarantine restore outside every rule: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = sm(t, home, "quarantine", "restore", id, "-preset", "praisonai", dir)
 	if code != 0 {
 		t.Fatalf("quarantine restore: exit %d\n%s", code, out)
 	}

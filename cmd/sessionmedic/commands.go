@@ -267,6 +267,19 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return 0, err
 	}
+	// restore ID -preset P PATH...: the rule a heal with -preset P PATH... used guards the
+	// target again (a restore writes only where a rule guards).
+	if pos[0] == "restore" && len(pos) > 2 {
+		if c.preset == "" {
+			return 0, usageError{"quarantine restore takes ID, and PATH arguments only with -preset"}
+		}
+		if cfg, err = withPreset(cfg, c.preset, pos[2:]); err != nil {
+			return 0, err
+		}
+		pos = pos[:2]
+	} else if c.preset != "" {
+		return 0, usageError{"-preset needs PATH arguments (quarantine restore ID -preset P PATH...)"}
+	}
 	if err := checkStateDir(cfg.StateDir, pos[0] == "restore"); err != nil {
 		return 0, err
 	}
@@ -309,12 +322,12 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return exitInternal, err
 		}
+		// A manifest is a record, never an instruction (DESIGN §4): the target must be a
+		// file a rule of the current policy guards, and is reached, locked and written as a
+		// heal of it would be.
 		rule, _, ok := cfg.RuleFor(m.Path)
 		if !ok {
-			rule = byExtension(m.Path)
-			if rule == nil {
-				rule = autoRule("json")
-			}
+			return 0, argError{fmt.Errorf("restore %s: %s is guarded by no rule of the current policy: a restore writes only where a rule guards (add a rule for it, or copy the bytes shown by 'quarantine show %s' by hand)", m.ID, m.Path, m.ID)}
 		}
 		q, err := eng.Restore(ctx, m, heal.Target{Path: m.Path, Rule: rule})
 		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {

@@ -90,8 +90,15 @@ func TestStateDirWithoutPermission(t *testing.T) {
 		write, check string
 	}{
 		{filepath.Join(ro, "state"), "cannot be created: permission denied", "cannot be created in " + ro + ": permission denied"},
-		{filepath.Join(ro, "existing"), "cannot be written: permission denied", ""},
+		// Not its own: every command refuses it before anything else (the process can
+		// neither trust nor write it).
+		{filepath.Join(ro, "existing"), "not used: " + filepath.Join(ro, "existing") + " is owned by uid 0, not by this process's uid 65534; " + untrustedHint,
+			"not used: " + filepath.Join(ro, "existing") + " is owned by uid 0, not by this process's uid 65534; " + untrustedHint},
 	} {
+		if cred == nil && strings.Contains(tc.check, "not used") {
+			// Not root: the process is the directory's owner and trusts it, but cannot write it.
+			tc.write, tc.check = "cannot be written: permission denied", ""
+		}
 		policyFile := filepath.Join(base, "policy.yaml")
 		os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nrules:\n  - {name: j, format: jsonl, paths: [%s]}\n", tc.stateDir, sessions)), 0o644)
 		for _, args := range stateDirCommands {

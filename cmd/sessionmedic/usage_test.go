@@ -140,7 +140,12 @@ func TestUnreadableDirIsSkipped(t *testing.T) {
 	bin := filepath.Join(base, "sessionmedic")
 	b, _ := os.ReadFile(binary)
 	os.WriteFile(bin, b, 0o755)
-	os.Chmod(base, 0o777)
+	os.Chmod(base, 0o755)
+	// The state dir is the other user's own: a state dir is used only when it is.
+	os.MkdirAll(filepath.Join(base, "state"), 0o700)
+	if os.Getuid() == 0 {
+		os.Chown(filepath.Join(base, "state"), 65534, 65534)
+	}
 	os.Chmod(filepath.Join(dir, "locked"), 0)
 	defer os.Chmod(filepath.Join(dir, "locked"), 0o755)
 	run := func(args ...string) (string, string, int) {

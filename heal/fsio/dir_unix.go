@@ -79,6 +79,15 @@ func refusedDir(err error) bool {
 	return false
 }
 
+// Owner is the directory's owner, group and permission bits, read through its descriptor.
+func (d *Dir) Owner() (uid, gid int, perm os.FileMode, err error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return -1, -1, 0, &os.PathError{Op: "fstat", Path: d.path, Err: err}
+	}
+	return int(st.Uid), int(st.Gid), os.FileMode(st.Mode) & os.ModePerm, nil
+}
+
 // Close closes the directory's descriptor.
 func (d *Dir) Close() { unix.Close(d.fd) }
 

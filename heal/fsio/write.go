@@ -108,9 +108,12 @@ func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mod
 		d.Remove(name)
 		return err
 	}
+	// The new file must belong to whom the old one did (or, for a new one, to the owner of
+	// its directory): a heal that would change a file's owner or group is refused, never
+	// made with another owner (a non-root process cannot give a file away: EPERM).
 	if uid >= 0 && (uid != os.Geteuid() || gid != os.Getegid()) {
-		if err := d.fs.Do("chown", tmp, func() error { return f.Chown(uid, gid) }); err != nil && !errors.Is(err, syscall.EPERM) {
-			return Identity{}, fail(fmt.Errorf("chown temp: %w", err))
+		if err := d.fs.Do("chown", tmp, func() error { return f.Chown(uid, gid) }); err != nil {
+			return Identity{}, fail(fmt.Errorf("the healed file must keep owner %d and group %d, and this process cannot give them (%w): not healed", uid, gid, err))
 		}
 	}
 	if err := d.fs.Do("chmod", tmp, func() error { return f.Chmod(mode) }); err != nil {
