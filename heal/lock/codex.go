@@ -47,17 +47,9 @@ func Codex(ctx context.Context, home, threadID string, o Options) (Held, error) 
 }
 
 // openLockFile opens (creating) a lock file as Codex does, refusing a symlink.
+// One it creates belongs to the owner of its directory (see openOrCreate).
 func openLockFile(path string) (int, error) {
-	for {
-		fd, err := unix.Open(path, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o666)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return -1, fmt.Errorf("open %s: %w", path, err)
-		}
-		return fd, nil
-	}
+	return openOrCreate(path, unix.O_RDWR, 0o666)
 }
 
 // flockNB takes how (LOCK_EX or LOCK_SH) on fd without blocking: false when it is held.

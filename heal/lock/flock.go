@@ -34,10 +34,17 @@ func Flock(ctx context.Context, path string, recheck bool, o Options) (Held, err
 }
 
 func tryFlock(path string, recheck bool) (Held, error) {
+	// The lock file is created first, if missing, as its directory's owner's (openOrCreate):
+	// the app must be able to open it after us. Never through a symlink.
+	fd, err := openOrCreate(path, os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("flock %s: %w", path, err)
+	}
+	syscall.Close(fd)
 	// Each attempt opens the path afresh: the gofrs handle is closed again
 	// when the non-blocking flock fails.
 	f := flock.New(path,
-		flock.SetFlag(os.O_RDWR|os.O_CREATE),
+		flock.SetFlag(os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW),
 		flock.SetPermissions(0o644))
 	ok, err := f.TryLock()
 	if err != nil {

@@ -227,8 +227,13 @@ func createExcl(path string, perm os.FileMode, body []byte, faults func(op, path
 	if snap, ok, err := publish(path, perm, body, faults); ok {
 		return snap, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC, perm)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, perm)
 	if err != nil {
+		return snapshot{}, err
+	}
+	if err := giveToDir(int(f.Fd()), path); err != nil {
+		f.Close()
+		_ = os.Remove(path)
 		return snapshot{}, err
 	}
 	fi, serr := f.Stat()

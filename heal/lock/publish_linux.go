@@ -21,6 +21,9 @@ func publish(path string, perm os.FileMode, body []byte, faults func(op, path st
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
+	if err := giveToDir(fd, path); err != nil {
+		return snapshot{}, true, err
+	}
 	if _, err := f.Write(body); err != nil {
 		return snapshot{}, true, fmt.Errorf("write %s: %w", path, err)
 	}
