@@ -90,6 +90,13 @@ func New(cfg *policy.Config, o Options) *Engine {
 	if e.findWriters == nil {
 		e.findWriters = fsio.OpenWriters
 	}
+	// Every rule root is resolved now, once per policy load: below it, no symlink is
+	// followed (DESIGN §4 "Trust"; fsio.Confine).
+	for _, r := range cfg.Rules {
+		for _, root := range r.Paths {
+			fsio.Confine(root)
+		}
+	}
 	e.Quarantine = state.NewQuarantine(filepath.Join(cfg.StateDir, "quarantine"), e.fs)
 	e.Journal = state.NewJournal(filepath.Join(cfg.StateDir, "journal"), e.fs, policy.IsOwnTemp, fsio.SHAFile)
 	e.LastGood = state.NewLastGood(filepath.Join(cfg.StateDir, "last-good"), cfg.LastGood.MaxFileBytes, e.fs, policy.IsOwnTemp)

@@ -86,10 +86,25 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		r.Verdict, r.Reason = Busy, "temp file changed"
 		return
 	}
-	if err := os.Remove(t.Path); err != nil {
+	// Unlinked through its directory, reached from the rule's root without following a
+	// symlink, and only while that directory still holds the version quarantined.
+	d, err := e.fs.OpenParent(ruleRoot(t.Rule, t.Path), t.Path)
+	if err != nil {
+		os.RemoveAll(dir)
+		r.Verdict, r.Reason = Busy, err.Error()
+		return
+	}
+	defer d.Close()
+	if cur, err := d.Stat(filepath.Base(t.Path)); err != nil || !cur.Same(id) {
+		os.RemoveAll(dir)
+		r.Verdict, r.Reason = Busy, "temp file changed"
+		return
+	}
+	if err := d.Unlink(filepath.Base(t.Path)); err != nil {
+		os.RemoveAll(dir)
 		r.Action, r.Reason = ActionRefused, fmt.Sprintf("remove temp: %v", err)
 		return
 	}
-	_ = e.fs.SyncDir(filepath.Dir(t.Path))
+	_ = d.Sync()
 	r.Action, r.Quarantine, r.QuarantinedBytes = ActionHealed, dir, int64(len(data))
 }

@@ -41,8 +41,18 @@ func (fs FS) OpenParent(root, file string) (*Dir, error) {
 	if !ok {
 		root, rel = dir, "."
 	}
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // follows a symlinked root
-
+	// A confined root is opened on its real path, resolved when the policy was loaded, with
+	// no symlink followed (see [Confine]); any other is opened as written.
+	var fd int
+	var err error
+	if _, ok := confined(root); ok {
+		fd, err = openPath(root, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if refusedDir(err) {
+			return nil, fmt.Errorf("%s: %w", dir, ErrMoved)
+		}
+	} else {
+		fd, err = unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) // follows a symlinked root
+	}
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
@@ -132,13 +142,29 @@ func (d *Dir) Stat(name string) (Identity, error) {
 	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return Identity{}, &os.PathError{Op: "stat", Path: filepath.Join(d.path, name), Err: err}
 	}
-	// The conversions are for the BSDs' narrower fields (darwin: int32 Dev, uint16 Mode and
-	// Nlink); they match identityOfStat's, so the two identities of one file compare equal.
+	return identityOfUnixStat(&st), nil
+}
+
+// identityOfUnixStat is the identity of an x/sys/unix stat result. The conversions are for
+// the BSDs' narrower fields (darwin: int32 Dev, uint16 Mode and Nlink); they match
+// identityOfStat's, so the two identities of one file compare equal.
+func identityOfUnixStat(st *unix.Stat_t) Identity {
 	return Identity{
 		Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size,
 		Mtime: time.Unix(int64(st.Mtim.Sec), int64(st.Mtim.Nsec)), Ctime: time.Unix(int64(st.Ctim.Sec), int64(st.Ctim.Nsec)),
 		Mode: uint32(st.Mode) & 0o777, UID: st.Uid, GID: st.Gid, Nlink: uint64(st.Nlink),
-	}, nil
+	}
+}
+
+// Unlink unlinks name from the directory.
+func (d *Dir) Unlink(name string) error {
+	if err := d.fs.fault("unlink", filepath.Join(d.path, name)); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
+		return &os.PathError{Op: "unlink", Path: filepath.Join(d.path, name), Err: err}
+	}
+	return nil
 }
 
 // Remove unlinks name from the directory, if it can.

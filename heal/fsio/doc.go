@@ -15,7 +15,11 @@
 // moved during the read as [ErrChanged]; a caller treats that as "being written", not as
 // damage. [FS.ReplaceAtomic] does not fsync (it is for copies that are validated before any
 // use). [OpenWriters] sees other processes only through /proc: elsewhere, and for processes of
-// other users when not root, it finds nothing. A [Dir] guards the walk from the root to the
-// file, not the root itself: a symlinked root is followed, as the scan that found the file
-// followed it.
+// other users when not root, it finds nothing. Every open of a path below a rule root, by
+// any function here, goes through one resolver ([Confine]): the root is resolved once per
+// policy load (a symlinked root is followed then, and only then), and no symlink below it
+// is ever followed (openat2 RESOLVE_NO_SYMLINKS, else a walk from / with O_NOFOLLOW). A file
+// with several links whose owner is not its directory's is never read ([ErrForeignLink]).
+// Paths below no rule root (a file named on the command line alone) refuse only a final
+// symlink.
 package fsio

@@ -1,9 +1,13 @@
 package fsio
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Identity pins the exact version of a file that was read: if any field moved, the app
@@ -42,13 +46,32 @@ func (a Identity) Same(b Identity) bool {
 }
 
 // StatIdentity is the identity now at path (without following a symlink).
+// Below a confined root its directory is reached through the resolver (see [Confine]).
 func StatIdentity(path string) (Identity, error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return Identity{}, err
+	if _, ok := confined(path); !ok {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return Identity{}, err
+		}
+		if !fi.Mode().IsRegular() {
+			return Identity{}, ErrNotRegular
+		}
+		return IdentityOf(fi), nil
 	}
-	if !fi.Mode().IsRegular() {
+	dfd, err := openPath(filepath.Dir(path), dirSearch, 0)
+	if err != nil {
+		if err == syscall.ELOOP || err == syscall.ENOTDIR {
+			err = fmt.Errorf("%w (a symlink on the way)", ErrMoved)
+		}
+		return Identity{}, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	defer syscall.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, filepath.Base(path), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return Identity{}, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return Identity{}, ErrNotRegular
 	}
-	return IdentityOf(fi), nil
+	return identityOfUnixStat(&st), nil
 }

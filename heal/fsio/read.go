@@ -28,13 +28,10 @@ var ErrBig = errors.New("file too big to read whole")
 // ReadStableBelow is ReadStable, except that a file larger than big (when big > 0) is not
 // read: it returns ErrBig and the file's identity, for the caller to stream it.
 func ReadStableBelow(path string, maxSize, big int64) ([]byte, Identity, error) {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	for err == syscall.EINTR {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	}
+	fd, err := openPath(path, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if err == syscall.ELOOP {
-			return nil, Identity{}, ErrNotRegular
+			return nil, Identity{}, loopErr(path)
 		}
 		return nil, Identity{}, &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -45,6 +42,9 @@ func ReadStableBelow(path string, maxSize, big int64) ([]byte, Identity, error) 
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		return nil, Identity{}, ErrNotRegular
+	}
+	if foreignLink(path, &st) {
+		return nil, Identity{}, &os.PathError{Op: "open", Path: path, Err: ErrForeignLink}
 	}
 	id := identityOfStat(&st)
 	if maxSize > 0 && id.Size > maxSize {

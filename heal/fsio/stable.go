@@ -3,7 +3,6 @@ package fsio
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"os"
 	"syscall"
@@ -13,16 +12,16 @@ import (
 // (that is [ErrNotRegular], as anything but a regular file is) and never blocking on a FIFO,
 // and returns it with its identity.
 func OpenRegular(path string) (*os.File, Identity, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := openFile(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			err = ErrNotRegular
-		}
 		return nil, Identity{}, err
 	}
 	fi, err := f.Stat()
 	if err == nil && !fi.Mode().IsRegular() {
 		err = ErrNotRegular
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); err == nil && ok && foreignLink(path, st) {
+		err = &os.PathError{Op: "open", Path: path, Err: ErrForeignLink}
 	}
 	if err != nil {
 		f.Close()
@@ -31,14 +30,24 @@ func OpenRegular(path string) (*os.File, Identity, error) {
 	return f, IdentityOf(fi), nil
 }
 
+// openFile opens path for reading through the resolver (see [Confine]), never blocking on a
+// FIFO; a symlink on the way is [ErrNotRegular] (the file itself) or [ErrMoved].
+func openFile(path string) (*os.File, error) {
+	fd, err := openPath(path, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		if err == syscall.ELOOP {
+			return nil, loopErr(path)
+		}
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
 // OpenStable opens the regular file at path (not following a final symlink) and checks that
 // it is still the version id names (else [ErrChanged]).
 func OpenStable(path string, id Identity) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	f, err := openFile(path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, ErrNotRegular
-		}
 		return nil, err
 	}
 	fi, err := f.Stat()

@@ -16,7 +16,7 @@ import (
 type FS struct {
 	// Faults, when set, is asked before each file operation with the operation ("create",
 	// "chown", "chmod", "write", "fsync", "close", "rename", "link", "truncate", "fsync-dir",
-	// "mkdir") and the path; an error it returns becomes that operation's error (as an
+	// "mkdir", "unlink") and the path; an error it returns becomes that operation's error (as an
 	// *os.PathError). It is the seam of the I/O-fault tests.
 	Faults func(op, path string) error
 }

@@ -41,6 +41,9 @@ func CheckTrusted(dir string, uid int) error {
 		return nil // "not a directory" is said by whoever uses it
 	}
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile (a heal beside a daemon, a pruned entry)
+		}
 		if err != nil {
 			return err
 		}

@@ -323,10 +323,11 @@ func TestFullStateFilesystem(t *testing.T) {
 	}
 }
 
-// TestChownRefusedIsTolerated: without the right to chown (EPERM, as for a non-root
-// daemon), a heal still replaces the file, with its mode; other chown and chmod errors
-// refuse the heal and leave the file as it was.
-func TestChownRefusedIsTolerated(t *testing.T) {
+// TestChownRefusedRefusesTheHeal: a heal never changes a file's owner. Without the right to
+// give the new file the old one's owner (EPERM, as for a non-root daemon over another
+// user's file), the heal is refused and the file left as it was, as for any other chown or
+// chmod error.
+func TestChownRefusedRefusesTheHeal(t *testing.T) {
 	in := &injector{}
 	s := sample{app: "praisonai", src: "corrupt_trailing_garbage", foreign: true}
 	rec := record(t, s, in)
@@ -335,7 +336,7 @@ func TestChownRefusedIsTolerated(t *testing.T) {
 		op     string
 		errno  syscall.Errno
 		healed bool
-	}{{"chown", syscall.EPERM, true}, {"chown", syscall.EIO, false}, {"chown", syscall.EROFS, false}, {"chmod", syscall.EPERM, false}, {"chmod", syscall.EIO, false}} {
+	}{{"chown", syscall.EPERM, false}, {"chown", syscall.EIO, false}, {"chown", syscall.EROFS, false}, {"chmod", syscall.EPERM, false}, {"chmod", syscall.EIO, false}} {
 		t.Run(tc.op+"/"+tc.errno.Error(), func(t *testing.T) {
 			stats.scenarios.Add(1)
 			e, caseDir, state := s.layout(t, 2*time.Second, in)

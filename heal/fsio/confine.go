@@ -1,0 +1,157 @@
+package fsio
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"syscall"
+
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
+)
+
+// The resolver (DESIGN §4 "Trust"). The users whose trees are watched are not trusted: a
+// symlink they put anywhere below a rule's root (a directory swapped for a link to another
+// user's tree during a settle or a walk) must never lead a read or a write out of it. So a
+// rule root is resolved once, when a policy is loaded ([Confine]): a root the operator
+// wrote as a symlink (or with one on its way) keeps working, and is from then on reached by
+// its real path. Every open of a path below a confined root goes through [openPath]: the
+// path is rewritten onto the root's real path and opened without following a symlink in
+// any component (Linux openat2 RESOLVE_NO_SYMLINKS; elsewhere a walk from / with
+// O_NOFOLLOW at each step). A root that is swapped afterwards changes nothing: its real
+// path is used until the next load. Paths under no confined root (a file named on the
+// command line without a rule) keep the plain open that refuses only a final symlink.
+
+type confinedRoot struct {
+	given, real string // real is "" until the root exists
+}
+
+var confinement struct {
+	sync.RWMutex
+	roots []confinedRoot // longest given path first
+}
+
+// Confine registers root as a rule root and resolves it now (again if it was registered
+// before: a reload is a new resolution). A root that does not exist yet is resolved when it
+// is first used.
+func Confine(root string) {
+	if root == "" || !filepath.IsAbs(root) {
+		return
+	}
+	root = filepath.Clean(root)
+	real, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		real = ""
+	}
+	confinement.Lock()
+	defer confinement.Unlock()
+	for i, r := range confinement.roots {
+		if r.given == root {
+			confinement.roots[i].real = real
+			return
+		}
+	}
+	confinement.roots = append(confinement.roots, confinedRoot{given: root, real: real})
+	sort.SliceStable(confinement.roots, func(i, j int) bool {
+		return len(confinement.roots[i].given) > len(confinement.roots[j].given)
+	})
+}
+
+// confined returns path on its root's real path, and whether it is below a confined root.
+func confined(path string) (string, bool) {
+	if !filepath.IsAbs(path) {
+		return path, false
+	}
+	confinement.RLock()
+	best, bestLen, bestRel := -1, -1, ""
+	for i, r := range confinement.roots {
+		for _, base := range []string{r.given, r.real} {
+			if base == "" || len(base) <= bestLen {
+				continue
+			}
+			if rel, ok := pathx.Rel(base, path); ok {
+				best, bestLen, bestRel = i, len(base), rel
+			}
+		}
+	}
+	var r confinedRoot
+	if best >= 0 {
+		r = confinement.roots[best]
+	}
+	confinement.RUnlock()
+	if best < 0 {
+		return path, false
+	}
+	if r.real == "" {
+		real, err := filepath.EvalSymlinks(r.given)
+		if err != nil {
+			return path, true // the root is not there: opening below it fails as it should
+		}
+		confinement.Lock()
+		for i := range confinement.roots {
+			if confinement.roots[i].given == r.given && confinement.roots[i].real == "" {
+				confinement.roots[i].real = real
+			}
+		}
+		confinement.Unlock()
+		r.real = real
+	}
+	if bestRel == "." {
+		return r.real, true
+	}
+	return filepath.Join(r.real, filepath.FromSlash(bestRel)), true
+}
+
+// ErrForeignLink: a file with more than one link whose owner is not its directory's. The
+// tree's user may have hard-linked another user's file into it; it is never read.
+var ErrForeignLink = errors.New("a hard link to a file its directory's owner does not own: not read")
+
+// openPath opens path with flags (O_NOFOLLOW and O_CLOEXEC are added), through the resolver
+// when it is below a confined root. A symlink met anywhere on the way there is refused:
+// ELOOP, as O_NOFOLLOW gives for a final one.
+func openPath(path string, flags int, perm uint32) (int, error) {
+	real, ok := confined(path)
+	for {
+		var fd int
+		var err error
+		if ok {
+			fd, err = openNoSymlinks(real, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+		} else {
+			fd, err = syscall.Open(path, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+		}
+		if err == syscall.EINTR {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// foreignLink reports whether st, of the file at path, is a hard link the tree's user may
+// have made to someone else's file: more than one link, and an owner other than the owner
+// of the directory it was reached through.
+func foreignLink(path string, st *syscall.Stat_t) bool {
+	if st.Nlink <= 1 {
+		return false
+	}
+	dfd, err := openPath(filepath.Dir(path), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return true // cannot tell: not read
+	}
+	defer syscall.Close(dfd)
+	var dst syscall.Stat_t
+	if err := syscall.Fstat(dfd, &dst); err != nil {
+		return true
+	}
+	return dst.Uid != st.Uid
+}
+
+// loopErr turns the ELOOP of an open of path into what it means: the file itself is a
+// symlink ([ErrNotRegular]) or a directory on the way is one ([ErrMoved]).
+func loopErr(path string) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return ErrNotRegular
+	}
+	return &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (a symlink on the way)", ErrMoved)}
+}

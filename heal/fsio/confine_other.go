@@ -1,0 +1,14 @@
+//go:build !linux
+
+package fsio
+
+import "golang.org/x/sys/unix"
+
+// openNoSymlinks opens the absolute path real without following a symlink in any of its
+// components: a walk from / one component at a time.
+func openNoSymlinks(real string, flags int, perm uint32) (int, error) {
+	return walkOpen(real, flags, perm, unix.O_RDONLY)
+}
+
+// dirSearch opens a directory only to look up names in it.
+const dirSearch = unix.O_RDONLY | unix.O_DIRECTORY
