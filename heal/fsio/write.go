@@ -119,6 +119,13 @@ func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mod
 	if err := d.fs.Do("chmod", tmp, func() error { return f.Chmod(mode) }); err != nil {
 		return Identity{}, fail(fmt.Errorf("chmod temp: %w", err))
 	}
+	// ACLs and extended attributes go with the file's contents: a heal that cannot keep
+	// them is refused (an ACL's mask would otherwise widen or narrow what others may do).
+	if of, ok := src.(*os.File); ok && of != nil {
+		if err := d.fs.Do("setxattr", tmp, func() error { return copyXattrs(int(of.Fd()), int(f.Fd())) }); err != nil {
+			return Identity{}, fail(err)
+		}
+	}
 	if err := d.fs.Do("write", tmp, func() error {
 		got, err := c.WriteOut(f, src)
 		if err == nil && want != "" && got != "" && got != want {
