@@ -23,6 +23,13 @@ func busyErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errBusy, fmt.Sprintf(format, args...))
 }
 
+// insecureErr refuses a heal, run as root, in a directory someone other than its owner and
+// root may write (logrotate: "parent directory has insecure permissions"): they could swap
+// what is in it between any check and any write.
+func insecureErr(why string) error {
+	return fmt.Errorf("parent directory has insecure permissions: %s; sessionmedic run as root heals only where no one but the owner and root can write (remove that permission, or run sessionmedic as the tree's owner)", why)
+}
+
 // sameNow reports whether the file at ed.path is still the version the plan was made from.
 func sameNow(ed edit) bool {
 	id, err := fsio.StatIdentity(ed.path)
@@ -175,6 +182,9 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 		return false, Identity{}, busyErr("%v", err)
 	}
 	defer d.Close()
+	if why := d.Insecure(); why != "" {
+		return false, Identity{}, insecureErr(why)
+	}
 	name, tmpName := filepath.Base(ed.path), filepath.Base(tmp)
 	// A file restored where none is belongs to the owner and group of its directory (the
 	// user whose tree it is, never the process that heals it) and gets the directory's mode

@@ -95,6 +95,11 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		return
 	}
 	defer d.Close()
+	if why := d.Insecure(); why != "" {
+		os.RemoveAll(dir)
+		r.Action, r.Reason = ActionRefused, insecureErr(why).Error()
+		return
+	}
 	if cur, err := d.Stat(filepath.Base(t.Path)); err != nil || !cur.Same(id) {
 		os.RemoveAll(dir)
 		r.Verdict, r.Reason = Busy, "temp file changed"

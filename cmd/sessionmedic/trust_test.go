@@ -140,3 +140,64 @@ func TestHealKeepsACLsAndXattrs(t *testing.T) {
 		t.Errorf("mode %o after the heal, %o before", after.Mode&0o7777, before.Mode&0o7777)
 	}
 }
+
+// TestHealActsAsTheTreesOwner: run as root, a heal in a user's tree writes with that user's
+// file-system identity: where the user could not write (a root-owned directory inside
+// their tree), the heal is refused and the file left as it is, and in a directory someone
+// else may write (mode 0777), it is refused too, saying why.
+func TestHealActsAsTheTreesOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	base := t.TempDir()
+	tree := filepath.Join(base, "tree")
+	os.Mkdir(tree, 0o755)
+	os.Chown(tree, 65534, 65534)
+	const torn = "{\"a\":1}\n{\"a\""
+	put := func(dir string, uid int, mode os.FileMode) string {
+		os.MkdirAll(dir, 0o755)
+		os.Chmod(dir, mode)
+		f := filepath.Join(dir, "s.jsonl")
+		os.WriteFile(f, []byte(torn), 0o644)
+		os.Chown(f, 65534, 65534)
+		return f
+	}
+	ok := put(filepath.Join(tree, "ok"), 65534, 0o755)
+	os.Chown(filepath.Dir(ok), 65534, 65534)
+	rootDir := put(filepath.Join(tree, "rootdir"), 0, 0o755) // the user cannot write here
+	open := put(filepath.Join(tree, "open"), 65534, 0o777)
+	os.Chown(filepath.Dir(open), 65534, 65534)
+	os.Chmod(filepath.Dir(open), 0o777)
+	policyFile := filepath.Join(base, "policy.yaml")
+	os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nrules:\n  - {name: j, format: jsonl, paths: [%s]}\n", filepath.Join(base, "state"), tree)), 0o644)
+	out, errOut, code := sm(t, t.TempDir(), "heal", "-json", "-config", policyFile)
+	if code != 1 {
+		t.Fatalf("heal: exit %d, want 1 (two refused)\n%s%s", code, out, errOut)
+	}
+	type report struct{ Path, Action, Reason string }
+	byPath := map[string]report{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r report
+		if json.Unmarshal([]byte(line), &r) == nil && r.Path != "" {
+			byPath[r.Path] = r
+		}
+	}
+	if r := byPath[ok]; r.Action != "healed" {
+		t.Errorf("%s: %+v, want healed", ok, r)
+	}
+	var st syscall.Stat_t
+	if syscall.Stat(ok, &st); st.Uid != 65534 || st.Gid != 65534 {
+		t.Errorf("healed file belongs to %d:%d", st.Uid, st.Gid)
+	}
+	if r := byPath[rootDir]; r.Action != "refused" || !strings.Contains(r.Reason, "permission denied") {
+		t.Errorf("%s (a directory its user cannot write): %+v, want refused: permission denied", rootDir, r)
+	}
+	if r := byPath[open]; r.Action != "refused" || !strings.Contains(r.Reason, "parent directory has insecure permissions: "+filepath.Dir(open)+" is writable by others (mode 0777)") {
+		t.Errorf("%s (a world-writable directory): %+v, want refused: insecure permissions", open, r)
+	}
+	for _, f := range []string{rootDir, open} {
+		if b, _ := os.ReadFile(f); string(b) != torn {
+			t.Errorf("%s was written: %q", f, b)
+		}
+	}
+}

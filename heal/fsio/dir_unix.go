@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,14 +22,25 @@ import (
 // symlink cannot send a write outside the root. Every later operation of the replace goes
 // through its descriptor.
 //
-// The root itself is opened as the operator wrote it: a root that is a symlink (or has one
-// on its way, /srv/link/app) is followed, there and only there, as the walk that found the
-// file followed it. StillThere opens it again, so a root retargeted meanwhile is noticed.
+// The root itself is opened on the real path it was resolved to when the policy was loaded
+// (see [Confine]), or as written when it is no rule root. StillThere walks again, so a
+// directory moved meanwhile is noticed.
+//
+// Run as root, a Dir acts as the owner of the tree (DESIGN §4 "Trust"): the owner of the
+// first directory, from the rule's root down, that root does not own (/home/alice of a rule
+// over /home). Every file it creates, renames, links or unlinks goes through that user's
+// file-system identity, so the kernel refuses what that user could not do, and what it
+// creates is that user's. And it
+// notes a directory on the way that someone else than its owner and root may write
+// ([Dir.Insecure]): the caller refuses to heal there, as logrotate does.
 type Dir struct {
 	fd   int
 	path string
 	id   [2]uint64 // device and inode
 	fs   FS        // what opened it: its faults are those of the writes through it
+
+	asUID, asGID int    // the owner whose identity its writes take; -1 = the process's own
+	insecure     string // why a directory on the way is not safe to write in, or ""
 }
 
 // ErrMoved: a directory between the root and the file is not the one it was.
@@ -56,7 +69,24 @@ func (fs FS) OpenParent(root, file string) (*Dir, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
+	privileged := os.Geteuid() == 0
+	insecure := ""
+	owner := [2]int{-1, -1} // the first directory on the way that root does not own: whose tree it is
+	note := func(fd int, at string) {
+		if !privileged {
+			return
+		}
+		if insecure == "" {
+			insecure = insecureDir(fd, at)
+		}
+		var st unix.Stat_t
+		if owner[0] < 0 && unix.Fstat(fd, &st) == nil && st.Uid != 0 {
+			owner = [2]int{int(st.Uid), int(st.Gid)}
+		}
+	}
+	note(fd, root)
 	if rel != "." {
+		at := root
 		for _, c := range strings.Split(rel, "/") {
 			nfd, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			unix.Close(fd)
@@ -67,6 +97,8 @@ func (fs FS) OpenParent(root, file string) (*Dir, error) {
 				return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 			}
 			fd = nfd
+			at = filepath.Join(at, c)
+			note(fd, at)
 		}
 	}
 	var st unix.Stat_t
@@ -74,7 +106,27 @@ func (fs FS) OpenParent(root, file string) (*Dir, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	return &Dir{fd: fd, path: dir, id: [2]uint64{uint64(st.Dev), st.Ino}, fs: fs}, nil
+	d := &Dir{fd: fd, path: dir, id: [2]uint64{uint64(st.Dev), st.Ino}, fs: fs, asUID: -1, asGID: -1, insecure: insecure}
+	if privileged && actsAsOwner && owner[0] >= 0 {
+		d.asUID, d.asGID = owner[0], owner[1]
+	}
+	return d, nil
+}
+
+// Insecure says why the file's directory, or one between the rule's root and it, may be
+// written by someone other than its owner and root (run as root only), or "".
+func (d *Dir) Insecure() string { return d.insecure }
+
+// as runs fn with the directory owner's file-system identity (and gid as its group, when
+// gid >= 0) when the Dir acts as the owner; else as the process.
+func (d *Dir) as(gid int, fn func() error) error {
+	if d.asUID < 0 {
+		return fn()
+	}
+	if gid < 0 {
+		gid = d.asGID
+	}
+	return asUser(d.asUID, gid, fn)
 }
 
 // refusedDir: openat with O_DIRECTORY|O_NOFOLLOW refused a component because it is not a
@@ -111,9 +163,18 @@ func (d *Dir) StillThere(root string) bool {
 	return again.id == d.id
 }
 
-// OpenFile opens name in the directory, never following a symlink.
+// OpenFile opens name in the directory, never following a symlink, as the directory's
+// owner when the Dir acts as one.
 func (d *Dir) OpenFile(name string, flag int, perm uint32) (*os.File, error) {
-	fd, err := unix.Openat(d.fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	return d.openFileAs(-1, name, flag, perm)
+}
+
+func (d *Dir) openFileAs(gid int, name string, flag int, perm uint32) (*os.File, error) {
+	var fd int
+	err := d.as(gid, func() (err error) {
+		fd, err = unix.Openat(d.fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+		return err
+	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: filepath.Join(d.path, name), Err: err}
 	}
@@ -122,7 +183,7 @@ func (d *Dir) OpenFile(name string, flag int, perm uint32) (*os.File, error) {
 
 // Rename renames from to to, both in the directory.
 func (d *Dir) Rename(from, to string) error {
-	if err := unix.Renameat(d.fd, from, d.fd, to); err != nil {
+	if err := d.as(-1, func() error { return unix.Renameat(d.fd, from, d.fd, to) }); err != nil {
 		return &os.LinkError{Op: "rename", Old: filepath.Join(d.path, from), New: filepath.Join(d.path, to), Err: err}
 	}
 	return nil
@@ -130,7 +191,7 @@ func (d *Dir) Rename(from, to string) error {
 
 // Link links to to the file from, both in the directory; it never replaces to.
 func (d *Dir) Link(from, to string) error {
-	if err := unix.Linkat(d.fd, from, d.fd, to, 0); err != nil {
+	if err := d.as(-1, func() error { return unix.Linkat(d.fd, from, d.fd, to, 0) }); err != nil {
 		return &os.LinkError{Op: "link", Old: filepath.Join(d.path, from), New: filepath.Join(d.path, to), Err: err}
 	}
 	return nil
@@ -161,14 +222,14 @@ func (d *Dir) Unlink(name string) error {
 	if err := d.fs.fault("unlink", filepath.Join(d.path, name)); err != nil {
 		return err
 	}
-	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
+	if err := d.as(-1, func() error { return unix.Unlinkat(d.fd, name, 0) }); err != nil {
 		return &os.PathError{Op: "unlink", Path: filepath.Join(d.path, name), Err: err}
 	}
 	return nil
 }
 
 // Remove unlinks name from the directory, if it can.
-func (d *Dir) Remove(name string) { _ = unix.Unlinkat(d.fd, name, 0) }
+func (d *Dir) Remove(name string) { _ = d.as(-1, func() error { return unix.Unlinkat(d.fd, name, 0) }) }
 
 // Sync fsyncs the directory.
 func (d *Dir) Sync() error {
@@ -179,4 +240,34 @@ func (d *Dir) Sync() error {
 		return fmt.Errorf("fsync dir %s: %w", d.path, err)
 	}
 	return nil
+}
+
+// insecureDir says why the directory open as fd (at path) may be written by someone other
+// than its owner and root, or "": writable by others and not sticky, or writable by a group
+// other than root's and its owner's own (the group of the same name as the owner, as a
+// user-private-group system makes it).
+func insecureDir(fd int, path string) string {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Sprintf("%s cannot be checked: %v", path, err)
+	}
+	perm := st.Mode & 0o7777
+	switch {
+	case perm&0o002 != 0 && perm&unix.S_ISVTX == 0:
+		return fmt.Sprintf("%s is writable by others (mode %04o)", path, perm)
+	case perm&0o020 != 0 && st.Gid != 0 && !ownGroup(st.Uid, st.Gid):
+		return fmt.Sprintf("%s is writable by group %d (mode %04o), not the owner's own", path, st.Gid, perm)
+	}
+	return ""
+}
+
+// ownGroup: gid is the primary group of uid and carries the user's name (a user-private
+// group, which holds that user alone).
+func ownGroup(uid, gid uint32) bool {
+	u, err := user.LookupId(strconv.Itoa(int(uid)))
+	if err != nil || u.Gid != strconv.Itoa(int(gid)) {
+		return false
+	}
+	g, err := user.LookupGroupId(u.Gid)
+	return err == nil && g.Name == u.Username
 }

@@ -99,7 +99,9 @@ func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mod
 	if err := d.fs.fault("create", tmp); err != nil {
 		return Identity{}, fmt.Errorf("create temp: %w", err)
 	}
-	f, err := d.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Created as the directory's owner when the Dir acts as one, in the group the file must
+	// have: then it already has its owner and group, and no chown is needed.
+	f, err := d.openFileAs(gid, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return Identity{}, fmt.Errorf("create temp: %w", err)
 	}
@@ -110,10 +112,13 @@ func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mod
 	}
 	// The new file must belong to whom the old one did (or, for a new one, to the owner of
 	// its directory): a heal that would change a file's owner or group is refused, never
-	// made with another owner (a non-root process cannot give a file away: EPERM).
-	if uid >= 0 && (uid != os.Geteuid() || gid != os.Getegid()) {
-		if err := d.fs.Do("chown", tmp, func() error { return f.Chown(uid, gid) }); err != nil {
-			return Identity{}, fail(fmt.Errorf("the healed file must keep owner %d and group %d, and this process cannot give them (%w): not healed", uid, gid, err))
+	// made with another owner (a non-root process cannot give a file away: EPERM; nor can
+	// root acting as the directory's owner).
+	if fi, err := f.Stat(); err == nil && uid >= 0 {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != uid || int(st.Gid) != gid) {
+			if err := d.fs.Do("chown", tmp, func() error { return d.as(gid, func() error { return f.Chown(uid, gid) }) }); err != nil {
+				return Identity{}, fail(fmt.Errorf("the healed file must keep owner %d and group %d, and they cannot be given to it here (%w): not healed", uid, gid, err))
+			}
 		}
 	}
 	if err := d.fs.Do("chmod", tmp, func() error { return f.Chmod(mode) }); err != nil {

@@ -322,8 +322,11 @@ func (s sample) layout(t *testing.T, settle time.Duration, in *injector) (e *hea
 		t.Fatal(err)
 	}
 	if s.foreign {
+		// The files, not the directories: run as root in root's directories, the heal is
+		// root's, and gives the temp the original's owner with a chown. (In a tree whose
+		// directories another user owns, it would act as that user and need no chown.)
 		filepath.WalkDir(caseDir, func(p string, d fs.DirEntry, err error) error {
-			if err == nil {
+			if err == nil && !d.IsDir() {
 				os.Lchown(p, 65534, 65534)
 			}
 			return nil
