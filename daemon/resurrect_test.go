@@ -42,7 +42,7 @@ func TestSweptSessionIsRestored(t *testing.T) {
 	os.WriteFile(cp, claude, 0o600)
 
 	yaml := "version: 1\nstate_dir: " + filepath.Join(t.TempDir(), "state") + "\nrules:\n" +
-		"  - {name: gemini-cli, preset: gemini-cli, paths: [" + filepath.Join(home, ".gemini") + "], settle: 50ms, max_wait: 1s}\n" +
+		"  - {name: gemini-cli, preset: gemini-cli, paths: [" + filepath.Join(home, ".gemini") + "], settle: 50ms, max_wait: 1s, restore_deleted: true}\n" +
 		"  - {name: claude-code, preset: claude-code, paths: [" + filepath.Join(home, ".claude") + "], settle: 50ms, max_wait: 1s}\n"
 	cfg, err := policy.Parse("test.yaml", []byte(yaml))
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // A session Gemini CLI's start-up sweep deletes is put back from its last-good copy, at the
-// same path, while the app would still keep it by age.
+// same path, while the app would still keep it by age — where the policy asks for it
+// (restore_deleted): by default a deletion stands, as the user may have meant it.
 func TestDeletedGeminiSessionIsRestored(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "healthy")
 	copyTree(t, filepath.Join(samples, "gemini-cli/healthy"), root)
@@ -32,6 +33,10 @@ func TestDeletedGeminiSessionIsRestored(t *testing.T) {
 	if err := os.Remove(p); err != nil {
 		t.Fatal(err)
 	}
+	if tg, ok := e.Deleted(p); ok {
+		t.Fatalf("a deleted chat became a target without restore_deleted: %+v", tg)
+	}
+	e.Policy.Rules[0].RestoreDeleted = true
 
 	// The app keeps sessions 30 days: one last updated 31 days ago was deleted by age.
 	for _, c := range []struct {

@@ -203,8 +203,8 @@ func (e *Engine) MissingIn(dir string) []Target {
 // still keep that copy.
 func (e *Engine) Deleted(p string) (Target, bool) {
 	r, _, ok := e.Policy.RuleFor(p)
-	if !ok || !r.KeepLastGood {
-		return Target{}, false
+	if !ok || !r.KeepLastGood || !r.RestoreDeleted {
+		return Target{}, false // a deletion stands unless the policy asks otherwise
 	}
 	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 		return Target{}, false

@@ -99,6 +99,8 @@ func (d *decoder) rule(n *yaml.Node, field string) (Rule, *yaml.Node) {
 			d.limits(v, f, &r.Limits)
 		case "keep_last_good":
 			r.KeepLastGood = d.boolean(v, f)
+		case "restore_deleted":
+			r.RestoreDeleted = d.boolean(v, f)
 		case "mode":
 			r.Mode = Mode(d.oneOf(v, f, "mode", modes))
 		case "temp_age":

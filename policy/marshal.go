@@ -72,6 +72,7 @@ func marshalRule(r *Rule) *yaml.Node {
 			"max_file_size", str(formatSizeAs(r.Limits.MaxFileSize, r.Limits.maxFileSizeText)),
 		)),
 		"keep_last_good", boolNode(r.KeepLastGood),
+		"restore_deleted", boolNode(r.RestoreDeleted),
 		"mode", str(string(r.Mode)),
 		"temp_age", str(FormatDuration(r.TempAge)),
 		"temps", list(r.Temps, true),

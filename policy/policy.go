@@ -76,10 +76,14 @@ type Rule struct {
 	Backups      []string   // glob templates with {file} {dir} {name}, e.g. "{file}.bak.*"
 	Strategies   []Strategy // tried in order
 	Limits       Limits
-	KeepLastGood bool          // default true
-	Mode         Mode          // heal (default) | observe
-	TempAge      time.Duration // clean-temp only moves app temp files older than this; default 5m
-	Temps        []string      // base-name globs of the app's own temp files: never validated
+	KeepLastGood bool // default true
+	// RestoreDeleted brings back, from its last-good copy, a file of an app that deletes
+	// sessions it should not (Gemini CLI's start-up sweep): default false, since a user who
+	// deletes a session through the app means it.
+	RestoreDeleted bool
+	Mode           Mode          // heal (default) | observe
+	TempAge        time.Duration // clean-temp only moves app temp files older than this; default 5m
+	Temps          []string      // base-name globs of the app's own temp files: never validated
 }
 
 // Lock is the app's lock protocol, which a heal honours.
