@@ -145,6 +145,9 @@ func (d *loop) onEvent(ev watcher.Event) {
 			d.enqueue(job{t: t, since: time.Now()})
 		} else {
 			d.damaged.clear(p) // gone; a file whose absence is damage is judged again
+			if _, _, ok := d.cfg.RuleFor(p); ok {
+				_ = d.eng.Forget(p) // its last-good copy is kept for the retention window only
+			}
 		}
 		return
 	}

@@ -271,9 +271,17 @@ func (e *Engine) Prune() error {
 	if _, err := e.Quarantine.Prune(e.Now(), e.Policy.Quarantine.MaxAge, e.Policy.Quarantine.MaxBytes); err != nil {
 		return err
 	}
+	// The copies of deleted files go once the quarantine's retention window has passed.
+	if _, err := e.LastGood.PruneGone(e.Now(), e.Policy.Quarantine.MaxAge); err != nil {
+		return err
+	}
 	_, err := e.LastGood.Prune(e.Policy.LastGood.MaxTotalBytes)
 	return err
 }
+
+// Forget notes that path was deleted and nothing brings it back: its last-good copy is kept
+// for the retention window only (see Prune).
+func (e *Engine) Forget(path string) error { return e.LastGood.MarkGone(path, e.Now()) }
 
 // IncrementalStats reports how many inspections of append-only files read only the
 // appended bytes, and how many read the whole file.

@@ -150,7 +150,17 @@ func (l LastGood) Put(path string, data []byte) error {
 	if l.idx != nil {
 		l.idx.set(k, sum)
 	}
+	l.clearGone(path) // seen again: no longer deleted
 	return nil
+}
+
+// keyOf is the key of a copy's file name.
+func keyOf(name string) ([16]byte, bool) {
+	k, err := hex.DecodeString(name)
+	if err != nil || len(k) != 16 {
+		return [16]byte{}, false
+	}
+	return [16]byte(k), true
 }
 
 // Prune removes the oldest copies while their total is over maxBytes (0 = no limit).
