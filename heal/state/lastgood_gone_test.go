@@ -24,7 +24,7 @@ func TestDeletedFilesCopyDroppedAfterTheWindow(t *testing.T) {
 	l.MarkGone(gone, t0)
 	l.MarkGone(back, t0)
 	l.MarkGone(gone, t0.Add(24*time.Hour)) // a later deletion seen again keeps the first time
-	l.Put(back, []byte("{\"again\":1}\n"))  // it came back
+	l.Put(back, []byte("{\"again\":1}\n")) // it came back
 	const window = 30 * 24 * time.Hour
 	if n, err := l.PruneGone(t0.Add(window), window); err != nil || n != 0 {
 		t.Fatalf("within the window: removed %d (%v)", n, err)
