@@ -104,6 +104,13 @@ func confined(path string) (string, bool) {
 	return filepath.Join(r.real, filepath.FromSlash(bestRel)), true
 }
 
+// RealPath is path on its rule root's real path (resolved when the policy was loaded), or
+// path itself below no confined root: the name of the file a read of path reaches.
+func RealPath(path string) string {
+	real, _ := confined(path)
+	return real
+}
+
 // ErrForeignLink: a file with more than one link whose owner is not its directory's. The
 // tree's user may have hard-linked another user's file into it; it is never read.
 var ErrForeignLink = errors.New("a hard link to a file its directory's owner does not own: not read")

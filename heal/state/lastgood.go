@@ -80,18 +80,28 @@ func pathKey(path string) [16]byte {
 	return [16]byte(s[:16])
 }
 
+// copyKey is the key of path's copy: a hash of the path its rule root's real path gives it
+// (fsio.RealPath), so that a symlinked root retargeted to another tree, once reloaded,
+// never meets the copies of the tree it pointed to before.
+func copyKey(path string) [16]byte { return pathKey(fsio.RealPath(path)) }
+
+// CopyName is the file name of path's last-good copy in the store.
+func CopyName(path string) string {
+	k := copyKey(path)
+	return hex.EncodeToString(k[:])
+}
+
 func (l LastGood) has(path string) bool {
 	if l.idx == nil {
 		return true
 	}
 	l.idx.load(l.Root, l.ownTemp)
-	_, ok := l.idx.get(pathKey(path))
+	_, ok := l.idx.get(copyKey(path))
 	return ok
 }
 
 func (l LastGood) file(path string) string {
-	k := pathKey(path)
-	return filepath.Join(l.Root, hex.EncodeToString(k[:]))
+	return filepath.Join(l.Root, CopyName(path))
 }
 
 // Get returns the last-good copy of path, or nil.
@@ -127,7 +137,7 @@ func (l LastGood) Put(path string, data []byte) error {
 	}
 	full := sha256.Sum256(data)
 	sum := binary.LittleEndian.Uint64(full[:8]) | 1 // never 0, which means unknown
-	k := pathKey(path)
+	k := copyKey(path)
 	if l.idx != nil {
 		l.idx.load(l.Root, l.ownTemp)
 		if old, ok := l.idx.get(k); ok && old == sum {

@@ -30,3 +30,33 @@ func TestLastGoodDropsLostTemps(t *testing.T) {
 		t.Fatalf("the lost temp is still there: %v", err)
 	}
 }
+
+// TestLastGoodFollowsTheRootsRealPath: the copy of a file below a symlinked root is the copy
+// of the real file it reached. When the tree's user retargets the root at another user's
+// tree, the reload that resolves it again never hands one tree's copies to the other.
+func TestLastGoodFollowsTheRootsRealPath(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	os.Mkdir(a, 0o755)
+	os.Mkdir(b, 0o755)
+	root := filepath.Join(base, "root")
+	os.Symlink(a, root)
+	fsio.Confine(root)
+	lg := NewLastGood(filepath.Join(base, "last-good"), 0, fsio.FS{}, nil)
+	p := filepath.Join(root, "s.jsonl")
+	if err := lg.Put(p, []byte("{\"tree\":\"a\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := lg.Get(p); string(got) != "{\"tree\":\"a\"}\n" {
+		t.Fatalf("copy: %q", got)
+	}
+	os.Remove(root)
+	os.Symlink(b, root)
+	fsio.Confine(root) // the policy is reloaded
+	if got := lg.Load(p); got != nil {
+		t.Fatalf("tree b's file got tree a's copy: %q", got)
+	}
+	if got := NewLastGood(filepath.Join(base, "last-good"), 0, fsio.FS{}, nil).Get(p); got != nil {
+		t.Fatalf("a new store handed tree b's file tree a's copy: %q", got)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/heal/state"
 	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/reliability/figures"
 	"github.com/sessionmedic/sessionmedic/reliability/fixtures"
@@ -390,10 +391,7 @@ func quarantined(stateDir, path string, orig []byte) bool {
 }
 
 // lastGoodName is the name of path's last-good copy (state.LastGood's key).
-func lastGoodName(path string) string {
-	s := sha256.Sum256([]byte(path))
-	return hex.EncodeToString(s[:16])
-}
+func lastGoodName(path string) string { return state.CopyName(path) }
 
 // lostLastGood reports whether the state lacks a last-good copy that the clean heal had
 // (absent, or not the bytes it was): the next start heals without it, as a heal with no
