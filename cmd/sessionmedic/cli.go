@@ -188,7 +188,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 		}
 		// A policy's errors are one a line, each FILE:LINE: FIELD: MESSAGE.
 		for _, line := range strings.Split(err.Error(), "\n") {
-			fmt.Fprintf(stderr, "sessionmedic: %s\n", line)
+			fmt.Fprintf(stderr, "sessionmedic: %s\n", escapeText(line))
 		}
 		var ue usageError
 		var pe *policy.Error

@@ -88,7 +88,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		}
 	}
 	for _, e := range errs {
-		fmt.Fprintf(stderr, "sessionmedic: %v\n", e)
+		fmt.Fprintf(stderr, "sessionmedic: %s\n", escapeText(e.Error()))
 	}
 	var cov []events.RootCoverage
 	if len(paths) == 0 {
@@ -207,9 +207,9 @@ func printCoverage(w io.Writer, cov []events.RootCoverage) {
 			if c.Err != "" {
 				why = "cannot be read: " + c.Err
 			}
-			fmt.Fprintf(w, "missing\t%s\t%s\tthe rule's path %s: nothing is guarded there\n", c.Rule, c.Path, why)
+			fmt.Fprintf(w, "missing\t%s\t%s\tthe rule's path %s: nothing is guarded there\n", c.Rule, quoteName(c.Path), escapeText(why))
 		case c.Files == 0:
-			fmt.Fprintf(w, "no-files\t%s\t%s\tno file matches %s\n", c.Rule, c.Path, strings.Join(c.Patterns, ", "))
+			fmt.Fprintf(w, "no-files\t%s\t%s\tno file matches %s\n", c.Rule, quoteName(c.Path), escapeText(strings.Join(c.Patterns, ", ")))
 		}
 	}
 }
@@ -226,7 +226,10 @@ func unresolved(r heal.Report, doHeal, dry bool) bool {
 	}
 }
 
+// printReport writes one line for r: its name quoted and its texts escaped where they hold
+// control characters (quoteName, escapeText), so that no file name can forge a line.
 func printReport(w io.Writer, r heal.Report) {
+	r.Path, r.Detail, r.Reason, r.Quarantine = quoteName(r.Path), escapeText(r.Detail), escapeText(r.Reason), escapeText(r.Quarantine)
 	switch {
 	case r.Verdict == heal.Healthy && r.Action != heal.ActionHealed:
 		fmt.Fprintf(w, "healthy\t%s\t%s\n", r.Rule, r.Path)
@@ -296,7 +299,7 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 				json.NewEncoder(stdout).Encode(m)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d bytes\t%s\n", m.ID, m.Kind, m.Strategy, m.Size, m.Path)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d bytes\t%s\n", m.ID, escapeText(m.Kind), escapeText(m.Strategy), m.Size, quoteName(m.Path))
 		}
 		tw.Flush()
 		return exitOK, nil
@@ -312,7 +315,7 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return exitOK, json.NewEncoder(stdout).Encode(m)
 		}
 		b, _ := json.MarshalIndent(m, "", "  ")
-		fmt.Fprintf(stdout, "%s\nbytes: %s\n", b, filepath.Join(m.Dir, m.File))
+		fmt.Fprintf(stdout, "%s\nbytes: %s\n", b, quoteName(filepath.Join(m.Dir, m.File)))
 		return exitOK, nil
 	case pos[0] == "restore" && len(pos) == 2:
 		m, err := eng.Quarantine.Get(pos[1])
@@ -336,9 +339,9 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return exitDamage, fmt.Errorf("restore %s: %w", m.ID, err)
 		}
-		fmt.Fprintf(stdout, "restored %s to %s", m.ID, m.Path)
+		fmt.Fprintf(stdout, "restored %s to %s", m.ID, quoteName(m.Path))
 		if q != "" {
-			fmt.Fprintf(stdout, "; the bytes it replaced are in %s", q)
+			fmt.Fprintf(stdout, "; the bytes it replaced are in %s", quoteName(q))
 		}
 		fmt.Fprintln(stdout)
 		return exitOK, nil

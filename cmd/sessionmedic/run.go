@@ -177,7 +177,7 @@ func logHandler(w io.Writer, format string, lv *slog.LevelVar) slog.Handler {
 		if f, ok := w.(*os.File); ok && isTerminal(f) {
 			noColor = false
 		}
-		return tint.NewHandler(w, &tint.Options{Level: level, NoColor: noColor, TimeFormat: time.DateTime})
+		return tint.NewHandler(w, &tint.Options{Level: level, NoColor: noColor, TimeFormat: time.DateTime, ReplaceAttr: escapeAttrs})
 	}
 	return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
 }
