@@ -101,3 +101,33 @@ func TestTerminalLogEscapesNames(t *testing.T) {
 		t.Fatalf("the name is not shown escaped: %q", b.String())
 	}
 }
+
+// TestRestoreKeepsAnExactName: a file whose name is not UTF-8 is quarantined by a heal and
+// put back by `quarantine restore` at exactly that name, with exactly its bytes.
+func TestRestoreKeepsAnExactName(t *testing.T) {
+	base := t.TempDir()
+	sessions := filepath.Join(base, "sessions")
+	os.Mkdir(sessions, 0o755)
+	f := filepath.Join(sessions, "bad\xff\xfe.jsonl")
+	const torn = "{\"a\":1}\n{\"a\""
+	os.WriteFile(f, []byte(torn), 0o644)
+	policyFile := filepath.Join(base, "policy.yaml")
+	os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nrules:\n  - {name: j, format: jsonl, paths: [%s]}\n", filepath.Join(base, "state"), sessions)), 0o644)
+	home := t.TempDir()
+	if out, errOut, code := sm(t, home, "heal", "-config", policyFile); code != 0 {
+		t.Fatalf("heal: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, _ := sm(t, home, "quarantine", "list", "-config", policyFile)
+	id := strings.Fields(out)[0]
+	os.Remove(f)
+	if out, errOut, code := sm(t, home, "quarantine", "restore", id, "-config", policyFile); code != 0 {
+		t.Fatalf("restore: exit %d\n%s%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(f); err != nil || string(b) != torn {
+		t.Fatalf("at the exact name after the restore: %q %v", b, err)
+	}
+	ents, _ := os.ReadDir(sessions)
+	if len(ents) != 1 {
+		t.Fatalf("%d files in the directory, want the one restored", len(ents))
+	}
+}

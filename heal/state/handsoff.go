@@ -18,8 +18,9 @@ import (
 // HandsOffMark is one restored file left alone.
 type HandsOffMark struct {
 	Path       string        `json:"path"`
-	Quarantine string        `json:"quarantine"` // the entry whose bytes were restored
-	Identity   fsio.Identity `json:"identity"`   // the file the restore left
+	PathB64    string        `json:"path_b64,omitempty"` // Path's exact bytes when not UTF-8 (see names.go)
+	Quarantine string        `json:"quarantine"`         // the entry whose bytes were restored
+	Identity   fsio.Identity `json:"identity"`           // the file the restore left
 	Restored   time.Time     `json:"restored"`
 }
 
@@ -45,7 +46,7 @@ func (h HandsOff) Mark(path, quarantine string, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	m := HandsOffMark{Path: path, Quarantine: quarantine, Identity: id, Restored: now.UTC()}
+	m := HandsOffMark{Path: path, PathB64: exactB64(path), Quarantine: quarantine, Identity: id, Restored: now.UTC()}
 	data, err := json.Marshal(m)
 	if err != nil {
 		return err
@@ -65,7 +66,9 @@ func (h HandsOff) Get(path string, id fsio.Identity) *HandsOffMark {
 		return nil
 	}
 	var m HandsOffMark
-	if json.Unmarshal(data, &m) != nil || m.Path != path || !m.Identity.Same(id) {
+	err = json.Unmarshal(data, &m)
+	fromB64(&m.Path, m.PathB64)
+	if err != nil || m.Path != path || !m.Identity.Same(id) {
 		os.Remove(f)
 		return nil
 	}

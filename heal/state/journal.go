@@ -29,7 +29,9 @@ type Entry struct {
 // Edit is one file of an entry.
 type Edit struct {
 	Path       string `json:"path"`
+	PathB64    string `json:"path_b64,omitempty"` // Path's exact bytes when not UTF-8 (see names.go)
 	Temp       string `json:"temp"`
+	TempB64    string `json:"temp_b64,omitempty"`
 	Missing    bool   `json:"missing"`
 	OldSHA256  string `json:"old_sha256"`
 	NewSHA256  string `json:"new_sha256"`
@@ -82,6 +84,7 @@ func (j Journal) begin(e *Entry) error {
 	if err := j.fs.MkdirAllSync(j.Root); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	e.encodeNames()
 	b, _ := json.MarshalIndent(e, "", "  ")
 	e.file = filepath.Join(j.Root, e.ID+".json")
 	// Written under a temp name and renamed: an entry is either whole or absent, so a
@@ -162,6 +165,7 @@ func (j Journal) Recover() ([]Recovered, error) {
 			os.Remove(full) // entries are renamed into place whole: this one is not ours to read
 			continue
 		}
+		e.decodeNames()
 		if j.applying(e.ID) {
 			continue // being applied by this process right now
 		}

@@ -20,6 +20,7 @@ import (
 type Manifest struct {
 	ID          string        `json:"id"`
 	Path        string        `json:"path"`
+	PathB64     string        `json:"path_b64,omitempty"` // Path's exact bytes when not UTF-8 (see names.go)
 	Rule        string        `json:"rule"`
 	Created     time.Time     `json:"created"`
 	Identity    fsio.Identity `json:"identity"`
@@ -33,6 +34,7 @@ type Manifest struct {
 	LostBytes   int64         `json:"lost_bytes"`
 	LostRecords int           `json:"lost_records"`
 	File        string        `json:"file"` // the bytes, next to this manifest
+	FileB64     string        `json:"file_b64,omitempty"`
 	Dir         string        `json:"-"`
 }
 
@@ -73,6 +75,7 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
+	m.encodeNames()
 	mj, _ := json.MarshalIndent(m, "", "  ")
 	if err := q.fs.WriteDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
 		os.RemoveAll(dir) // an entry without its manifest is of no use: nothing was touched yet
@@ -109,6 +112,7 @@ func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.Read
 		}
 	}
 	m.SHA256 = sum
+	m.encodeNames()
 	mj, _ := json.MarshalIndent(m, "", "  ")
 	if err := q.fs.WriteDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
 		os.RemoveAll(dir)
@@ -153,6 +157,7 @@ func readManifest(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("manifest %s: %w", dir, err)
 	}
+	m.decodeNames()
 	m.Dir = dir
 	return &m, nil
 }
