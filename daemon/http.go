@@ -33,7 +33,7 @@ func (d *loop) serveHTTP(ln net.Listener) *http.Server {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv, ln := newHTTPServer(mux, ln, defaultHTTPLimits)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.log.Error(events.HTTPError, "err", err)
