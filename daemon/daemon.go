@@ -41,6 +41,7 @@ type Options struct {
 
 	Workers    int           // parallel inspections; default 4 per CPU (the work waits on the disk more than on the CPU)
 	Rescan     time.Duration // safety-net full rescan; default 10m
+	PruneEvery time.Duration // retention: the state dir is pruned this long after a heal wrote to it (and at every rescan); default 1m
 	FlapHeals  int           // circuit breaker: more heals than this in FlapWindow stops healing a file; default 3
 	FlapWindow time.Duration // default 10m
 	Backoff    time.Duration // first retry of a busy file; doubles up to 1m; default 500ms
@@ -162,6 +163,9 @@ func (o *Options) defaults() {
 	if o.Rescan <= 0 {
 		o.Rescan = 10 * time.Minute
 	}
+	if o.PruneEvery <= 0 {
+		o.PruneEvery = time.Minute
+	}
 	if o.FlapHeals <= 0 {
 		o.FlapHeals = 3
 	}
@@ -216,6 +220,7 @@ type loop struct {
 	pprof      atomic.Bool     // http.pprof; read by the HTTP handlers
 	reloads    *reloadStatus
 	cfgChanged <-chan struct{} // the policy file changed on disk (WatchConfig)
+	prune      pruner
 }
 
 func (d *loop) setPolicy(cfg *policy.Config) {
@@ -336,8 +341,12 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 		return nil
 	}
 	d.scanAll(true)
+	d.startPrune() // what a previous run left over the limits goes now
+	defer d.prune.wait()
 	rescan := time.NewTicker(d.o.Rescan)
 	defer rescan.Stop()
+	pruneTick := time.NewTicker(d.o.PruneEvery)
+	defer pruneTick.Stop()
 	var watchdog <-chan time.Time
 	if iv := watchdogInterval(); iv > 0 {
 		t := time.NewTicker(iv)
@@ -393,6 +402,13 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 			}
 		case <-rescan.C:
 			d.scanAll(false)
+			d.startPrune()
+		case <-pruneTick.C:
+			if d.prune.dirty {
+				d.startPrune()
+			}
+		case p := <-d.prune.done:
+			d.pruned(p)
 		case <-d.o.Reload:
 			reload()
 		case <-d.cfgChanged:

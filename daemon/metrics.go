@@ -21,6 +21,8 @@ type metrics struct {
 	heals           *prometheus.CounterVec
 	refused         *prometheus.CounterVec
 	quarantineBytes prometheus.Counter
+	quarantineDisk  prometheus.Gauge
+	pruned          *prometheus.CounterVec
 	overflows       *prometheus.CounterVec
 	watchedDirs     prometheus.Gauge
 	checkDuration   *prometheus.HistogramVec
@@ -46,6 +48,10 @@ func newMetrics(version, revision string) *metrics {
 	m.heals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "heals_total", Help: "Heal attempts by strategy and result (healed, refused, busy)."}, []string{"rule", "strategy", "result"})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "heals_refused_total", Help: "Damaged files left unhealed."}, []string{"rule", "kind"})
 	m.quarantineBytes = prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "quarantine_bytes_total", Help: "Bytes of damaged originals put into quarantine."})
+	m.quarantineDisk = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "quarantine_disk_bytes", Help: "What the quarantine occupies on disk after the last prune (its blocks)."})
+	m.pruned = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "state_pruned_total", Help: "Quarantine entries and last-good copies removed by retention."}, []string{"store"})
+	m.pruned.WithLabelValues("quarantine")
+	m.pruned.WithLabelValues("last-good")
 	m.overflows = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "watch_overflows_total", Help: "Kernel event queue overflows and watch errors that forced a rescan."}, []string{"rule"})
 	m.watchedDirs = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "watched_directories", Help: "Directories under watch."})
 	m.checkDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "check_duration_seconds", Help: "Time to inspect (and heal) one file.",
@@ -60,7 +66,7 @@ func newMetrics(version, revision string) *metrics {
 		revision = buildRevision()
 	}
 	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.overflows, m.watchedDirs,
+	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.quarantineDisk, m.pruned, m.overflows, m.watchedDirs,
 		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.oldestDamage, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -204,6 +204,7 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		d.m.damage.WithLabelValues(rule, r.Kind).Inc()
 		d.m.heals.WithLabelValues(rule, r.Strategy, resultHealed).Inc()
 		d.m.quarantineBytes.Add(float64(r.QuarantinedBytes))
+		d.prune.dirty = true // the state dir grew: pruned at the next tick
 		events.Report(d.log, r)
 		// Only the version the heal itself left is ours (taken at the replace, not now: an
 		// app may have written over it since, and that write's event must be seen).

@@ -266,17 +266,35 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 }
 
 // Prune bounds the state directory by the policy's retention: quarantine entries by age and
-// total size, last-good copies by total size.
+// total size, last-good copies by total size, and the copies of deleted files by age.
 func (e *Engine) Prune() error {
-	if _, err := e.Quarantine.Prune(e.Now(), e.Policy.Quarantine.MaxAge, e.Policy.Quarantine.MaxBytes); err != nil {
-		return err
+	_, err := e.PruneStats()
+	return err
+}
+
+// Pruned is what one Prune removed, and what the quarantine occupies after it.
+type Pruned struct {
+	Quarantined, LastGood, Deleted int   // entries and copies removed
+	Freed                          int64 // bytes on disk freed
+	QuarantineBytes                int64 // what the quarantine occupies now
+}
+
+// PruneStats is Prune, saying what it removed. Sizes are what the files occupy on disk.
+func (e *Engine) PruneStats() (Pruned, error) {
+	var p Pruned
+	n, freed, err := e.Quarantine.PruneBytes(e.Now(), e.Policy.Quarantine.MaxAge, e.Policy.Quarantine.MaxBytes)
+	p.Quarantined, p.Freed = n, freed
+	if err != nil {
+		return p, err
 	}
 	// The copies of deleted files go once the quarantine's retention window has passed.
-	if _, err := e.LastGood.PruneGone(e.Now(), e.Policy.Quarantine.MaxAge); err != nil {
-		return err
+	if p.Deleted, err = e.LastGood.PruneGone(e.Now(), e.Policy.Quarantine.MaxAge); err != nil {
+		return p, err
 	}
-	_, err := e.LastGood.Prune(e.Policy.LastGood.MaxTotalBytes)
-	return err
+	n, freed, err = e.LastGood.PruneBytes(e.Policy.LastGood.MaxTotalBytes)
+	p.LastGood, p.Freed = n, p.Freed+freed
+	p.QuarantineBytes = e.Quarantine.Usage()
+	return p, err
 }
 
 // Forget notes that path was deleted and nothing brings it back: its last-good copy is kept

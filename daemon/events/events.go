@@ -33,6 +33,9 @@ const (
 
 	JournalRecovered = "journal.recovered" // WARN: path, id, outcome
 
+	StatePruned     = "state.pruned"      // INFO: quarantine_entries, last_good_copies, deleted_files_copies, freed_bytes, quarantine_bytes
+	StatePruneError = "state.prune_error" // ERROR: err, state_dir
+
 	RulePathMissing = "rule.path_missing" // WARN: rule, path, patterns [, err]
 	RuleNoFiles     = "rule.no_files"     // WARN: rule, path, patterns
 

@@ -175,15 +175,22 @@ func keyOf(name string) ([16]byte, bool) {
 
 // Prune removes the oldest copies while their total is over maxBytes (0 = no limit).
 func (l LastGood) Prune(maxBytes int64) (removed int, err error) {
+	removed, _, err = l.PruneBytes(maxBytes)
+	return removed, err
+}
+
+// PruneBytes is Prune, also returning the bytes on disk it freed. A copy counts what it
+// occupies on disk, never less than it holds.
+func (l LastGood) PruneBytes(maxBytes int64) (removed int, freed int64, err error) {
 	if maxBytes <= 0 || l.Root == "" {
-		return 0, nil
+		return 0, 0, nil
 	}
 	ents, err := os.ReadDir(l.Root)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return 0, nil
+			return 0, 0, nil
 		}
-		return 0, err
+		return 0, 0, err
 	}
 	type copyInfo struct {
 		path  string
@@ -194,8 +201,9 @@ func (l LastGood) Prune(maxBytes int64) (removed int, err error) {
 	var total int64
 	for _, e := range ents {
 		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
-			all = append(all, copyInfo{filepath.Join(l.Root, e.Name()), fi.Size(), fi.ModTime().UnixNano()})
-			total += fi.Size()
+			n := max(blocksOf(fi), fi.Size())
+			all = append(all, copyInfo{filepath.Join(l.Root, e.Name()), n, fi.ModTime().UnixNano()})
+			total += n
 		}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].mtime < all[j].mtime })
@@ -204,7 +212,7 @@ func (l LastGood) Prune(maxBytes int64) (removed int, err error) {
 			break
 		}
 		if err := os.Remove(c.path); err != nil {
-			return removed, err
+			return removed, freed, err
 		}
 		if l.idx != nil {
 			if k, err := hex.DecodeString(filepath.Base(c.path)); err == nil && len(k) == 16 {
@@ -213,7 +221,8 @@ func (l LastGood) Prune(maxBytes int64) (removed int, err error) {
 			}
 		}
 		total -= c.size
+		freed += c.size
 		removed++
 	}
-	return removed, nil
+	return removed, freed, nil
 }

@@ -207,27 +207,40 @@ func (m *Manifest) Bytes() ([]byte, error) {
 }
 
 // Prune removes entries older than maxAge, then the oldest ones while the total is over
-// maxBytes. Zero disables a bound.
+// maxBytes. Zero disables a bound. An entry counts what it occupies on disk (its blocks:
+// see DiskUsage), never less than it holds.
 func (q Quarantine) Prune(now time.Time, maxAge time.Duration, maxBytes int64) (removed int, err error) {
+	removed, _, err = q.PruneBytes(now, maxAge, maxBytes)
+	return removed, err
+}
+
+// PruneBytes is Prune, also returning the bytes on disk it freed.
+func (q Quarantine) PruneBytes(now time.Time, maxAge time.Duration, maxBytes int64) (removed int, freed int64, err error) {
 	all, err := q.List()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	size := make([]int64, len(all))
 	var total int64
-	for _, m := range all {
-		total += m.Size
+	for i, m := range all {
+		size[i] = max(DiskUsage(m.Dir), m.Size)
+		total += size[i]
 	}
-	for _, m := range all {
+	for i, m := range all {
 		old := maxAge > 0 && now.Sub(m.Created) > maxAge
 		over := maxBytes > 0 && total > maxBytes
 		if !old && !over {
 			continue
 		}
 		if err := os.RemoveAll(m.Dir); err != nil {
-			return removed, err
+			return removed, freed, err
 		}
-		total -= m.Size
+		total -= size[i]
+		freed += size[i]
 		removed++
 	}
-	return removed, nil
+	return removed, freed, nil
 }
+
+// Usage is what the quarantine occupies on disk now.
+func (q Quarantine) Usage() int64 { return DiskUsage(q.Root) }
