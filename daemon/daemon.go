@@ -5,6 +5,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -208,11 +209,13 @@ type loop struct {
 	damaged  *damageBook
 	scans    []*scan
 
-	ready    atomic.Bool  // read by /readyz
-	alive    time.Time    // last loop iteration
-	aliveNs  atomic.Int64 // read by /healthz
-	counts   struct{ checked, healed, refused int }
-	watchDir func() int
+	ready     atomic.Bool  // read by /readyz
+	alive     time.Time    // last loop iteration
+	aliveNs   atomic.Int64 // read by /healthz
+	counts    struct{ checked, healed, refused int }
+	watchDir  func() int
+	unwatched func() int // directories left to rescans (the watch budget, the kernel's limit)
+	budget    int        // the watch budget in force
 
 	wg         *sync.WaitGroup // Run's: goroutines that outlive the loop
 	srv        *http.Server    // serving http.listen, nil when off
@@ -248,8 +251,11 @@ func levelOf(s string) slog.Level {
 // startWatcher starts a watcher over the policy's roots; stop cancels it and waits.
 func (d *loop) startWatcher(ctx context.Context) (*watcher.Watcher, func(), error) {
 	cfg := d.cfg
+	d.budget = watchBudget(cfg.WatchBudget)
+	d.m.watchBudget.Set(float64(d.budget))
 	opts := watcher.Options{
-		Roots: cfg.Roots(),
+		Roots:      cfg.Roots(),
+		MaxWatches: d.budget,
 		Filter: func(p string, isDir bool) bool {
 			if isDir {
 				return !pathx.Within(cfg.StateDir, p)
@@ -289,7 +295,7 @@ func (d *loop) startWatcher(ctx context.Context) (*watcher.Watcher, func(), erro
 			d.log.Error(events.WatchError, "err", err)
 		}
 	}()
-	d.watchDir = w.Dirs
+	d.watchDir, d.unwatched = w.Dirs, w.Unwatched
 	return w, func() { cancel(); <-done }, nil
 }
 
@@ -397,7 +403,14 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 				d.onRescan(root)
 			}
 		case err, ok := <-erC:
-			if ok {
+			var be *watcher.BudgetError
+			switch {
+			case !ok:
+			case errors.As(err, &be):
+				d.log.Warn(events.WatchBudgetExhausted, "rule", d.ruleOfDir(be.Dir), "dir", be.Dir, "budget", be.Budget,
+					"watched", d.watchDir(), "err", err)
+				d.m.unwatchedDirs.Set(float64(d.unwatched()))
+			default:
 				d.log.Error(events.WatchError, "err", err)
 			}
 		case <-rescan.C:
@@ -445,6 +458,9 @@ func (d *loop) sendStatus() {
 		dirs = d.watchDir()
 	}
 	d.m.watchedDirs.Set(float64(dirs))
+	if d.unwatched != nil {
+		d.m.unwatchedDirs.Set(float64(d.unwatched()))
+	}
 	d.o.Notify(fmt.Sprintf("STATUS=watching %d directories; %d files checked, %d healed, %d refused",
 		dirs, d.counts.checked, d.counts.healed, d.counts.refused))
 }

@@ -25,6 +25,8 @@ type metrics struct {
 	pruned          *prometheus.CounterVec
 	overflows       *prometheus.CounterVec
 	watchedDirs     prometheus.Gauge
+	watchBudget     prometheus.Gauge
+	unwatchedDirs   prometheus.Gauge
 	checkDuration   *prometheus.HistogramVec
 	settleToVerdict *prometheus.HistogramVec
 	flapping        *prometheus.CounterVec
@@ -54,6 +56,8 @@ func newMetrics(version, revision string) *metrics {
 	m.pruned.WithLabelValues("last-good")
 	m.overflows = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "watch_overflows_total", Help: "Kernel event queue overflows and watch errors that forced a rescan."}, []string{"rule"})
 	m.watchedDirs = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "watched_directories", Help: "Directories under watch."})
+	m.watchBudget = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "watch_budget", Help: "Directories the daemon watches at most (watch_budget)."})
+	m.unwatchedDirs = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "unwatched_directories", Help: "Directories left unwatched (the watch budget or the kernel's limit): their files are found by periodic rescans only."})
 	m.checkDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "check_duration_seconds", Help: "Time to inspect (and heal) one file.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"rule"})
 	m.settleToVerdict = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "settle_to_verdict_seconds", Help: "From a file settling to its verdict.",
@@ -66,7 +70,7 @@ func newMetrics(version, revision string) *metrics {
 		revision = buildRevision()
 	}
 	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
-	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.quarantineDisk, m.pruned, m.overflows, m.watchedDirs,
+	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.quarantineDisk, m.pruned, m.overflows, m.watchedDirs, m.watchBudget, m.unwatchedDirs,
 		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.oldestDamage, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

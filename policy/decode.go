@@ -236,6 +236,10 @@ func (d *decoder) config(top *yaml.Node) *Config {
 					d.fail(k, f, "unknown key")
 				}
 			})
+		case "watch_budget":
+			if c.WatchBudget = d.integer(v, f); c.WatchBudget < 0 {
+				d.fail(v, f, "%d is negative (0 = a quarter of fs.inotify.max_user_watches)", c.WatchBudget)
+			}
 		case "rules":
 			haveRules = true
 			c.Rules = d.rules(v, f)

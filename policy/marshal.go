@@ -27,6 +27,11 @@ func Marshal(c *Config) []byte {
 		"max_file_bytes", str(formatSizeAs(c.LastGood.MaxFileBytes, c.LastGood.maxFileText)),
 		"max_total_bytes", str(formatSizeAs(c.LastGood.MaxTotalBytes, c.LastGood.maxTotalText)),
 	))
+	budget := intNode(c.WatchBudget)
+	if c.WatchBudget == 0 {
+		budget.LineComment = "a quarter of fs.inotify.max_user_watches"
+	}
+	add(doc, "watch_budget", budget)
 	rules := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
 	for i := range c.Rules {
 		rules.Content = append(rules.Content, marshalRule(&c.Rules[i]))

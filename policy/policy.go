@@ -34,8 +34,13 @@ type Config struct {
 	HTTP       HTTP           // http: {listen: "127.0.0.1:9477", pprof: false}; empty listen = disabled
 	Quarantine Retention      // quarantine: {max_age: 720h, max_bytes: 1GiB}
 	LastGood   LastGoodLimits // last_good: {max_file_bytes: 64MiB, max_total_bytes: 1GiB}
-	Rules      []Rule
-	Source     string // the file it came from, or "embedded default"
+	// WatchBudget is how many directories the daemon watches at most (watch_budget; 0 = a
+	// quarter of the system's fs.inotify.max_user_watches): beyond it a rule falls back to
+	// periodic rescans. The kernel's limit is per user, shared with every other process of
+	// it: a tree's user must not be able to use it all up through sessionmedic.
+	WatchBudget int
+	Rules       []Rule
+	Source      string // the file it came from, or "embedded default"
 }
 
 // Log selects the log handler and level.

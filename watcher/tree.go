@@ -216,11 +216,24 @@ func (l *loop) addWatch(path string) bool {
 	if l.dirs[path] != nil {
 		return true
 	}
-	if err := l.src.Add(path); err != nil {
+	var err error
+	overBudget := l.w.budget > 0 && len(l.dirs) >= l.w.budget
+	if overBudget {
+		err = &BudgetError{Dir: path, Budget: l.w.budget}
+	} else if err = l.src.Add(path); err != nil && !gone(err) {
+		err = explainAdd(path, err)
+	}
+	if err != nil {
 		if !gone(err) {
-			l.out.addError(explainAdd(path, err))
+			// The kernel's limit is said at every retry (someone else's watches may be the
+			// cause); the budget, once per directory while it stays unwatched.
+			if !overBudget || !l.told[path] {
+				l.told[path] = true
+				l.out.addError(err)
+			}
 			l.rescanLost(path, err)
 			l.failed[path] = true
+			l.w.unwatched.Store(int64(len(l.failed)))
 			if !l.retrying {
 				l.retrying = true
 				l.retryTimer.Reset(l.w.retry)
@@ -230,6 +243,7 @@ func (l *loop) addWatch(path string) bool {
 	}
 	l.dirs[path] = &dir{}
 	l.w.dirs.Store(int64(len(l.dirs)))
+	delete(l.told, path)
 	return true
 }
 
@@ -280,6 +294,7 @@ func (l *loop) retryFailed() {
 		paths = append(paths, p)
 	}
 	clear(l.failed)
+	l.w.unwatched.Store(0)
 	slices.Sort(paths) // parents before their subdirectories
 	for _, p := range paths {
 		if l.isTree(p) || l.roots[p] || !l.isTree(filepath.Dir(p)) || !isDir(p) || !l.allow(p, true) {

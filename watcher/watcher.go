@@ -54,6 +54,21 @@ type Options struct {
 	// watch limit, most often) are tried again; once a watch is in place, the files found in
 	// its directory are reported as changed. 0 means DefaultRetryWatches.
 	RetryWatches time.Duration
+	// MaxWatches bounds the directories watched at once (0: no bound but the kernel's). A
+	// directory past it is not watched: it is reported once as a [*BudgetError], its roots
+	// are rescanned (and again at every RetryWatches while it stays unwatched), and it is
+	// watched as soon as the budget allows.
+	MaxWatches int
+}
+
+// BudgetError: a directory was left unwatched because MaxWatches directories are watched.
+type BudgetError struct {
+	Dir    string
+	Budget int
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("watch budget of %d directories used up: %s is not watched; its files are found by periodic rescans (raise watch_budget, or narrow the rule's paths)", e.Budget, e.Dir)
 }
 
 // Source is the seam over fsnotify: the real one is an *fsnotify.Watcher, tests inject a fake
@@ -82,13 +97,15 @@ type Watcher struct {
 	settle func(string) (time.Duration, time.Duration)
 	source Source
 	retry  time.Duration
+	budget int
 
-	events  chan Event
-	rescans chan string
-	errs    chan error
-	ready   chan struct{}
-	dirs    atomic.Int64 // written by the Run goroutine, read by Dirs
-	started atomic.Bool
+	events    chan Event
+	rescans   chan string
+	errs      chan error
+	ready     chan struct{}
+	dirs      atomic.Int64 // written by the Run goroutine, read by Dirs
+	unwatched atomic.Int64 // directories waiting for a watch; written by Run, read by Unwatched
+	started   atomic.Bool
 }
 
 // New checks the options and returns a Watcher; nothing is watched until Run.
@@ -98,6 +115,7 @@ func New(o Options) (*Watcher, error) {
 		settle:  o.Settle,
 		source:  o.Source,
 		retry:   o.RetryWatches,
+		budget:  o.MaxWatches,
 		events:  make(chan Event),
 		rescans: make(chan string),
 		errs:    make(chan error),
@@ -139,6 +157,11 @@ func (w *Watcher) Ready() <-chan struct{} { return w.ready }
 
 // Dirs returns the number of directories currently watched. It is safe to call concurrently.
 func (w *Watcher) Dirs() int { return int(w.dirs.Load()) }
+
+// Unwatched returns the number of directories that should be watched and are not (the
+// watch budget or the kernel's limit): their files are found by rescans only. It is safe
+// to call concurrently.
+func (w *Watcher) Unwatched() int { return int(w.unwatched.Load()) }
 
 // Run adds the watches (walking each existing root, watching every directory the filter
 // allows) and then processes events until ctx is done. It returns nil on cancellation and an
@@ -200,6 +223,7 @@ type loop struct {
 	armed   time.Time        // the deadline timer is set for; zero when stopped
 
 	failed     map[string]bool // directories whose watch could not be added, to try again
+	told       map[string]bool // directories whose missing watch was reported, until watched
 	retryTimer *time.Timer     // runs while failed is not empty
 	retrying   bool
 
@@ -216,6 +240,7 @@ func newLoop(w *Watcher, src Source) *loop {
 		pending: make(map[string]*pend),
 		timer:   time.NewTimer(time.Hour),
 		failed:  make(map[string]bool),
+		told:    make(map[string]bool),
 	}
 	l.timer.Stop()
 	l.retryTimer = time.NewTimer(time.Hour)

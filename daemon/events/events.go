@@ -28,6 +28,8 @@ const (
 	WatchOverflow = "watch.overflow" // WARN: rule
 	WatchError    = "watch.error"    // ERROR: err
 
+	WatchBudgetExhausted = "watch.budget_exhausted" // WARN: rule, dir, budget, watched, err
+
 	PolicyReloaded = "policy.reloaded" // INFO: path, rules
 	PolicyInvalid  = "policy.invalid"  // ERROR: path, err
 
