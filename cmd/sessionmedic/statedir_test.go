@@ -293,3 +293,53 @@ func TestUntrustedStateDirParent(t *testing.T) {
 		t.Errorf("the state dir was created below an untrusted directory: %v", err)
 	}
 }
+
+// TestStateDirOnAWorldWritableMount: a Kubernetes emptyDir is the root of a mount with mode
+// 0777. A process that is not root may keep its state dir below one (only the pod's
+// containers mount it); root never does.
+func TestStateDirOnAWorldWritableMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a tmpfs and to run as another user")
+	}
+	base, err := os.MkdirTemp("", "sessionmedic-mount")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	os.Chmod(base, 0o755)
+	mnt := filepath.Join(base, "volume")
+	os.Mkdir(mnt, 0o755)
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "mode=0777,size=4m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+	}
+	defer exec.Command("umount", mnt).Run()
+	bin := filepath.Join(base, "sessionmedic")
+	b, _ := os.ReadFile(binary)
+	os.WriteFile(bin, b, 0o755)
+	sessions := filepath.Join(base, "sessions")
+	os.Mkdir(sessions, 0o777)
+	os.WriteFile(filepath.Join(sessions, "s.jsonl"), []byte("{\"a\":1}\n"), 0o666)
+	state := filepath.Join(mnt, "state")
+	policyFile := filepath.Join(base, "policy.yaml")
+	os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nrules:\n  - {name: j, format: jsonl, paths: [%s]}\n", state, sessions)), 0o644)
+	run := func(cred *syscall.Credential) (string, int) {
+		cmd := exec.Command(bin, "heal", "-config", policyFile)
+		cmd.Env = []string{"HOME=" + base, "PATH=" + os.Getenv("PATH")}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		var e strings.Builder
+		cmd.Stderr = &e
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return e.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Skipf("cannot run: %v", err)
+		}
+		return e.String(), 0
+	}
+	if errOut, code := run(nil); code != exitUsage || !strings.Contains(errOut, mnt+" (a directory above state_dir) is writable by group or others") {
+		t.Errorf("as root: exit %d %q; want the world-writable mount refused", code, errOut)
+	}
+	if errOut, code := run(&syscall.Credential{Uid: 65534, Gid: 65534}); code != 0 {
+		t.Errorf("as a user, below a mount root of mode 0777: exit %d %q; want it used", code, errOut)
+	}
+}

@@ -11,8 +11,9 @@
 #   sessionmedic_DEBVERSION_ARCH.deb  the Debian package: /usr/bin/sessionmedic, the hardened
 #       system unit (/usr/lib/systemd/system) and the user unit (/usr/lib/systemd/user), both
 #       running /usr/bin/sessionmedic; the default policy, commented, as the conffile
-#       /etc/sessionmedic/policy.yaml; docs in /usr/share/doc/sessionmedic. The state directory
-#       /var/lib/sessionmedic is the unit's StateDirectory=. Installing it reloads a running
+#       /etc/sessionmedic/policy.yaml; docs in /usr/share/doc/sessionmedic. The service's state
+#       directory /var/lib/sessionmedic-service is the unit's StateDirectory= (root's own
+#       commands keep /var/lib/sessionmedic). Installing it reloads a running
 #       systemd but neither enables nor starts the service (its user and session directories
 #       must be set in a drop-in first). DEBVERSION is VERSION without a leading "v" and with
 #       "-" as "~" (1.2.0-rc.1 sorts before 1.2.0).
@@ -78,7 +79,7 @@ policy="$work/policy.yaml"
 # ~/.codex, ...); the daemon keeps the locations that exist and logs the others. To watch
 # other directories, give a rule `paths:`. Every key, with its default, is documented in
 # /usr/share/doc/sessionmedic/config.example.yaml. Leave state_dir unset: the unit's
-# StateDirectory= makes /var/lib/sessionmedic (quarantine/, last-good/, journal/).
+# StateDirectory= makes /var/lib/sessionmedic-service (quarantine/, last-good/, journal/).
 #
 # The service is neither enabled nor started by the package. First set the apps' user and
 # open up their session directories (the unit makes everything else read-only) in a drop-in,

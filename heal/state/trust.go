@@ -18,7 +18,9 @@ var ErrUntrusted = errors.New("not trusted")
 // finish; whoever can write there could make a privileged run write anywhere. So dir and
 // everything in it must be owned by uid, writable by no one else, and no symlink; every
 // directory above it must be owned by root or uid and writable by no one else (a sticky
-// directory owned by root, such as /tmp, is allowed: no one else can rename entries in it).
+// directory owned by root, such as /tmp, is allowed: no one else can rename entries in it;
+// and, for a process that is not root, the root of a mount, such as a Kubernetes emptyDir,
+// mode 0777 by design, which only the containers of one pod mount).
 // A dir that does not exist yet is trusted when its nearest existing ancestor is: it is
 // created owner-only. Directories above dir are read through their symlinks (/var/run ->
 // /run), whose targets are checked in turn; dir itself and what is in it never may be one.
@@ -94,7 +96,8 @@ func checkAncestors(dir string, uid int) error {
 				// Said by whoever creates the state dir below it.
 			case st != nil && st.Uid != 0 && int(st.Uid) != uid:
 				return untrusted(p, fmt.Sprintf("(a directory above state_dir) is owned by uid %d, neither root nor this process's uid %d", st.Uid, uid))
-			case fi.Mode().Perm()&0o022 != 0 && !(fi.Mode()&fs.ModeSticky != 0 && st != nil && st.Uid == 0):
+			case fi.Mode().Perm()&0o022 != 0 && !(fi.Mode()&fs.ModeSticky != 0 && st != nil && st.Uid == 0) &&
+				!(uid != 0 && mountRoot(p)):
 				return untrusted(p, fmt.Sprintf("(a directory above state_dir) is writable by group or others (mode %04o)", fi.Mode().Perm()))
 			}
 		}
