@@ -17,7 +17,7 @@ const (
 	httpRead        = 10 * time.Second // and the whole request
 	httpWrite       = 60 * time.Second // a response (pprof's profile streams up to 30 s by default)
 	httpMaxHeader   = 8 << 10
-	httpEvictNewAge = time.Second // a connection that has sent nothing for this long may be dropped for a new one
+	httpEvictNewAge = 0 // how long a connection that has sent nothing is kept from being dropped for a new one
 )
 
 // httpLimits are the bounds of the endpoint (tests shorten them).
@@ -45,8 +45,9 @@ func newHTTPServer(h http.Handler, ln net.Listener, lim httpLimits) (*http.Serve
 
 // limitListener keeps at most lim.maxConns connections open. At the limit, a new
 // connection takes the place of an idle keep-alive one, else of the oldest one that has
-// sent nothing for lim.new, else it is closed at once: a scraper gets through a flood of
-// silent connections, and descriptors stay bounded.
+// sent nothing (for at least lim.new), else it is closed at once: a scraper gets through a
+// flood of silent connections (one that has sent its request is never dropped), and
+// descriptors stay bounded.
 type limitListener struct {
 	net.Listener
 	lim   httpLimits
