@@ -56,7 +56,9 @@ func TestStateDirWithASymlinkOrOpenToOthers(t *testing.T) {
 		{"symlinked last-good", func(s *stage) { os.Symlink(s.rootOnly, filepath.Join(s.state, "last-good")) },
 			func(s *stage) string { return filepath.Join(s.state, "last-good") + " is a symlink" }},
 		{"world-writable journal", func(s *stage) { mkdir(t, filepath.Join(s.state, "journal"), 0o777, 0) },
-			func(s *stage) string { return filepath.Join(s.state, "journal") + " is writable by group or others (mode 0777)" }},
+			func(s *stage) string {
+				return filepath.Join(s.state, "journal") + " is writable by group or others (mode 0777)"
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStage(t, "")
@@ -75,7 +77,6 @@ func TestStateDirWithASymlinkOrOpenToOthers(t *testing.T) {
 	}
 }
 
-
 // A policy the attacker can change is never used by root: owned by them, writable by
 // others, or in (or reached through) a directory they own.
 func TestPolicyTheAttackerCanChange(t *testing.T) {
@@ -84,7 +85,10 @@ func TestPolicyTheAttackerCanChange(t *testing.T) {
 		name string
 		set  func(s *stage) (policy, offender string)
 	}{
-		{"owned by the attacker", func(s *stage) (string, string) { os.Chown(s.policy, attackerUID, attackerUID); return s.policy, s.policy }},
+		{"owned by the attacker", func(s *stage) (string, string) {
+			os.Chown(s.policy, attackerUID, attackerUID)
+			return s.policy, s.policy
+		}},
 		{"world-writable", func(s *stage) (string, string) { os.Chmod(s.policy, 0o666); return s.policy, s.policy }},
 		{"in the attacker's directory", func(s *stage) (string, string) {
 			p := filepath.Join(s.tree, "policy.yaml")
