@@ -26,6 +26,16 @@ import (
 
 type confinedRoot struct {
 	given, real string // real is "" until the root exists
+	uid, gid    int    // the real root's owner when it is not root's, else -1
+}
+
+// ownerOf is the owner of the directory real when it is not root's, else -1, -1.
+func ownerOf(real string) (int, int) {
+	var st syscall.Stat_t
+	if real == "" || syscall.Stat(real, &st) != nil || st.Uid == 0 {
+		return -1, -1
+	}
+	return int(st.Uid), int(st.Gid)
 }
 
 var confinement struct {
@@ -45,15 +55,16 @@ func Confine(root string) {
 	if err != nil {
 		real = ""
 	}
+	uid, gid := ownerOf(real)
 	confinement.Lock()
 	defer confinement.Unlock()
 	for i, r := range confinement.roots {
 		if r.given == root {
-			confinement.roots[i].real = real
+			confinement.roots[i].real, confinement.roots[i].uid, confinement.roots[i].gid = real, uid, gid
 			return
 		}
 	}
-	confinement.roots = append(confinement.roots, confinedRoot{given: root, real: real})
+	confinement.roots = append(confinement.roots, confinedRoot{given: root, real: real, uid: uid, gid: gid})
 	sort.SliceStable(confinement.roots, func(i, j int) bool {
 		return len(confinement.roots[i].given) > len(confinement.roots[j].given)
 	})
@@ -61,8 +72,14 @@ func Confine(root string) {
 
 // confined returns path on its root's real path, and whether it is below a confined root.
 func confined(path string) (string, bool) {
+	real, ok, _ := confinedRootOf(path)
+	return real, ok
+}
+
+// confinedRootOf is confined, also returning the root it is below.
+func confinedRootOf(path string) (string, bool, confinedRoot) {
 	if !filepath.IsAbs(path) {
-		return path, false
+		return path, false, confinedRoot{}
 	}
 	confinement.RLock()
 	best, bestLen, bestRel := -1, -1, ""
@@ -82,26 +99,27 @@ func confined(path string) (string, bool) {
 	}
 	confinement.RUnlock()
 	if best < 0 {
-		return path, false
+		return path, false, confinedRoot{}
 	}
 	if r.real == "" {
 		real, err := filepath.EvalSymlinks(r.given)
 		if err != nil {
-			return path, true // the root is not there: opening below it fails as it should
+			return path, true, r // the root is not there: opening below it fails as it should
 		}
+		uid, gid := ownerOf(real)
 		confinement.Lock()
 		for i := range confinement.roots {
 			if confinement.roots[i].given == r.given && confinement.roots[i].real == "" {
-				confinement.roots[i].real = real
+				confinement.roots[i].real, confinement.roots[i].uid, confinement.roots[i].gid = real, uid, gid
 			}
 		}
 		confinement.Unlock()
-		r.real = real
+		r.real, r.uid, r.gid = real, uid, gid
 	}
 	if bestRel == "." {
-		return r.real, true
+		return r.real, true, r
 	}
-	return filepath.Join(r.real, filepath.FromSlash(bestRel)), true
+	return filepath.Join(r.real, filepath.FromSlash(bestRel)), true, r
 }
 
 // RealPath is path on its rule root's real path (resolved when the policy was loaded), or
@@ -118,14 +136,33 @@ var ErrForeignLink = errors.New("a hard link to a file its directory's owner doe
 // openPath opens path with flags (O_NOFOLLOW and O_CLOEXEC are added), through the resolver
 // when it is below a confined root. A symlink met anywhere on the way there is refused:
 // ELOOP, as O_NOFOLLOW gives for a final one.
+//
+// Run as root below a root another user owns, the open is made as that user (see asUser):
+// root never reads there what the tree's user could not, so no byte of a file they cannot
+// read (root's, hard-linked or left in their tree) can reach them through a heal.
 func openPath(path string, flags int, perm uint32) (int, error) {
-	real, ok := confined(path)
+	real, ok, root := confinedRootOf(path)
+	asOwner := ok && root.uid > 0 && actsAsOwner && os.Geteuid() == 0
 	for {
 		var fd int
 		var err error
-		if ok {
+		switch {
+		case asOwner:
+			// The root is reached as root (the directories above it are the operator's),
+			// what is below it as its owner.
+			var rfd int
+			if rfd, err = openNoSymlinks(root.real, dirSearch|syscall.O_CLOEXEC, 0); err != nil {
+				break
+			}
+			rel, _ := pathx.Rel(root.real, real)
+			err = asUser(root.uid, root.gid, func() (err error) {
+				fd, err = openBeneath(rfd, rel, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
+				return err
+			})
+			syscall.Close(rfd)
+		case ok:
 			fd, err = openNoSymlinks(real, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
-		} else {
+		default:
 			fd, err = syscall.Open(path, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
 		}
 		if err == syscall.EINTR {

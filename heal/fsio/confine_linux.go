@@ -29,3 +29,24 @@ func openNoSymlinks(real string, flags int, perm uint32) (int, error) {
 
 // dirSearch opens a directory only to look up names in it.
 const dirSearch = unix.O_PATH | unix.O_DIRECTORY
+
+// openBeneath opens rel (relative, cleaned) below the directory open as dirfd without
+// following a symlink or leaving it: openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, else a
+// walk.
+func openBeneath(dirfd int, rel string, flags int, perm uint32) (int, error) {
+	if !noOpenat2.Load() {
+		how := unix.OpenHow{Flags: uint64(flags), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		if flags&unix.O_CREAT != 0 {
+			how.Mode = uint64(perm)
+		}
+		if rel == "" {
+			rel = "."
+		}
+		fd, err := unix.Openat2(dirfd, rel, &how)
+		if err != unix.ENOSYS && err != unix.EPERM {
+			return fd, err
+		}
+		noOpenat2.Store(true)
+	}
+	return walkOpenAt(dirfd, rel, flags, perm, unix.O_PATH)
+}

@@ -12,3 +12,9 @@ func openNoSymlinks(real string, flags int, perm uint32) (int, error) {
 
 // dirSearch opens a directory only to look up names in it.
 const dirSearch = unix.O_RDONLY | unix.O_DIRECTORY
+
+// openBeneath opens rel (relative, cleaned) below the directory open as dirfd without
+// following a symlink: a walk.
+func openBeneath(dirfd int, rel string, flags int, perm uint32) (int, error) {
+	return walkOpenAt(dirfd, rel, flags, perm, unix.O_RDONLY)
+}

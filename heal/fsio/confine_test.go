@@ -110,7 +110,9 @@ func TestForeignHardLinkNotRead(t *testing.T) {
 	os.Chown(tree, 65534, 65534)
 	Confine(tree)
 	secret := filepath.Join(base, "secret.json")
-	os.WriteFile(secret, []byte("{\"secret\":1}"), 0o600)
+	// World-readable: the tree's owner could read it by its own path; a link in their tree is
+	// still not read.
+	os.WriteFile(secret, []byte("{\"secret\":1}"), 0o644)
 	link := filepath.Join(tree, "s.json")
 	if err := os.Link(secret, link); err != nil {
 		t.Skip(err)
@@ -136,5 +138,28 @@ func TestForeignHardLinkNotRead(t *testing.T) {
 	syscall.Stat(own, &st)
 	if st.Nlink != 2 {
 		t.Fatalf("nlink %d", st.Nlink)
+	}
+}
+
+// TestRootReadsAsTheTreesOwner: run as root below a root another user owns, a file that user
+// cannot read (root's, mode 0600) is not read either.
+func TestRootReadsAsTheTreesOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give files other owners")
+	}
+	tree := filepath.Join(t.TempDir(), "tree")
+	os.Mkdir(tree, 0o755)
+	os.Chown(tree, 65534, 65534)
+	Confine(tree)
+	private := filepath.Join(tree, "root.json")
+	os.WriteFile(private, []byte("{\"root\":1}"), 0o600)
+	if _, _, err := ReadStable(private, 0); !errors.Is(err, os.ErrPermission) {
+		t.Errorf("ReadStable of a root-only file in the user's tree: %v; want permission denied", err)
+	}
+	mine := filepath.Join(tree, "mine.json")
+	os.WriteFile(mine, []byte("{}"), 0o600)
+	os.Chown(mine, 65534, 65534)
+	if b, _, err := ReadStable(mine, 0); err != nil || string(b) != "{}" {
+		t.Errorf("the owner's own file: %q %v", b, err)
 	}
 }
