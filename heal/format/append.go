@@ -3,7 +3,6 @@ package format
 import (
 	"hash/maphash"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
 
@@ -98,7 +97,7 @@ func (c *AppendCache) Remember(path string, t Profile, id fsio.Identity, data []
 
 // RememberFile records a large file validated streaming, hashing its windows from disk.
 func (c *AppendCache) RememberFile(path string, t Profile, id fsio.Identity) {
-	f, err := os.Open(path)
+	f, err := fsio.OpenStable(path, id) // the version validated, through the resolver
 	if err != nil {
 		c.Drop(path)
 		return
