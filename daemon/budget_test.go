@@ -1,12 +1,9 @@
 package daemon
 
 import (
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // TestWatchBudgetFallsBackToRescans: past watch_budget, a directory is not watched; the
@@ -22,18 +19,7 @@ func TestWatchBudgetFallsBackToRescans(t *testing.T) {
 	}
 	yaml := "version: 1\nstate_dir: " + filepath.Join(dir, "state") + "\nwatch_budget: 2\nrules:\n" +
 		"  - {name: j, format: jsonl, paths: [" + sessions + "], settle: 50ms, max_wait: 1s}\n"
-	cfg, err := policy.Parse("test.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs logBuf
-	ready := make(chan struct{})
-	cancel, done := start(t, Options{
-		Load: func() (*policy.Config, []string, error) { return cfg, nil, nil },
-		Log:  slog.New(slog.NewJSONHandler(&logs, nil)), Ready: ready, Notify: func(string) error { return nil },
-	})
-	defer func() { cancel(); <-done }()
-	<-ready
+	logs := startYAML(t, yaml, Options{})
 	waitFor(t, "watch.budget_exhausted", func() bool { return len(logs.events("watch.budget_exhausted")) == 2 })
 	ev := logs.events("watch.budget_exhausted")[0]
 	if ev["rule"] != "j" || ev["budget"] != float64(2) {

@@ -268,3 +268,22 @@ func TestAppWriteRightAfterHealIsNotTakenForOurs(t *testing.T) {
 		t.Fatalf("file.healed events: %v", ev)
 	}
 }
+
+// startYAML starts the daemon on the policy text yaml, its JSON log in the returned buffer,
+// with the options of o (Load, Log, Ready and Notify are set here), and waits until it is
+// ready. The daemon stops when the test ends.
+func startYAML(t *testing.T, yaml string, o Options) *logBuf {
+	t.Helper()
+	cfg, err := policy.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuf{}
+	ready := make(chan struct{})
+	o.Load = func() (*policy.Config, []string, error) { return cfg, nil, nil }
+	o.Log, o.Ready, o.Notify = slog.New(slog.NewJSONHandler(logs, nil)), ready, func(string) error { return nil }
+	cancel, done := start(t, o)
+	t.Cleanup(func() { cancel(); <-done })
+	<-ready
+	return logs
+}

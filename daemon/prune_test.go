@@ -1,13 +1,10 @@
 package daemon
 
 import (
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // TestDaemonEnforcesRetention: the daemon prunes the state dir itself. A sparse session
@@ -21,19 +18,7 @@ func TestDaemonEnforcesRetention(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	yaml := "version: 1\nstate_dir: " + state + "\nquarantine: {max_bytes: 1MiB}\nrules:\n" +
 		"  - {name: j, format: jsonl, paths: [" + sessions + "], settle: 50ms, max_wait: 1s}\n"
-	cfg, err := policy.Parse("test.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs logBuf
-	ready := make(chan struct{})
-	cancel, done := start(t, Options{
-		Load: func() (*policy.Config, []string, error) { return cfg, nil, nil },
-		Log:  slog.New(slog.NewJSONHandler(&logs, nil)), Ready: ready, Notify: func(string) error { return nil },
-		PruneEvery: 20 * time.Millisecond,
-	})
-	defer func() { cancel(); <-done }()
-	<-ready
+	logs := startYAML(t, yaml, Options{PruneEvery: 20 * time.Millisecond})
 	f := filepath.Join(sessions, "s.jsonl")
 	fh, _ := os.Create(f)
 	fh.WriteString("{\"a\":1}\n")

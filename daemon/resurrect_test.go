@@ -2,13 +2,10 @@ package daemon
 
 import (
 	"bytes"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // TestSweptSessionIsRestored: a Gemini chat the daemon saw healthy, deleted by the app's
@@ -44,18 +41,7 @@ func TestSweptSessionIsRestored(t *testing.T) {
 	yaml := "version: 1\nstate_dir: " + filepath.Join(t.TempDir(), "state") + "\nrules:\n" +
 		"  - {name: gemini-cli, preset: gemini-cli, paths: [" + filepath.Join(home, ".gemini") + "], settle: 50ms, max_wait: 1s, restore_deleted: true}\n" +
 		"  - {name: claude-code, preset: claude-code, paths: [" + filepath.Join(home, ".claude") + "], settle: 50ms, max_wait: 1s}\n"
-	cfg, err := policy.Parse("test.yaml", []byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs logBuf
-	ready := make(chan struct{})
-	cancel, done := start(t, Options{
-		Load: func() (*policy.Config, []string, error) { return cfg, nil, nil },
-		Log:  slog.New(slog.NewJSONHandler(&logs, nil)), Ready: ready, Notify: func(string) error { return nil },
-	})
-	defer func() { cancel(); <-done }()
-	<-ready
+	logs := startYAML(t, yaml, Options{})
 	// The first scan saw both healthy (and kept their last-good copies).
 	waitFor(t, "the first scan", func() bool { return len(logs.events("scan.finished")) >= 2 })
 	time.Sleep(200 * time.Millisecond)
