@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"syscall"
 
@@ -38,9 +37,13 @@ func ownerOf(real string) (int, int) {
 	return int(st.Uid), int(st.Gid)
 }
 
+// confinement is the registry of rule roots, by their path as given and by their real
+// path: a lookup walks up from the path, so it costs the path's depth, however many roots
+// were ever registered (a daemon reloading for months, a test suite making thousands).
 var confinement struct {
 	sync.RWMutex
-	roots []confinedRoot // longest given path first
+	byGiven map[string]*confinedRoot
+	byReal  map[string]*confinedRoot
 }
 
 // Confine registers root as a rule root and resolves it now (again if it was registered
@@ -58,16 +61,26 @@ func Confine(root string) {
 	uid, gid := ownerOf(real)
 	confinement.Lock()
 	defer confinement.Unlock()
-	for i, r := range confinement.roots {
-		if r.given == root {
-			confinement.roots[i].real, confinement.roots[i].uid, confinement.roots[i].gid = real, uid, gid
-			return
-		}
+	if confinement.byGiven == nil {
+		confinement.byGiven, confinement.byReal = map[string]*confinedRoot{}, map[string]*confinedRoot{}
 	}
-	confinement.roots = append(confinement.roots, confinedRoot{given: root, real: real, uid: uid, gid: gid})
-	sort.SliceStable(confinement.roots, func(i, j int) bool {
-		return len(confinement.roots[i].given) > len(confinement.roots[j].given)
-	})
+	r := confinement.byGiven[root]
+	if r == nil {
+		r = &confinedRoot{given: root}
+		confinement.byGiven[root] = r
+	}
+	setReal(r, real, uid, gid)
+}
+
+// setReal gives r its real path and owner (under the write lock).
+func setReal(r *confinedRoot, real string, uid, gid int) {
+	if r.real != "" && confinement.byReal[r.real] == r {
+		delete(confinement.byReal, r.real)
+	}
+	r.real, r.uid, r.gid = real, uid, gid
+	if real != "" {
+		confinement.byReal[real] = r
+	}
 }
 
 // confined returns path on its root's real path, and whether it is below a confined root.
@@ -76,31 +89,33 @@ func confined(path string) (string, bool) {
 	return real, ok
 }
 
-// confinedRootOf is confined, also returning the root it is below.
+// confinedRootOf is confined, also returning the root it is below (a copy).
 func confinedRootOf(path string) (string, bool, confinedRoot) {
 	if !filepath.IsAbs(path) {
 		return path, false, confinedRoot{}
 	}
+	path = filepath.Clean(path)
+	var r confinedRoot
+	base := ""
 	confinement.RLock()
-	best, bestLen, bestRel := -1, -1, ""
-	for i, r := range confinement.roots {
-		for _, base := range []string{r.given, r.real} {
-			if base == "" || len(base) <= bestLen {
-				continue
-			}
-			if rel, ok := pathx.Rel(base, path); ok {
-				best, bestLen, bestRel = i, len(base), rel
-			}
+	for p := path; ; p = filepath.Dir(p) {
+		if hit := confinement.byGiven[p]; hit != nil {
+			r, base = *hit, p
+			break
+		}
+		if hit := confinement.byReal[p]; hit != nil {
+			r, base = *hit, p
+			break
+		}
+		if p == filepath.Dir(p) {
+			break
 		}
 	}
-	var r confinedRoot
-	if best >= 0 {
-		r = confinement.roots[best]
-	}
 	confinement.RUnlock()
-	if best < 0 {
+	if base == "" {
 		return path, false, confinedRoot{}
 	}
+	rel, _ := pathx.Rel(base, path)
 	if r.real == "" {
 		real, err := filepath.EvalSymlinks(r.given)
 		if err != nil {
@@ -108,18 +123,16 @@ func confinedRootOf(path string) (string, bool, confinedRoot) {
 		}
 		uid, gid := ownerOf(real)
 		confinement.Lock()
-		for i := range confinement.roots {
-			if confinement.roots[i].given == r.given && confinement.roots[i].real == "" {
-				confinement.roots[i].real, confinement.roots[i].uid, confinement.roots[i].gid = real, uid, gid
-			}
+		if cur := confinement.byGiven[r.given]; cur != nil && cur.real == "" {
+			setReal(cur, real, uid, gid)
 		}
 		confinement.Unlock()
 		r.real, r.uid, r.gid = real, uid, gid
 	}
-	if bestRel == "." {
+	if rel == "." {
 		return r.real, true, r
 	}
-	return filepath.Join(r.real, filepath.FromSlash(bestRel)), true, r
+	return filepath.Join(r.real, filepath.FromSlash(rel)), true, r
 }
 
 // RealPath is path on its rule root's real path (resolved when the policy was loaded), or
