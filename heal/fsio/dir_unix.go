@@ -49,6 +49,13 @@ var ErrMoved = errors.New("a directory on the way to the file was replaced or mo
 // OpenParent opens the directory of file, walking down from root (see [Dir]). A component
 // that is a symlink or not a directory is an ErrMoved.
 func (fs FS) OpenParent(root, file string) (*Dir, error) {
+	return fs.openParent(root, file, os.Geteuid() == 0)
+}
+
+// openParent is OpenParent; with privileged, it also notes whose tree it is and whether a
+// directory on the way is insecure (StillThere, which only compares identities, does not:
+// it runs in the window between a heal's last check and its rename).
+func (fs FS) openParent(root, file string, privileged bool) (*Dir, error) {
 	dir := filepath.Dir(file)
 	rel, ok := pathx.Rel(root, dir)
 	if !ok {
@@ -69,18 +76,23 @@ func (fs FS) OpenParent(root, file string) (*Dir, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
-	privileged := os.Geteuid() == 0
 	insecure := ""
 	owner := [2]int{-1, -1} // the first directory on the way that root does not own: whose tree it is
 	note := func(fd int, at string) {
 		if !privileged {
 			return
 		}
-		if insecure == "" {
-			insecure = insecureDir(fd, at)
-		}
 		var st unix.Stat_t
-		if owner[0] < 0 && unix.Fstat(fd, &st) == nil && st.Uid != 0 {
+		if err := unix.Fstat(fd, &st); err != nil {
+			if insecure == "" {
+				insecure = fmt.Sprintf("%s cannot be checked: %v", at, err)
+			}
+			return
+		}
+		if insecure == "" {
+			insecure = insecureDir(&st, at)
+		}
+		if owner[0] < 0 && st.Uid != 0 {
 			owner = [2]int{int(st.Uid), int(st.Gid)}
 		}
 	}
@@ -155,7 +167,7 @@ func (d *Dir) Close() { unix.Close(d.fd) }
 
 // StillThere: walking from the root again reaches the same directory.
 func (d *Dir) StillThere(root string) bool {
-	again, err := d.fs.OpenParent(root, filepath.Join(d.path, "x"))
+	again, err := d.fs.openParent(root, filepath.Join(d.path, "x"), false)
 	if err != nil {
 		return false
 	}
@@ -242,15 +254,11 @@ func (d *Dir) Sync() error {
 	return nil
 }
 
-// insecureDir says why the directory open as fd (at path) may be written by someone other
+// insecureDir says why the directory st describes (at path) may be written by someone other
 // than its owner and root, or "": writable by others and not sticky, or writable by a group
 // other than root's and its owner's own (the group of the same name as the owner, as a
 // user-private-group system makes it).
-func insecureDir(fd int, path string) string {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Sprintf("%s cannot be checked: %v", path, err)
-	}
+func insecureDir(st *unix.Stat_t, path string) string {
 	perm := st.Mode & 0o7777
 	switch {
 	case perm&0o002 != 0 && perm&unix.S_ISVTX == 0:
