@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -355,6 +356,14 @@ func (e *Engine) putBack(d *fsio.Dir, old *os.File, ed edit, ours Identity) erro
 	}
 	name := filepath.Base(ed.path)
 	if now, err := d.Stat(name); err != nil || !now.SameWrite(ours) {
+		if err == nil && now.Ino == ours.Ino && now.Size > ours.Size {
+			// The path still holds the inode we wrote, grown: an app without a lock that
+			// appends (Claude Code's appendFile) appended to the old inode during the heal,
+			// then to ours.
+			if merged, ok := appendsOnBoth(d, old, fi, ed, now); ok {
+				return e.putBackAppends(d, ed, merged, now)
+			}
+		}
 		return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
 	}
 	// Copied from the old inode streaming: whatever its size, it is not held in memory.
@@ -370,4 +379,60 @@ func (e *Engine) putBack(d *fsio.Dir, old *os.File, ed edit, ours Identity) erro
 		return err
 	}
 	return busyErr("%s: the app wrote during the heal; its bytes were put back", ed.path)
+}
+
+// maxMergedAppends bounds what appendsOnBoth holds: the heal's own bytes and both appends.
+const maxMergedAppends = 64 << 20
+
+// appendsOnBoth: the old inode is the bytes the heal read with an append after them, and the
+// file at the path is the bytes the heal wrote with another append after them. Both appends
+// are the app's, in that order: merged is the heal's bytes, then the old inode's append, then
+// the new one's. ok is false for anything else (a rewrite, a big edit, too large to hold).
+func appendsOnBoth(d *fsio.Dir, old *os.File, oldFi os.FileInfo, ed edit, now Identity) ([]byte, bool) {
+	if ed.old == nil || ed.data == nil || ed.big != nil || oldFi.Size()+now.Size > maxMergedAppends {
+		return nil, false
+	}
+	n1 := make([]byte, oldFi.Size())
+	if _, err := old.ReadAt(n1, 0); err != nil || !bytes.HasPrefix(n1, ed.old) {
+		return nil, false
+	}
+	f, err := d.OpenFile(filepath.Base(ed.path), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	n2 := make([]byte, now.Size)
+	if _, err := f.ReadAt(n2, 0); err != nil || !bytes.HasPrefix(n2, ed.data) {
+		return nil, false
+	}
+	if fi, err := f.Stat(); err != nil || !fsio.IdentityOf(fi).SameWrite(now) {
+		return nil, false // still being written: the caller backs off
+	}
+	merged := make([]byte, 0, len(n1)-len(ed.old)+len(n2))
+	merged = append(merged, ed.data...)
+	merged = append(merged, n1[len(ed.old):]...)
+	return append(merged, n2[len(ed.data):]...), true
+}
+
+// putBackAppends replaces the file at the path (still the version now) with merged, the
+// heal's bytes and both of the app's appends in order, and reports busy: the file is looked
+// at again later (an append glued to a torn line is damage a next heal salvages).
+func (e *Engine) putBackAppends(d *fsio.Dir, ed edit, merged []byte, now Identity) error {
+	tmp := fsio.TempName(ed.path)
+	name := filepath.Base(ed.path)
+	if _, err := d.WriteTemp(tmp, fsio.Bytes(merged), nil, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
+		return err
+	}
+	if cur, err := d.Stat(name); err != nil || !cur.SameWrite(now) {
+		d.Remove(filepath.Base(tmp))
+		return busyErr("%s: the app appended during the heal, and again while its appends were put back", ed.path)
+	}
+	if err := e.fs.Do("rename", ed.path, func() error { return d.Rename(filepath.Base(tmp), name) }); err != nil {
+		d.Remove(filepath.Base(tmp))
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		return err
+	}
+	return busyErr("%s: the app appended during the heal; its appends were put back in order", ed.path)
 }

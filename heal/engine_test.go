@@ -385,3 +385,56 @@ func TestOpenWriterAllowsOnlyATailCut(t *testing.T) {
 		t.Fatalf("non-prefix repair under an open writer: %+v", r)
 	}
 }
+
+// An app without a lock that appends (Claude Code's appendFile) appended to the old inode
+// during the heal, then to the healed file: both appends are put back, in order, after the
+// heal's bytes; none is lost in the unlinked inode.
+func TestAppendsOnBothInodesArePutBackInOrder(t *testing.T) {
+	var faults faultSwitch
+	dir := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(dir, 0o755)
+	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{{
+		Name: "j", Format: "jsonl", Paths: []string{dir}, Lock: policy.Lock{Protocol: "none"},
+		Strategies: []policy.Strategy{policy.Salvage}, Limits: policy.Limits{MaxLoss: 0.9}, Mode: "heal",
+	}}}
+	e := New(cfg, Options{Faults: faults.fault, QuietCheck: time.Millisecond})
+	p := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(p, []byte("{\"n\":1}\nxx\n{\"n\":2}\n"), 0o644)
+	appendTo := func(s string) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+	var renamed atomic.Bool
+	e.findWriters = func(dev, ino uint64) []int {
+		if renamed.CompareAndSwap(true, false) {
+			appendTo("{\"n\":4}\n") // after the rename: into the healed file
+		}
+		return nil
+	}
+	var once sync.Once
+	faults.set(func(op, path string) error {
+		if op == "rename" && path == p {
+			once.Do(func() {
+				appendTo("{\"n\":3}\n") // past every check, just before the rename: into the old inode
+				renamed.Store(true)
+			})
+		}
+		return nil
+	})
+	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if r.Verdict != Busy {
+		t.Fatalf("want busy (looked at again later): %+v", r)
+	}
+	want := "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n"
+	if b, _ := os.ReadFile(p); string(b) != want {
+		t.Fatalf("after the heal: %q, want the healed bytes and both appends in order %q", b, want)
+	}
+	if all, _ := e.Quarantine.List(); len(all) != 1 {
+		t.Fatalf("%d quarantine entries, want the damaged original's", len(all))
+	}
+}
