@@ -34,7 +34,7 @@ const usage = `usage:
   sessionmedic run        [-config FILE [-watch-config]] [-log-format auto|text|json] [-log-level debug|info|warn|error]
   sessionmedic check      [-config FILE] [-preset NAME] [-json] [PATH ...]
   sessionmedic heal       [-config FILE] [-preset NAME] [-dry-run] [-json] [PATH ...]
-  sessionmedic quarantine list|show ID|restore ID [-config FILE] [-json]
+  sessionmedic quarantine list|show ID|restore ID [-preset P PATH...] [-config FILE] [-json]
   sessionmedic policy     [-config FILE]
   sessionmedic demo       [-keep DIR]
   sessionmedic version
