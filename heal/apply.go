@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -367,18 +368,33 @@ func (e *Engine) putBack(d *fsio.Dir, old *os.File, ed edit, ours Identity) erro
 		return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
 	}
 	// Copied from the old inode streaming: whatever its size, it is not held in memory.
-	tmp := fsio.TempName(ed.path)
-	if _, err := d.WriteTemp(tmp, fsio.Range{Off: 0, N: fi.Size()}, old, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
-		return err
-	}
-	if err := e.fs.Do("rename", ed.path, func() error { return d.Rename(filepath.Base(tmp), filepath.Base(ed.path)) }); err != nil {
-		d.Remove(filepath.Base(tmp))
-		return err
-	}
-	if err := d.Sync(); err != nil {
+	if err := e.putAgain(d, ed, fsio.Range{Off: 0, N: fi.Size()}, old, nil); err != nil {
 		return err
 	}
 	return busyErr("%s: the app wrote during the heal; its bytes were put back", ed.path)
+}
+
+// putAgain durably replaces the file at ed.path, in d, with c (read from src when c needs
+// it), with the mode and owner ed's file had: temp, write, fsync, rename, directory fsync.
+// still, when set, is asked after the temp is written; an error it returns removes the temp
+// and is returned as it is.
+func (e *Engine) putAgain(d *fsio.Dir, ed edit, c fsio.Content, src io.ReaderAt, still func() error) error {
+	path := fsio.TempName(ed.path)
+	tmp := filepath.Base(path)
+	if _, err := d.WriteTemp(path, c, src, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
+		return err
+	}
+	if still != nil {
+		if err := still(); err != nil {
+			d.Remove(tmp)
+			return err
+		}
+	}
+	if err := e.fs.Do("rename", ed.path, func() error { return d.Rename(tmp, filepath.Base(ed.path)) }); err != nil {
+		d.Remove(tmp)
+		return err
+	}
+	return d.Sync()
 }
 
 // maxMergedAppends bounds what appendsOnBoth holds: the heal's own bytes and both appends.
@@ -418,20 +434,13 @@ func appendsOnBoth(d *fsio.Dir, old *os.File, oldFi os.FileInfo, ed edit, now Id
 // heal's bytes and both of the app's appends in order, and reports busy: the file is looked
 // at again later (an append glued to a torn line is damage a next heal salvages).
 func (e *Engine) putBackAppends(d *fsio.Dir, ed edit, merged []byte, now Identity) error {
-	tmp := fsio.TempName(ed.path)
-	name := filepath.Base(ed.path)
-	if _, err := d.WriteTemp(tmp, fsio.Bytes(merged), nil, "", os.FileMode(ed.oldID.Mode), int(ed.oldID.UID), int(ed.oldID.GID)); err != nil {
-		return err
-	}
-	if cur, err := d.Stat(name); err != nil || !cur.SameWrite(now) {
-		d.Remove(filepath.Base(tmp))
-		return busyErr("%s: the app appended during the heal, and again while its appends were put back", ed.path)
-	}
-	if err := e.fs.Do("rename", ed.path, func() error { return d.Rename(filepath.Base(tmp), name) }); err != nil {
-		d.Remove(filepath.Base(tmp))
-		return err
-	}
-	if err := d.Sync(); err != nil {
+	err := e.putAgain(d, ed, fsio.Bytes(merged), nil, func() error {
+		if cur, err := d.Stat(filepath.Base(ed.path)); err != nil || !cur.SameWrite(now) {
+			return busyErr("%s: the app appended during the heal, and again while its appends were put back", ed.path)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	return busyErr("%s: the app appended during the heal; its appends were put back in order", ed.path)
