@@ -23,27 +23,31 @@ import (
 func checkStateDir(dir string, write bool) error {
 	// Only a state dir that is ours alone is used (DESIGN §4): whoever else could write in
 	// it could forge the quarantine manifests, last-good copies and journal entries a heal or
-	// a restore acts on. Checked before anything is created in it, and again after.
-	trusted := func(before bool) error {
-		if dir == "" {
-			return nil
-		}
-		err := state.CheckTrusted(dir, os.Geteuid())
-		if before && !errors.Is(err, state.ErrUntrusted) {
-			return nil // what is not about trust is said next, with the usual words
-		}
-		if err != nil {
-			return configError{fmt.Errorf("state_dir %s: not used: %w; %s", dir, err, untrustedHint)}
-		}
-		return nil
+	// a restore acts on. Checked before anything is created in it; again after, only where
+	// the first look did not see all of it (it was missing, or could not be read whole):
+	// the walk reads every entry of a quarantine that may hold thousands.
+	if dir == "" {
+		return configError{fmt.Errorf("state_dir %s: %w", dir, stateDirProblem(dir, write))}
 	}
-	if err := trusted(true); err != nil {
-		return err
+	untrusted := func(err error) error {
+		return configError{fmt.Errorf("state_dir %s: not used: %w; %s", dir, err, untrustedHint)}
 	}
+	_, statErr := os.Lstat(dir)
+	first := state.CheckTrusted(dir, os.Geteuid())
+	if errors.Is(first, state.ErrUntrusted) {
+		return untrusted(first)
+	}
+	// What is not about trust is said next, with the usual words.
 	if err := stateDirProblem(dir, write); err != nil {
 		return configError{fmt.Errorf("state_dir %s: %w", dir, err)}
 	}
-	return trusted(false)
+	if statErr == nil && first == nil {
+		return nil
+	}
+	if err := state.CheckTrusted(dir, os.Geteuid()); err != nil {
+		return untrusted(err)
+	}
+	return nil
 }
 
 // untrustedHint says what to do about a state dir that is not trusted.
