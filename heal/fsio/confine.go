@@ -1,208 +1,37 @@
 package fsio
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sync"
 	"syscall"
 
-	"github.com/sessionmedic/sessionmedic/internal/pathx"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
 )
 
-// The resolver (DESIGN §4 "Trust"). The users whose trees are watched are not trusted: a
-// symlink they put anywhere below a rule's root (a directory swapped for a link to another
-// user's tree during a settle or a walk) must never lead a read or a write out of it. So a
-// rule root is resolved once, when a policy is loaded ([Confine]): a root the operator
-// wrote as a symlink (or with one on its way) keeps working, and is from then on reached by
-// its real path. Every open of a path below a confined root goes through [openPath]: the
-// path is rewritten onto the root's real path and opened without following a symlink in
-// any component (Linux openat2 RESOLVE_NO_SYMLINKS; elsewhere a walk from / with
-// O_NOFOLLOW at each step). A root that is swapped afterwards changes nothing: its real
-// path is used until the next load. Paths under no confined root (a file named on the
-// command line without a rule) keep the plain open that refuses only a final symlink.
+// The resolver lives in internal/resolve, so that the lock protocols (heal/lock) open their
+// files through the same one; these are its names here.
 
-type confinedRoot struct {
-	given, real string // real is "" until the root exists
-	uid, gid    int    // the real root's owner when it is not root's, else -1
-}
+// Confine registers root as a rule root and resolves it now (see [resolve.Confine]).
+func Confine(root string) { resolve.Confine(root) }
 
-// ownerOf is the owner of the directory real when it is not root's, else -1, -1.
-func ownerOf(real string) (int, int) {
-	var st syscall.Stat_t
-	if real == "" || syscall.Stat(real, &st) != nil || st.Uid == 0 {
-		return -1, -1
-	}
-	return int(st.Uid), int(st.Gid)
-}
-
-// confinement is the registry of rule roots, by their path as given and by their real
-// path: a lookup walks up from the path, so it costs the path's depth, however many roots
-// were ever registered (a daemon reloading for months, a test suite making thousands).
-var confinement struct {
-	sync.RWMutex
-	byGiven map[string]*confinedRoot
-	byReal  map[string]*confinedRoot
-}
-
-// Confine registers root as a rule root and resolves it now (again if it was registered
-// before: a reload is a new resolution). A root that does not exist yet is resolved when it
-// is first used.
-func Confine(root string) {
-	if root == "" || !filepath.IsAbs(root) {
-		return
-	}
-	root = filepath.Clean(root)
-	real, err := filepath.EvalSymlinks(root)
-	if err != nil {
-		real = ""
-	}
-	uid, gid := ownerOf(real)
-	confinement.Lock()
-	defer confinement.Unlock()
-	if confinement.byGiven == nil {
-		confinement.byGiven, confinement.byReal = map[string]*confinedRoot{}, map[string]*confinedRoot{}
-	}
-	r := confinement.byGiven[root]
-	if r == nil {
-		r = &confinedRoot{given: root}
-		confinement.byGiven[root] = r
-	}
-	setReal(r, real, uid, gid)
-}
-
-// setReal gives r its real path and owner (under the write lock).
-func setReal(r *confinedRoot, real string, uid, gid int) {
-	if r.real != "" && confinement.byReal[r.real] == r {
-		delete(confinement.byReal, r.real)
-	}
-	r.real, r.uid, r.gid = real, uid, gid
-	if real != "" {
-		confinement.byReal[real] = r
-	}
-}
-
-// confined returns path on its root's real path, and whether it is below a confined root.
-func confined(path string) (string, bool) {
-	real, ok, _ := confinedRootOf(path)
-	return real, ok
-}
-
-// confinedRootOf is confined, also returning the root it is below (a copy).
-func confinedRootOf(path string) (string, bool, confinedRoot) {
-	if !filepath.IsAbs(path) {
-		return path, false, confinedRoot{}
-	}
-	path = filepath.Clean(path)
-	var r confinedRoot
-	base := ""
-	confinement.RLock()
-	for p := path; ; p = filepath.Dir(p) {
-		if hit := confinement.byGiven[p]; hit != nil {
-			r, base = *hit, p
-			break
-		}
-		if hit := confinement.byReal[p]; hit != nil {
-			r, base = *hit, p
-			break
-		}
-		if p == filepath.Dir(p) {
-			break
-		}
-	}
-	confinement.RUnlock()
-	if base == "" {
-		return path, false, confinedRoot{}
-	}
-	rel, _ := pathx.Rel(base, path)
-	if r.real == "" {
-		real, err := filepath.EvalSymlinks(r.given)
-		if err != nil {
-			return path, true, r // the root is not there: opening below it fails as it should
-		}
-		uid, gid := ownerOf(real)
-		confinement.Lock()
-		if cur := confinement.byGiven[r.given]; cur != nil && cur.real == "" {
-			setReal(cur, real, uid, gid)
-		}
-		confinement.Unlock()
-		r.real, r.uid, r.gid = real, uid, gid
-	}
-	if rel == "." {
-		return r.real, true, r
-	}
-	return filepath.Join(r.real, filepath.FromSlash(rel)), true, r
-}
-
-// RealPath is path on its rule root's real path (resolved when the policy was loaded), or
-// path itself below no confined root: the name of the file a read of path reaches.
-func RealPath(path string) string {
-	real, _ := confined(path)
-	return real
-}
+// RealPath is path on its rule root's real path (see [resolve.RealPath]).
+func RealPath(path string) string { return resolve.RealPath(path) }
 
 // ErrForeignLink: a file with more than one link whose owner is not its directory's. The
 // tree's user may have hard-linked another user's file into it; it is never read.
-var ErrForeignLink = errors.New("a hard link to a file its directory's owner does not own: not read")
+var ErrForeignLink = resolve.ErrForeignLink
 
-// openPath opens path with flags (O_NOFOLLOW and O_CLOEXEC are added), through the resolver
-// when it is below a confined root. A symlink met anywhere on the way there is refused:
-// ELOOP, as O_NOFOLLOW gives for a final one.
-//
-// Run as root below a root another user owns, the open is made as that user (see asUser):
-// root never reads there what the tree's user could not, so no byte of a file they cannot
-// read (root's, hard-linked or left in their tree) can reach them through a heal.
+const (
+	actsAsOwner = resolve.ActsAsOwner
+	dirSearch   = resolve.DirSearch
+)
+
 func openPath(path string, flags int, perm uint32) (int, error) {
-	real, ok, root := confinedRootOf(path)
-	asOwner := ok && root.uid > 0 && actsAsOwner && os.Geteuid() == 0
-	for {
-		var fd int
-		var err error
-		switch {
-		case asOwner:
-			// The root is reached as root (the directories above it are the operator's),
-			// what is below it as its owner.
-			var rfd int
-			if rfd, err = openNoSymlinks(root.real, dirSearch|syscall.O_CLOEXEC, 0); err != nil {
-				break
-			}
-			rel, _ := pathx.Rel(root.real, real)
-			err = asUser(root.uid, root.gid, func() (err error) {
-				fd, err = openBeneath(rfd, rel, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
-				return err
-			})
-			syscall.Close(rfd)
-		case ok:
-			fd, err = openNoSymlinks(real, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
-		default:
-			fd, err = syscall.Open(path, flags|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, perm)
-		}
-		if err == syscall.EINTR {
-			continue
-		}
-		return fd, err
-	}
+	return resolve.Open(path, flags, perm)
 }
-
-// foreignLink reports whether st, of the file at path, is a hard link the tree's user may
-// have made to someone else's file: more than one link, and an owner other than the owner
-// of the directory it was reached through.
-func foreignLink(path string, st *syscall.Stat_t) bool {
-	if st.Nlink <= 1 {
-		return false
-	}
-	dfd, err := openPath(filepath.Dir(path), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
-	if err != nil {
-		return true // cannot tell: not read
-	}
-	defer syscall.Close(dfd)
-	var dst syscall.Stat_t
-	if err := syscall.Fstat(dfd, &dst); err != nil {
-		return true
-	}
-	return dst.Uid != st.Uid
-}
+func confined(path string) (string, bool)              { return resolve.Confined(path) }
+func asUser(uid, gid int, fn func() error) error       { return resolve.AsUser(uid, gid, fn) }
+func foreignLink(path string, st *syscall.Stat_t) bool { return resolve.ForeignLink(path, st) }
 
 // loopErr turns the ELOOP of an open of path into what it means: the file itself is a
 // symlink ([ErrNotRegular]) or a directory on the way is one ([ErrMoved]).

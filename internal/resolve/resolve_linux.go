@@ -1,4 +1,4 @@
-package fsio
+package resolve
 
 import (
 	"sync/atomic"
@@ -27,8 +27,8 @@ func openNoSymlinks(real string, flags int, perm uint32) (int, error) {
 	return walkOpen(real, flags, perm, unix.O_PATH)
 }
 
-// dirSearch opens a directory only to look up names in it.
-const dirSearch = unix.O_PATH | unix.O_DIRECTORY
+// DirSearch opens a directory only to look up names in it.
+const DirSearch = unix.O_PATH | unix.O_DIRECTORY
 
 // openBeneath opens rel (relative, cleaned) below the directory open as dirfd without
 // following a symlink or leaving it: openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS, else a
@@ -50,3 +50,8 @@ func openBeneath(dirfd int, rel string, flags int, perm uint32) (int, error) {
 	}
 	return walkOpenAt(dirfd, rel, flags, perm, unix.O_PATH)
 }
+
+// WalkOnly makes every open take the walk instead of openat2 (on) or lets openat2 be tried
+// again (off), and reports whether the walk was forced before: for the tests of kernels
+// without openat2.
+func WalkOnly(on bool) bool { return noOpenat2.Swap(on) }

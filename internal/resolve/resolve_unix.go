@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package fsio
+package resolve
 
 import (
 	"strings"

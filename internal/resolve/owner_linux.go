@@ -1,4 +1,4 @@
-package fsio
+package resolve
 
 import (
 	"runtime"
@@ -6,13 +6,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// asUser runs fn with the file-system identity uid:gid on this thread (setfsuid and
+// AsUser runs fn with the file-system identity uid:gid on this thread (setfsuid and
 // setfsgid are per thread on Linux): the kernel then refuses fn whatever that user could not
 // do, and what fn creates belongs to that user. The goroutine keeps its thread meanwhile,
 // and gives it back only once root's identity is verified restored; a thread that cannot be
 // restored is never given back (it ends with the goroutine). Called only when running as
-// root (see [Dir]).
-func asUser(uid, gid int, fn func() error) error {
+// root .
+func AsUser(uid, gid int, fn func() error) error {
 	runtime.LockOSThread()
 	oldGID, _ := unix.SetfsgidRetGid(gid)
 	oldUID, _ := unix.SetfsuidRetUid(uid)
@@ -30,5 +30,5 @@ func asUser(uid, gid int, fn func() error) error {
 	return err
 }
 
-// actsAsOwner: this build switches to a tree owner's identity when running as root.
-const actsAsOwner = true
+// ActsAsOwner: this build switches to a tree owner's identity when running as root.
+const ActsAsOwner = true
