@@ -6,15 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"syscall"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -115,9 +116,10 @@ func lockCodex(ctx context.Context, path string, _ format.Profile, lp format.Loc
 		return format.Unlocked{}, nil
 	}
 	dir := filepath.Join(home, "thread-writer-locks")
-	if fi, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	// Looked at through the resolver: a thread-writer-locks that is a symlink is refused.
+	if st, err := resolve.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return format.Unlocked{}, nil
-	} else if err != nil || !fi.IsDir() {
+	} else if err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
 		return nil, fmt.Errorf("codex thread locks %s: not a directory (%v)", dir, err)
 	}
 	return lock.Codex(ctx, home, id, lockOptions(lp))

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -141,7 +141,7 @@ func (geminiLog) RebuildHeader(path string, data []byte) []byte {
 			see(body, it.Get("timestamp"))
 		}
 	}
-	if ents, err := os.ReadDir(chats); err == nil {
+	if ents, err := resolve.ReadDir(chats); err == nil {
 		for _, e := range ents {
 			if n := e.Name(); e.IsDir() && geminiDirRe.MatchString(n) && geminiID8(n) == m[1] {
 				ids[n] = []byte(`"` + n + `"`)
@@ -289,7 +289,7 @@ func checkGemini(path string, lines []format.Line) format.Verdict {
 // geminiStubWarnings: another session-*-<id8>.jsonl beside a session (#27368) makes the
 // sweep delete both when either has no resumable content.
 func geminiStubWarnings(chats, base, id8 string, own bool) []string {
-	ents, err := os.ReadDir(chats)
+	ents, err := resolve.ReadDir(chats)
 	if err != nil {
 		return nil
 	}

@@ -4,18 +4,19 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -128,7 +129,7 @@ func openclawSQLiteEra(path string) string {
 		sessions = fsio.Resolved(sessions)
 	}
 	agentDir := filepath.Dir(sessions) // <state>/agents/<id>
-	if _, err := os.Lstat(filepath.Join(agentDir, "agent", "openclaw-agent.sqlite")); err == nil {
+	if _, err := resolve.Lstat(filepath.Join(agentDir, "agent", "openclaw-agent.sqlite")); err == nil {
 		return "openclaw SQLite era: legacy file left for `openclaw doctor --fix` to import"
 	}
 	state := filepath.Dir(filepath.Dir(agentDir))
@@ -225,7 +226,7 @@ func openclawWipeEvidence(store string) string {
 				live = -1
 				break
 			}
-			if fi, err := os.Lstat(openclawTranscriptFor(dir, m.Val)); err == nil && fi.Mode().IsRegular() {
+			if st, err := resolve.Lstat(openclawTranscriptFor(dir, m.Val)); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
 				live++
 			}
 		}
@@ -240,7 +241,7 @@ func openclawWipeEvidence(store string) string {
 // openclawBackups lists the store's backup candidates, newest first: rotation backups by
 // their epoch-ms suffix and complete temp files by mtime.
 func openclawBackups(dir string) []string {
-	ents, err := os.ReadDir(dir)
+	ents, err := resolve.ReadDir(dir)
 	if err != nil {
 		return nil
 	}

@@ -3,7 +3,6 @@ package apps
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -157,7 +157,7 @@ type ovArchive struct {
 }
 
 func ovArchives(sid string) []ovArchive {
-	ents, err := os.ReadDir(filepath.Join(sid, "history"))
+	ents, err := resolve.ReadDir(filepath.Join(sid, "history"))
 	if err != nil {
 		return nil
 	}
@@ -170,8 +170,8 @@ func ovArchives(sid string) []ovArchive {
 		dir := filepath.Join(sid, "history", e.Name())
 		a := ovArchive{retained: -1, ids: map[string]bool{}}
 		a.n, _ = strconv.Atoi(m[1])
-		_, err1 := os.Lstat(filepath.Join(dir, ".done"))
-		_, err2 := os.Lstat(filepath.Join(dir, ".failed.json"))
+		_, err1 := resolve.Lstat(filepath.Join(dir, ".done"))
+		_, err2 := resolve.Lstat(filepath.Join(dir, ".failed.json"))
 		a.done, a.failed = err1 == nil, err2 == nil
 		if data, _, err := fsio.ReadStable(filepath.Join(dir, ".meta.json"), 16<<20); err == nil {
 			if v, err := jsonv.Parse(data, ovDialect); err == nil {

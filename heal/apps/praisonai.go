@@ -2,7 +2,6 @@ package apps
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
 )
 
 // PraisonAI (praisonai.md): one JSON document per session, <safe id>.json, written whole
@@ -119,7 +119,7 @@ func checkPraison(f format.File, data []byte, root *jsonv.Value) format.Verdict 
 		v.Warnings = append(v.Warnings, "session_id does not match the file name")
 	}
 	if p := root.Get("parent_id"); isStr(p) {
-		if _, err := os.Lstat(filepath.Join(filepath.Dir(f.Path), praisonSafeID(p.Str)+".json")); err != nil {
+		if _, err := resolve.Lstat(filepath.Join(filepath.Dir(f.Path), praisonSafeID(p.Str)+".json")); err != nil {
 			v.Warnings = append(v.Warnings, "parent session "+p.Str+" does not exist")
 		}
 	}
@@ -150,7 +150,7 @@ func praisonSafeID(id string) string {
 // praisonChildren lists the sibling sessions whose parent_id names sid, sorted.
 func praisonChildren(path, sid string) []string {
 	dir := filepath.Dir(path)
-	ents, err := os.ReadDir(dir)
+	ents, err := resolve.ReadDir(dir)
 	if err != nil {
 		return nil
 	}

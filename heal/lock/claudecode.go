@@ -8,11 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
 )
 
 // Claude Code (claude-code.md "Lock protocol") takes no lock on a transcript: its live
@@ -55,7 +56,7 @@ func ClaudeSessionLive(cfgDir, sessionID string) (live bool, holder string, err 
 		return false, "", nil
 	}
 	dir := filepath.Join(cfgDir, "sessions")
-	ents, err := os.ReadDir(dir)
+	ents, err := resolve.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, "", nil
 	}
@@ -95,7 +96,7 @@ var errNotEntry = errors.New("not a regular file")
 // readClaudeEntry reads at most maxClaudeEntry bytes of a registry entry, without following a
 // link or blocking on a FIFO.
 func readClaudeEntry(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := resolve.OpenFile(p, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, errNotEntry
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"sync"
-	"syscall"
 
-	"github.com/gofrs/flock"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
+	"golang.org/x/sys/unix"
 )
 
 // testHookFlocked, when set by tests, runs right after flock succeeded and
@@ -16,7 +16,8 @@ import (
 var testHookFlocked func(path string)
 
 // Flock takes an exclusive flock(2) on path: open O_RDWR|O_CREAT|O_CLOEXEC
-// 0644, flock(LOCK_EX|LOCK_NB), polling until the deadline.
+// 0644 (through the resolver, see openLock), flock(LOCK_EX|LOCK_NB), polling until the
+// deadline.
 //
 // With recheck (nanobot's filelock, which unlinks its file on release), after
 // locking it fstats the descriptor and stats the path: they must name the same
@@ -35,73 +36,63 @@ func Flock(ctx context.Context, path string, recheck bool, o Options) (Held, err
 
 func tryFlock(path string, recheck bool) (Held, error) {
 	// The lock file is created first, if missing, as its directory's owner's (openOrCreate):
-	// the app must be able to open it after us. Never through a symlink.
-	fd, err := openOrCreate(path, os.O_RDWR, 0o644)
+	// the app must be able to open it after us. Never through a symlink, and the descriptor
+	// opened through the resolver is the one flocked (a library that opens by path again
+	// would give a swapped directory a second chance).
+	fd, err := openOrCreate(path, unix.O_RDWR, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("flock %s: %w", path, err)
 	}
-	syscall.Close(fd)
-	// Each attempt opens the path afresh: the gofrs handle is closed again
-	// when the non-blocking flock fails.
-	f := flock.New(path,
-		flock.SetFlag(os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW),
-		flock.SetPermissions(0o644))
-	ok, err := f.TryLock()
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("flock %s: %w", path, err)
-	}
-	if !ok {
+	ok, err := flockNB(fd, unix.LOCK_EX)
+	if err != nil || !ok {
+		unix.Close(fd)
+		if err != nil {
+			return nil, fmt.Errorf("flock %s: %w", path, err)
+		}
 		return nil, busy(path, "flock held")
 	}
 	if recheck {
 		if testHookFlocked != nil {
 			testHookFlocked(path)
 		}
-		same, err := flockedInodeIsPath(f, path)
+		same, err := flockedInodeIsPath(fd, path)
 		if err != nil {
-			_ = f.Close()
+			_ = unlockClose(fd)
 			return nil, err
 		}
 		if !same {
-			if err := f.Close(); err != nil {
+			if err := unlockClose(fd); err != nil {
 				return nil, fmt.Errorf("unlock %s: %w", path, err)
 			}
 			return nil, errRetry
 		}
 	}
-	return &flockHeld{f: f}, nil
+	return &flockHeld{fd: fd}, nil
 }
 
 // flockedInodeIsPath reports whether the locked descriptor still names the
 // inode at path and that inode is linked.
-func flockedInodeIsPath(f *flock.Flock, path string) (bool, error) {
-	fdInfo, err := f.Stat() // fstat of the locked descriptor
-	if err != nil {
+func flockedInodeIsPath(fd int, path string) (bool, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil { // fstat of the locked descriptor
 		return false, fmt.Errorf("fstat %s: %w", path, err)
-	}
-	st, ok := fdInfo.Sys().(*syscall.Stat_t)
-	if !ok {
-		return false, fmt.Errorf("fstat %s: no stat_t", path)
 	}
 	if st.Nlink == 0 {
 		return false, nil
 	}
-	pathInfo, err := os.Stat(path)
+	cur, err := resolve.Lstat(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return false, nil
 		}
 		return false, fmt.Errorf("stat %s: %w", path, err)
 	}
-	a, _ := idOf(fdInfo)
-	b, ok := idOf(pathInfo)
-	return ok && a == b, nil
+	return uint64(cur.Dev) == uint64(st.Dev) && cur.Ino == st.Ino, nil
 }
 
 type flockHeld struct {
 	mu   sync.Mutex
-	f    *flock.Flock
+	fd   int
 	done bool
 }
 
@@ -113,5 +104,5 @@ func (h *flockHeld) Release() error {
 		return nil
 	}
 	h.done = true
-	return h.f.Close()
+	return unlockClose(h.fd)
 }

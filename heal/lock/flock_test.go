@@ -26,19 +26,19 @@ func heldIsPathInode(t *testing.T, h Held, path string) {
 	if !ok {
 		t.Fatalf("held is %T", h)
 	}
-	fdInfo, err := fh.f.Stat()
-	if err != nil {
+	var fdSt syscall.Stat_t
+	if err := syscall.Fstat(fh.fd, &fdSt); err != nil {
 		t.Fatal(err)
 	}
-	if n := fdInfo.Sys().(*syscall.Stat_t).Nlink; n == 0 {
+	if fdSt.Nlink == 0 {
 		t.Fatal("held inode is unlinked")
 	}
 	pathInfo, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inodeOf(t, fdInfo) != inodeOf(t, pathInfo) {
-		t.Fatalf("held inode %d, path inode %d", inodeOf(t, fdInfo), inodeOf(t, pathInfo))
+	if fdSt.Ino != inodeOf(t, pathInfo) {
+		t.Fatalf("held inode %d, path inode %d", fdSt.Ino, inodeOf(t, pathInfo))
 	}
 }
 

@@ -26,6 +26,9 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
+	"golang.org/x/sys/unix"
 )
 
 // ErrBusy: the lock is held by someone live; back off and try later.
@@ -171,10 +174,11 @@ type snapshot struct {
 // readSnapshot opens path (refusing a symlink), fstats the descriptor and
 // reads the body, so data, inode and mtime belong together.
 func readSnapshot(path string) (snapshot, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	fd, err := openLock(path, unix.O_RDONLY, 0)
 	if err != nil {
 		return snapshot{}, err
 	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
@@ -209,7 +213,7 @@ func removeIfSame(path string, want snapshot) (bool, error) {
 	if !cur.same(want) {
 		return false, nil
 	}
-	if err := os.Remove(path); err != nil {
+	if err := resolve.Unlink(path); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return false, nil
 		}
@@ -227,13 +231,14 @@ func createExcl(path string, perm os.FileMode, body []byte, faults func(op, path
 	if snap, ok, err := publish(path, perm, body, faults); ok {
 		return snap, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_CLOEXEC|syscall.O_NOFOLLOW, perm)
+	fd, err := openLock(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, uint32(perm.Perm()))
 	if err != nil {
 		return snapshot{}, err
 	}
-	if err := giveToDir(int(f.Fd()), path); err != nil {
+	f := os.NewFile(uintptr(fd), path)
+	if err := giveToDir(fd, path); err != nil {
 		f.Close()
-		_ = os.Remove(path)
+		_ = resolve.Unlink(path)
 		return snapshot{}, err
 	}
 	fi, serr := f.Stat()
@@ -244,7 +249,7 @@ func createExcl(path string, perm os.FileMode, body []byte, faults func(op, path
 		if fi != nil {
 			if id, ok := idOf(fi); ok {
 				if cur, rerr := readSnapshot(path); rerr == nil && cur.id == id {
-					_ = os.Remove(path)
+					_ = resolve.Unlink(path)
 				}
 			}
 		}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
+	"golang.org/x/sys/unix"
 )
 
 // OpenViking PathLock file names (crates/ragfs core/internal_names.rs).
@@ -181,11 +183,11 @@ func OpenViking(ctx context.Context, sid, root string, o Options) (Held, error) 
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(sid)
+	st, err := resolve.Lstat(sid)
 	if err != nil {
 		return nil, err
 	}
-	if !fi.IsDir() {
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return nil, fmt.Errorf("openviking lock: %s is not a directory", sid)
 	}
 	if root == "" {
@@ -295,7 +297,7 @@ func (l *ovLocker) conflicts() error {
 	// The session directory's own exact sidecar in its parent.
 	parent := filepath.Dir(l.sid)
 	prefix := OVExactLockPrefix + OpenVikingSafeName(filepath.Base(l.sid)) + "."
-	ents, err := os.ReadDir(parent)
+	ents, err := resolve.ReadDir(parent)
 	if err != nil {
 		return fmt.Errorf("read dir %s: %w", parent, err)
 	}
@@ -309,23 +311,38 @@ func (l *ovLocker) conflicts() error {
 		}
 	}
 	// Every lock file below sid, its own .path.ovlock included.
-	err = filepath.WalkDir(l.sid, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() {
-			return nil
-		}
+	return walkNoLinks(l.sid, func(p string, d fs.DirEntry) error {
 		name := d.Name()
 		if name != OVPathLockName && !strings.HasPrefix(name, OVExactLockPrefix) {
 			return nil
 		}
 		return l.checkAny(p, now)
 	})
-	return err
+}
+
+// walkNoLinks calls fn for every name that is not a directory below dir, in lexical order,
+// listing each directory through the resolver (a directory swapped for a symlink is not
+// entered: an error). A directory that disappears meanwhile is skipped.
+func walkNoLinks(dir string, fn func(p string, d fs.DirEntry) error) error {
+	ents, err := resolve.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			err = walkNoLinks(p, fn)
+		} else {
+			err = fn(p, e)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkAny reports a live lock file of another owner, of either kind.
@@ -400,10 +417,11 @@ func (h *OVLock) Refresh() error {
 		return fmt.Errorf("%w: %s", ErrLost, h.path)
 	}
 	body := ovToken(h.owner, h.now().UnixNano())
-	f, err := os.OpenFile(h.path, os.O_WRONLY, 0)
+	fd, err := openLock(h.path, unix.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
+	f := os.NewFile(uintptr(fd), h.path)
 	fi, err := f.Stat()
 	if err == nil {
 		if id, _ := idOf(fi); id != h.snap.id {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,7 +15,7 @@ import (
 // when the file system cannot do it (the caller falls back to O_EXCL); err is fs.ErrExist
 // (wrapped) when path exists.
 func publish(path string, perm os.FileMode, body []byte, faults func(op, path string) error) (snap snapshot, ok bool, err error) {
-	fd, err := unix.Open(filepath.Dir(path), unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(perm.Perm()))
+	fd, err := resolve.Open(filepath.Dir(path), unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
 		// EOPNOTSUPP, EISDIR (kernels before 3.11), EINVAL: no O_TMPFILE here.
 		return snapshot{}, false, nil
@@ -39,11 +40,15 @@ func publish(path string, perm os.FileMode, body []byte, faults func(op, path st
 			return snapshot{}, true, err
 		}
 	}
-	// Through /proc (no privilege needed), else by descriptor (needs CAP_DAC_READ_SEARCH).
-	err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
-	if err != nil && !errors.Is(err, unix.EEXIST) {
-		err = unix.Linkat(fd, "", unix.AT_FDCWD, path, unix.AT_EMPTY_PATH)
-	}
+	// Through /proc (no privilege needed), else by descriptor (needs CAP_DAC_READ_SEARCH);
+	// into the directory reached through the resolver.
+	err = resolve.At(path, "link", func(dfd int, name string) error {
+		err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), dfd, name, unix.AT_SYMLINK_FOLLOW)
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			err = unix.Linkat(fd, "", dfd, name, unix.AT_EMPTY_PATH)
+		}
+		return err
+	})
 	switch {
 	case errors.Is(err, unix.EEXIST):
 		return snapshot{}, true, &os.LinkError{Op: "link", Old: "O_TMPFILE", New: path, Err: err}

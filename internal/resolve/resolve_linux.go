@@ -55,3 +55,6 @@ func openBeneath(dirfd int, rel string, flags int, perm uint32) (int, error) {
 // again (off), and reports whether the walk was forced before: for the tests of kernels
 // without openat2.
 func WalkOnly(on bool) bool { return noOpenat2.Swap(on) }
+
+// statOnly opens a name only to fstat it (openat2 refuses any other flag with O_PATH).
+const statOnly = unix.O_PATH

@@ -21,3 +21,6 @@ func openBeneath(dirfd int, rel string, flags int, perm uint32) (int, error) {
 
 // WalkOnly is for the tests of kernels without openat2: here every open is a walk already.
 func WalkOnly(bool) bool { return true }
+
+// statOnly opens a name to fstat it, never blocking on a FIFO.
+const statOnly = unix.O_RDONLY | unix.O_NONBLOCK

@@ -1,0 +1,83 @@
+package resolve
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// What the lock protocols and the apps' cross-file reads do by path, through the resolver:
+// never following a symlink below a rule root, and, run as root below a root another user
+// owns, as that user (see [Open]).
+
+// Lstat stats path without following a symlink anywhere below its rule root: a final
+// symlink is reported as one (its own stat), a symlink on the way is ELOOP.
+func Lstat(path string) (syscall.Stat_t, error) {
+	var st syscall.Stat_t
+	fd, err := Open(path, statOnly, 0)
+	if err != nil {
+		return st, &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return st, &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	return st, nil
+}
+
+// Unlink removes the name path from its directory, reached through the resolver, as the
+// tree's owner when that applies.
+func Unlink(path string) error {
+	return At(path, "unlink", func(dfd int, name string) error {
+		return unix.Unlinkat(dfd, name, 0)
+	})
+}
+
+// At runs fn on path's directory (open through the resolver) and its last name, as the
+// owner of path's rule root when run as root below a root another user owns. An error is
+// reported as op's on path.
+func At(path, op string, fn func(dfd int, name string) error) error {
+	dir, name := filepath.Split(filepath.Clean(path))
+	dfd, err := Open(filepath.Clean(dir), DirSearch, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer syscall.Close(dfd)
+	_, ok, root := confinedRootOf(path)
+	if ok && root.uid > 0 && ActsAsOwner && os.Geteuid() == 0 {
+		err = AsUser(root.uid, root.gid, func() error { return fn(dfd, name) })
+	} else {
+		err = fn(dfd, name)
+	}
+	if err != nil {
+		return &os.PathError{Op: op, Path: path, Err: err}
+	}
+	return nil
+}
+
+// ReadDir lists the directory path (sorted by name), opened through the resolver.
+func ReadDir(path string) ([]fs.DirEntry, error) {
+	fd, err := Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
+}
+
+// OpenFile opens path as [Open] does, as an *os.File.
+func OpenFile(path string, flags int, perm uint32) (*os.File, error) {
+	fd, err := Open(path, flags, perm)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
