@@ -5,6 +5,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -38,7 +39,9 @@ func Coverage(cfg *policy.Config, targets []heal.Target) []RootCoverage {
 	for _, r := range cfg.Rules {
 		for _, p := range r.Paths {
 			c := RootCoverage{Rule: r.Name, Path: p, Patterns: r.Match, Files: count[key{r.Name, p}]}
-			if _, err := os.Stat(p); err != nil {
+			if err := resolve.RootRefused(p); err != nil {
+				c.Missing, c.Err, c.Files = true, err.Error(), 0
+			} else if _, err := os.Stat(p); err != nil {
 				c.Missing = true
 				if !os.IsNotExist(err) {
 					c.Err = err.Error()

@@ -4,8 +4,10 @@ package resolve
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -27,6 +29,73 @@ import (
 type confinedRoot struct {
 	given, real string // real is "" until the root exists
 	uid, gid    int    // the real root's owner when it is not root's, else -1
+	refused     error  // the root is reached through a symlink that may not lead there (evalRoot)
+}
+
+// UnsafeLinkError: a rule root reached through a symlink owned by a user (not root) that
+// leads to a directory another uid owns. Its owner may have made it to turn a rule meant
+// for their own tree on someone else's (or root's) tree: nothing below the root is opened
+// until the link is gone and the policy is loaded again. (systemd's CHASE_SAFE refuses the
+// same transitions.)
+type UnsafeLinkError struct {
+	Root, Link         string
+	LinkUID, TargetUID uint32
+}
+
+func (e *UnsafeLinkError) Error() string {
+	return fmt.Sprintf("rule root %s is reached through the symlink %s, owned by uid %d, into a directory owned by uid %d: refused (a user's link may only lead into their own tree; make the link root's or name the real directory in the policy)",
+		e.Root, e.Link, e.LinkUID, e.TargetUID)
+}
+
+// maxHops bounds the symlinks followed resolving a root, as the kernel's 40.
+const maxHops = 40
+
+// evalRoot resolves the rule root root (absolute, clean) as filepath.EvalSymlinks does, and
+// refuses every symlink on the way that is owned by neither root nor the owner of the
+// directory it leads to ([UnsafeLinkError]).
+func evalRoot(root string) (string, error) {
+	real := "/"
+	rest := strings.Split(strings.Trim(root, "/"), "/")
+	hops := 0
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			real = filepath.Dir(real)
+			continue
+		}
+		p := filepath.Join(real, c)
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return "", &os.PathError{Op: "lstat", Path: p, Err: err}
+		}
+		if st.Mode&syscall.S_IFMT != syscall.S_IFLNK {
+			real = p
+			continue
+		}
+		if hops++; hops > maxHops {
+			return "", &os.PathError{Op: "resolve", Path: root, Err: syscall.ELOOP}
+		}
+		dest, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		var tst syscall.Stat_t
+		if err := syscall.Stat(p, &tst); err != nil {
+			return "", &os.PathError{Op: "stat", Path: p, Err: err}
+		}
+		if st.Uid != 0 && st.Uid != tst.Uid {
+			return "", &UnsafeLinkError{Root: root, Link: p, LinkUID: st.Uid, TargetUID: tst.Uid}
+		}
+		if filepath.IsAbs(dest) {
+			real = "/"
+		}
+		rest = append(strings.Split(dest, "/"), rest...)
+	}
+	return real, nil
 }
 
 // ownerOf is the owner of the directory real when it is not root's, else -1, -1.
@@ -55,7 +124,11 @@ func Confine(root string) {
 		return
 	}
 	root = filepath.Clean(root)
-	real, err := filepath.EvalSymlinks(root)
+	real, err := evalRoot(root)
+	var refused *UnsafeLinkError
+	if !errors.As(err, &refused) {
+		refused = nil
+	}
 	if err != nil {
 		real = ""
 	}
@@ -71,6 +144,10 @@ func Confine(root string) {
 		confinement.byGiven[root] = r
 	}
 	setReal(r, real, uid, gid)
+	r.refused = nil
+	if refused != nil {
+		r.refused = refused
+	}
 }
 
 // setReal gives r its real path and owner (under the write lock).
@@ -117,8 +194,16 @@ func confinedRootOf(path string) (string, bool, confinedRoot) {
 		return path, false, confinedRoot{}
 	}
 	rel, _ := pathx.Rel(base, path)
+	if r.refused != nil {
+		return path, true, r
+	}
 	if r.real == "" {
-		real, err := filepath.EvalSymlinks(r.given)
+		real, err := evalRoot(r.given)
+		var unsafe *UnsafeLinkError
+		if errors.As(err, &unsafe) {
+			r.refused = unsafe
+			return path, true, r
+		}
 		if err != nil {
 			return path, true, r // the root is not there: opening below it fails as it should
 		}
@@ -156,6 +241,9 @@ var ErrForeignLink = errors.New("a hard link to a file its directory's owner doe
 // read (root's, hard-linked or left in their tree) can reach them through a heal.
 func Open(path string, flags int, perm uint32) (int, error) {
 	real, ok, root := confinedRootOf(path)
+	if root.refused != nil {
+		return -1, root.refused
+	}
 	asOwner := ok && root.uid > 0 && ActsAsOwner && os.Geteuid() == 0
 	for {
 		var fd int
@@ -203,4 +291,14 @@ func ForeignLink(path string, st *syscall.Stat_t) bool {
 		return true
 	}
 	return dst.Uid != st.Uid
+}
+
+// RootRefused is the reason the rule root root (as the policy gives it) is not used: an
+// [UnsafeLinkError] on the way to it, or nil.
+func RootRefused(root string) error {
+	_, _, r := confinedRootOf(filepath.Clean(root))
+	if r.refused != nil && r.given == filepath.Clean(root) {
+		return r.refused
+	}
+	return nil
 }
