@@ -1,11 +1,12 @@
 package jsonv
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 )
 
-// ErrTokenTooLong: a single string, number or literal of the input does not fit in the
+// ErrTokenTooLong: a single number or literal of the input does not fit in the
 // window ValidReader may hold. The input is neither accepted nor rejected.
 var ErrTokenTooLong = errors.New("jsonv: a token is longer than the streaming window")
 
@@ -15,13 +16,14 @@ var ErrTokenTooLong = errors.New("jsonv: a token is longer than the streaming wi
 const lookahead = 8
 
 // ValidReader is Valid and FirstValue for input read from r, holding only a window of it in
-// memory: a chunk of the input plus the longest token (string, number or literal), up to
-// maxWindow bytes (ErrTokenTooLong beyond). err is exactly the error Valid returns for the
+// memory: a chunk of the input plus the longest number or literal, up to maxWindow bytes
+// (ErrTokenTooLong beyond). A string is never held whole, however long (see stream.str). err is exactly the error Valid returns for the
 // whole input (nil, or an *Error with the same kind, offset and message); end is the end of the
 // first complete value (FirstValue's end) when the scan found one (err nil or ErrTrailing),
 // else the error's offset. A read error of r is returned as is.
 func ValidReader(r io.Reader, d Dialect, chunk, maxWindow int) (end int64, err error) {
-	s := &stream{r: r, chunk: max(chunk, 64), maxWindow: max(maxWindow, chunk)}
+	s := &stream{r: r, chunk: max(chunk, 64)}
+	s.maxWindow = max(maxWindow, s.chunk)
 	end, e := s.scan(d)
 	switch {
 	case s.rerr != nil:
@@ -162,6 +164,62 @@ func (s *stream) token(i int, f func(b []byte, i int) (int, *Error)) (int, *Erro
 	}
 }
 
+// str scans the string whose opening quote is at buf[i] (scanString) without holding it: a
+// string that runs past the window is scanned in pieces, each resumed at the start of the
+// unit (a byte, an escape, a UTF-8 sequence) that the window cut, so that only that unit is
+// kept. Every unit is judged exactly as one scan of the whole string would, so the result
+// and any error (offset and message, with its lookahead in the window) are the same. It
+// returns the index just past the closing quote.
+func (s *stream) str(i int, d Dialect) (int, *Error) {
+	j := i + 1 // where the scan resumes: inside the string, at the start of a unit
+	for {
+		k, e := scanString(s.buf, j, d)
+		complete := e == nil || e.Kind != ErrTruncated && e.Offset+lookahead <= int64(len(s.buf))
+		if complete || s.eof || s.rerr != nil {
+			if e != nil {
+				return k, s.rebase(e)
+			}
+			return k, nil
+		}
+		// Everything before the error's offset is valid units: resume at the last unit start.
+		keep := unitStart(s.buf[:min(int(e.Offset), len(s.buf))], j)
+		dropped, _ := s.fill(keep)
+		j = keep - dropped
+		if s.tooLong { // never with a window of a chunk: a unit is at most six bytes
+			return j, &Error{Kind: ErrSyntax, Offset: s.base + int64(j), Msg: ErrTokenTooLong.Error()}
+		}
+	}
+}
+
+// unitStart is where the last unit of the string content b[j:] that b holds whole ends (the
+// start of the one it cuts, or len(b)); b[j:] is valid string content up to its end.
+func unitStart(b []byte, j int) int {
+	for j < len(b) {
+		// Plain ASCII eight bytes at a time.
+		for j+8 <= len(b) && specialMask(binary.LittleEndian.Uint64(b[j:j+8:j+8])) == 0 {
+			j += 8
+		}
+		if j >= len(b) {
+			break
+		}
+		w := 1
+		switch c := b[j]; {
+		case c == '\\':
+			w = 2
+			if j+1 < len(b) && b[j+1] == 'u' {
+				w = 6
+			}
+		case c >= 0x80:
+			w = max(int(utf8First[c]&7), 1)
+		}
+		if j+w > len(b) {
+			return j
+		}
+		j += w
+	}
+	return len(b)
+}
+
 // scan is scan (scan.go) over the stream. It returns the end offset of the first value.
 func (s *stream) scan(d Dialect) (int64, *Error) {
 	var (
@@ -171,7 +229,6 @@ func (s *stream) scan(d Dialect) (int64, *Error) {
 		deep  *[MaxDepth/64 + 1]uint64
 		e     *Error
 	)
-	str := func(b []byte, i int) (int, *Error) { return scanString(b, i+1, d) }
 	num := func(b []byte, i int) (int, *Error) { return scanNumber(b, i, d) }
 	lit := func(word string) func(b []byte, i int) (int, *Error) {
 		return func(b []byte, i int) (int, *Error) { return literal(b, i, word, d) }
@@ -183,7 +240,7 @@ value:
 	}
 	switch s.buf[i] {
 	case '"':
-		if i, e = s.token(i, str); e != nil {
+		if i, e = s.str(i, d); e != nil {
 			return e.Offset, e
 		}
 	case '{', '[':
@@ -293,7 +350,7 @@ after:
 	return e.Offset, e
 
 key:
-	if i, e = s.token(i, str); e != nil {
+	if i, e = s.str(i, d); e != nil {
 		return e.Offset, e
 	}
 	i = s.skipWS(i)

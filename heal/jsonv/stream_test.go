@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -25,6 +26,17 @@ func checkReader(t testing.TB, b []byte, d Dialect) {
 		end, err := ValidReader(r, d, chunk, 1<<20)
 		if !reflect.DeepEqual(err, want) && !(err == nil && want == nil) {
 			t.Fatalf("%q (chunk %d): ValidReader error %v, Valid %v", b, chunk, err, want)
+		}
+		// Through the smallest window: strings are scanned in pieces; only a long number or
+		// literal may be too long.
+		var r2 io.Reader = iotest.HalfReader(bytes.NewReader(b))
+		if end2, err2 := ValidReader(r2, d, 1, 1); !errors.Is(err2, ErrTokenTooLong) {
+			if !reflect.DeepEqual(err2, want) && !(err2 == nil && want == nil) {
+				t.Fatalf("%q (window 1): ValidReader error %v, Valid %v", b, err2, want)
+			}
+			if err2 == nil && end2 != end {
+				t.Fatalf("%q (window 1): end %d, %d", b, end2, end)
+			}
 		}
 		var ve *Error
 		trailing := errors.As(want, &ve) && ve.Kind == ErrTrailing
@@ -59,12 +71,40 @@ func TestValidReaderMatchesValid(t *testing.T) {
 }
 
 func TestValidReaderTokenTooLong(t *testing.T) {
-	in := []byte(`["` + strings.Repeat("a", 4096) + `"]`)
+	in := []byte(`[` + strings.Repeat("1", 4096) + `]`)
 	if _, err := ValidReader(bytes.NewReader(in), Dialect{}, 64, 1024); !errors.Is(err, ErrTokenTooLong) {
 		t.Fatalf("err = %v, want ErrTokenTooLong", err)
 	}
 	if _, err := ValidReader(bytes.NewReader(in), Dialect{}, 64, 8192); err != nil {
 		t.Fatalf("err = %v", err)
+	}
+	// A string is never too long: it is scanned in pieces.
+	in = []byte(`["` + strings.Repeat("a", 4096) + `"]`)
+	if _, err := ValidReader(bytes.NewReader(in), Dialect{}, 64, 64); err != nil {
+		t.Fatalf("a long string: err = %v", err)
+	}
+}
+
+// A string of 16 MiB is judged through a window of 64 KiB: what ValidReader allocates stays
+// near the window, whatever the string's length (allocated bytes are counted, not time).
+func TestValidReaderLongStringNotHeld(t *testing.T) {
+	const n = 16 << 20
+	for _, unit := range []string{"a", "é", `\u00e9`, `\n`, "😀"} {
+		body := strings.Repeat(unit, n/len(unit))
+		for _, tail := range []string{`"}`, `"}` + "\n", `\x"}`, "\x01\"}", `"`} {
+			in := io.MultiReader(strings.NewReader(`{"k":"`), strings.NewReader(body), strings.NewReader(tail))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ValidReader(in, Dialect{}, 64<<10, 64<<10)
+			runtime.ReadMemStats(&after)
+			want := Valid([]byte(`{"k":"`+body+tail), Dialect{})
+			if !reflect.DeepEqual(err, want) && !(err == nil && want == nil) {
+				t.Errorf("%q…%q: ValidReader %v, Valid %v", unit, tail, err, want)
+			}
+			if a := after.TotalAlloc - before.TotalAlloc; a > 1<<20 {
+				t.Errorf("%q…%q: %d bytes allocated for a %d-byte string", unit, tail, a, n)
+			}
+		}
 	}
 }
 

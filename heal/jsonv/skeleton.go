@@ -1,0 +1,79 @@
+package jsonv
+
+import (
+	"bufio"
+	"errors"
+	"io"
+)
+
+// ErrTooLarge: a skeleton would be larger than its bound.
+var ErrTooLarge = errors.New("jsonv: skeleton larger than its bound")
+
+// Skeleton copies the valid JSON value read from r with every string whose content is longer
+// than keep bytes cut after its first units (bytes, escapes, UTF-8 sequences) reaching keep
+// bytes: the copy is a valid value of the same shape, members and short values, that a
+// checklist can parse without the bulk of a long record. It holds the copy and a read
+// buffer, never more: ErrTooLarge when the copy would pass max bytes. r must hold a valid
+// value (ValidReader first).
+func Skeleton(r io.Reader, keep, max int) ([]byte, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var out []byte
+	var (
+		inStr    bool
+		content  int  // content bytes of the current string copied
+		unitLeft int  // bytes of the current unit still to come
+		afterEsc bool // the byte after a backslash decides the escape's length
+		cut      bool // the rest of the current string is skipped
+		skipEsc  bool // skipping: the byte after a backslash
+	)
+	for {
+		c, err := br.ReadByte()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case !inStr:
+			inStr = c == '"'
+			content, unitLeft, afterEsc, cut = 0, 0, false, false
+		case cut:
+			switch {
+			case skipEsc:
+				skipEsc = false
+			case c == '\\':
+				skipEsc = true
+			case c == '"':
+				inStr = false
+				out = append(out, c)
+			}
+			continue
+		case unitLeft > 0:
+			unitLeft--
+			content++
+		case afterEsc:
+			afterEsc = false
+			if c == 'u' {
+				unitLeft = 4
+			}
+			content++
+		case c == '"':
+			inStr = false
+		case content >= keep:
+			cut, skipEsc = true, c == '\\'
+			continue
+		default:
+			content++
+			if c == '\\' {
+				afterEsc = true
+			} else if c >= 0x80 {
+				unitLeft = int(utf8First[c]&7) - 1
+			}
+		}
+		out = append(out, c)
+		if len(out) > max {
+			return nil, ErrTooLarge
+		}
+	}
+}
