@@ -134,19 +134,30 @@ func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id 
 	if err != nil || head != prev.head || window != prev.window {
 		return id, false
 	}
-	tail := make([]byte, id.Size-prev.size)
-	if n, err := f.ReadAt(tail, prev.size); (err != nil && err != io.EOF) || int64(n) != int64(len(tail)) {
-		return id, false
-	}
-	if fi2, err := f.Stat(); err != nil || !fsio.IdentityOf(fi2).Same(id) {
-		return id, false
-	}
-	if len(tail) > 0 && !AppendedValid(t, tail) {
-		return id, false
+	grown := id.Size - prev.size
+	if grown > StreamBuf {
+		// A large append is judged streaming, never held (AppendedValidAt).
+		if !AppendedValidAt(t, f, prev.size, grown) {
+			return id, false
+		}
+		if fi2, err := f.Stat(); err != nil || !fsio.IdentityOf(fi2).Same(id) {
+			return id, false
+		}
+	} else {
+		tail := make([]byte, grown)
+		if n, err := f.ReadAt(tail, prev.size); (err != nil && err != io.EOF) || int64(n) != int64(len(tail)) {
+			return id, false
+		}
+		if fi2, err := f.Stat(); err != nil || !fsio.IdentityOf(fi2).Same(id) {
+			return id, false
+		}
+		if len(tail) > 0 && !AppendedValid(t, tail) {
+			return id, false
+		}
 	}
 	next := prev
 	next.size, next.passes = id.Size, prev.passes+1
-	if len(tail) > 0 {
+	if grown > 0 {
 		next.head, next.window, _ = windowHashes(f, id.Size)
 	}
 	c.put(path, next)

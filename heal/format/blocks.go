@@ -63,10 +63,10 @@ func plainWalk(n int64, d jsonv.Dialect, walk walker) (Verdict, error) {
 	line := 0
 	var next int64 // where the next line starts
 	var fault *lineFault
-	err := walk(0, n, false, func(start int64, l []byte, terminated bool) error {
+	err := walk(0, n, false, func(start int64, l []byte, terminated bool, long *longLine) error {
 		line++
 		next = start + int64(len(l)) + 1
-		if _, _, f := judgeLine(d, start, l, terminated); f != nil {
+		if _, _, f := judgeAny(d, start, l, terminated, long); f != nil {
 			fault = f
 			return errStop
 		}
@@ -114,9 +114,9 @@ func plainBlocks(n int64, d jsonv.Dialect, workers int, block int64, held int, n
 				if skip {
 					from-- // a line of this block starts after a '\n' at from or later
 				}
-				err := walk(from, min((i+1)*block, n), skip, func(start int64, l []byte, terminated bool) error {
+				err := walk(from, min((i+1)*block, n), skip, func(start int64, l []byte, terminated bool, long *longLine) error {
 					b.lines++
-					if _, _, f := judgeLine(d, start, l, terminated); f != nil {
+					if _, _, f := judgeAny(d, start, l, terminated, long); f != nil {
 						b.fault = f
 						return errStop
 					}

@@ -35,7 +35,7 @@ func BenchmarkPlainJSONL64MiB(b *testing.B) {
 		b.Run(fmt.Sprintf("walk/buf=%dK", buf>>10), func(b *testing.B) {
 			b.SetBytes(n)
 			for b.Loop() {
-				if v, err := plainWalk(n, d, readWalker(f, n, buf, MaxLine)); err != nil || v.Status != Healthy {
+				if v, err := plainWalk(n, d, readWalker(f, n, buf, MaxLine, nil)); err != nil || v.Status != Healthy {
 					b.Fatal(v, err)
 				}
 			}
@@ -44,7 +44,7 @@ func BenchmarkPlainJSONL64MiB(b *testing.B) {
 			b.Run(fmt.Sprintf("blocks=%dK/buf=%dK", block>>10, buf>>10), func(b *testing.B) {
 				b.SetBytes(n)
 				for b.Loop() {
-					v, err := plainBlocks(n, d, 2, block, heldPerWorker, func(held int) walker { return readWalker(f, n, buf, held) })
+					v, err := plainBlocks(n, d, 2, block, heldPerWorker, func(held int) walker { return readWalker(f, n, buf, held, nil) })
 					if err != nil || v.Status != Healthy {
 						b.Fatal(v, err)
 					}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -101,15 +102,25 @@ func TestBlockWalksAgree(t *testing.T) {
 		v, err := plainWalk(n, d, memWalker(data))
 		check("memory walk", v, err)
 		for _, buf := range []int{1, 2, 7, 64, 4096} {
-			v, err := plainWalk(n, d, readWalker(bytes.NewReader(data), n, buf, MaxLine))
+			v, err := plainWalk(n, d, readWalker(bytes.NewReader(data), n, buf, MaxLine, nil))
 			check(fmt.Sprintf("read walk, buffer %d", buf), v, err)
+		}
+		// Lines longer than a small window judged streaming, never held.
+		for _, window := range []int{1, 5, 16, 64} {
+			lj := &longJudge{d: d, window: window}
+			for _, buf := range []int{1, 7, 64} {
+				v, err := plainWalk(n, d, readWalker(bytes.NewReader(data), n, buf, MaxLine, lj))
+				check(fmt.Sprintf("read walk, buffer %d, window %d", buf, window), v, err)
+			}
+			v, err := plainLines(n, d, func(held int) walker { return readWalker(bytes.NewReader(data), n, 16, held, lj) })
+			check(fmt.Sprintf("read blocks, window %d", window), v, err)
 		}
 		for _, block := range []int64{1, 3, 16, 61, 512} {
 			for _, workers := range []int{1, 2, 3} {
 				v, err := plainBlocks(n, d, workers, block, 1<<20, func(int) walker { return memWalker(data) })
 				check(fmt.Sprintf("memory blocks of %d, %d workers", block, workers), v, err)
 				buf := 1 + r.IntN(100)
-				v, err = plainBlocks(n, d, workers, block, 1<<20, func(held int) walker { return readWalker(bytes.NewReader(data), n, buf, held) })
+				v, err = plainBlocks(n, d, workers, block, 1<<20, func(held int) walker { return readWalker(bytes.NewReader(data), n, buf, held, nil) })
 				check(fmt.Sprintf("read blocks of %d, buffer %d, %d workers", block, buf, workers), v, err)
 			}
 		}
@@ -131,30 +142,40 @@ func TestBlockWalkLongLines(t *testing.T) {
 	} {
 		n := int64(len(data))
 		want := refJSONL([]byte(data))
-		_, err := plainBlocks(n, d, 2, 16, 64, func(held int) walker { return readWalker(strings.NewReader(data), n, 8, held) })
+		_, err := plainBlocks(n, d, 2, 16, 64, func(held int) walker { return readWalker(strings.NewReader(data), n, 8, held, nil) })
 		if !errors.Is(err, errHeld) && want.Status == Healthy {
 			t.Errorf("%q: a line over what a worker holds: %v, want errHeld", data, err)
 		}
-		v, err := plainWalk(n, d, readWalker(strings.NewReader(data), n, 8, MaxLine))
+		v, err := plainWalk(n, d, readWalker(strings.NewReader(data), n, 8, MaxLine, nil))
 		if err != nil || !sameVerdict(v, want) {
 			t.Errorf("%q: %+v, %v; want %+v", data, v, err, want)
 		}
 	}
 }
 
-// xsAt is a ReaderAt of "{}\n" then n bytes of 'x' (no newline), generated, never held.
-type xsAt struct{ n int64 }
+// xsAt is a ReaderAt of head, then n bytes of 'x', then tail: generated, never held.
+type xsAt struct {
+	head, tail string
+	n          int64
+}
+
+func (r xsAt) size() int64 { return int64(len(r.head)) + r.n + int64(len(r.tail)) }
 
 func (r xsAt) ReadAt(p []byte, off int64) (int, error) {
-	size := 3 + r.n
+	size := r.size()
 	if off >= size {
 		return 0, io.EOF
 	}
 	k := int(min(int64(len(p)), size-off))
+	h, x := int64(len(r.head)), int64(len(r.head))+r.n
 	for i := range p[:k] {
-		p[i] = 'x'
-		if o := off + int64(i); o < 3 {
-			p[i] = "{}\n"[o]
+		switch o := off + int64(i); {
+		case o < h:
+			p[i] = r.head[o]
+		case o < x:
+			p[i] = 'x'
+		default:
+			p[i] = r.tail[o-x]
 		}
 	}
 	if k < len(p) {
@@ -163,10 +184,29 @@ func (r xsAt) ReadAt(p []byte, off int64) (int, error) {
 	return k, nil
 }
 
+// A line longer than MaxLine is judged streaming, never held: a valid record is healthy, a
+// line of garbage is damage at its start; what is allocated stays near the line window,
+// whatever the line's length (bytes allocated are counted, not time).
 func TestStreamVerdictLineOverMaxLine(t *testing.T) {
-	src := xsAt{n: MaxLine + 2*StreamBuf}
-	if _, _, err := StreamVerdict(src, 0, 3+src.n, plain{jsonl: true}); err != ErrNoStream {
-		t.Fatalf("StreamVerdict of a line over MaxLine: %v, want ErrNoStream", err)
+	for _, c := range []struct {
+		src  xsAt
+		want Verdict
+	}{
+		{xsAt{head: "{}\n{\"a\":\"", n: MaxLine + 2*StreamBuf, tail: "\"}\n{}\n"}, OK()},
+		{xsAt{head: "{}\n{\"a\":\"", n: MaxLine + 2*StreamBuf, tail: "\"}"}, Damage(KindTruncated, 3+MaxLine+2*StreamBuf+8, "last line 2 has no terminating newline")},
+		{xsAt{head: "{}\n", n: MaxLine + 2*StreamBuf}, Damage(KindTruncated, 3, "torn last line 2: syntax at offset 0: invalid character 'x' looking for beginning of value")},
+		{xsAt{head: "{}\n[\"", n: MaxLine, tail: "\"]\n"}, Damage(KindMalformedRecord, 3, "line 2: %v", ErrNotObject)},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		v, _, err := StreamVerdict(c.src, 0, c.src.size(), plain{jsonl: true})
+		runtime.ReadMemStats(&after)
+		if err != nil || !sameVerdict(v, c.want) {
+			t.Errorf("%q…%q: %+v, %v; want %+v", c.src.head, c.src.tail, v, err, c.want)
+		}
+		if a := after.TotalAlloc - before.TotalAlloc; a > 4*LineWindow {
+			t.Errorf("%q…%q: %d bytes allocated for a %d-byte line", c.src.head, c.src.tail, a, c.src.n)
+		}
 	}
 }
 

@@ -13,8 +13,9 @@ import (
 // memory is walked without a copy.
 
 // lineFunc is called for each line (without its '\n') starting at start; terminated says a
-// '\n' ended it. A non-nil error ends the walk and is returned by it.
-type lineFunc func(start int64, line []byte, terminated bool) error
+// '\n' ended it. A line longer than its walker's window (longJudge) is not held: line is
+// nil and long says what it is. A non-nil error ends the walk and is returned by it.
+type lineFunc func(start int64, line []byte, terminated bool, long *longLine) error
 
 // tailStep is how far past a walk's limit its first read there goes: only the end of the
 // line the limit cuts is wanted. Each further read doubles it, up to the buffer.
@@ -86,9 +87,9 @@ func memWalker(data []byte) walker {
 		for i < lim {
 			k := bytes.IndexByte(data[i:], '\n')
 			if k < 0 {
-				return fn(int64(i), data[i:len(data):len(data)], false)
+				return fn(int64(i), data[i:len(data):len(data)], false, nil)
 			}
-			if err := fn(int64(i), data[i:i+k:i+k], true); err != nil {
+			if err := fn(int64(i), data[i:i+k:i+k], true, nil); err != nil {
 				return err
 			}
 			i += k + 1
@@ -101,7 +102,10 @@ func memWalker(data []byte) walker {
 // from walk to walk. A line longer than the buffer grows it, up to maxHeld bytes: a longer
 // line is errHeld when maxHeld < MaxLine, else [ErrNoStream]. A read that ends before end
 // (the file shrank) ends the bytes there; any other read error ends the walk.
-func readWalker(r io.ReaderAt, end int64, block, maxHeld int) walker {
+//
+// With lj, a line that fills a buffer of lj.window bytes is not held further: it is judged
+// from r streaming (judgeLong) and handed to fn as a *longLine.
+func readWalker(r io.ReaderAt, end int64, block, maxHeld int, lj *longJudge) walker {
 	buf := make([]byte, min(int64(block), max(end, 1)))
 	return func(from, limit int64, skip bool, fn lineFunc) error {
 		end := end
@@ -128,14 +132,14 @@ func readWalker(r io.ReaderAt, end int64, block, maxHeld int) walker {
 					break
 				}
 				e := ls + seen + k
-				if err := fn(start, buf[ls:e:e], true); err != nil {
+				if err := fn(start, buf[ls:e:e], true, nil); err != nil {
 					return err
 				}
 				ls, seen = e+1, 0
 			}
 			if pos+int64(have) >= end {
 				if start := pos + int64(ls); !skip && ls < have && start < limit {
-					return fn(start, buf[ls:have:have], false)
+					return fn(start, buf[ls:have:have], false, nil)
 				}
 				return nil
 			}
@@ -150,14 +154,35 @@ func readWalker(r io.ReaderAt, end int64, block, maxHeld int) walker {
 				n := copy(buf, buf[ls:have])
 				pos += int64(ls)
 				have, ls = n, 0
-				if have == len(buf) {
+				if have == len(buf) && lj != nil && have >= lj.window {
+					// A long line: judged from the file, never held; the walk goes on after it.
+					start := pos
+					if start >= limit {
+						return nil
+					}
+					ll, err := lj.judgeLong(r, start, end)
+					if err != nil {
+						return err
+					}
+					if err := fn(start, nil, ll.terminated, ll); err != nil {
+						return err
+					}
+					pos, have, ls, seen = start+ll.n+1, 0, 0, 0
+					if !ll.terminated || pos >= end || pos >= limit {
+						return nil // the next line (if any) is another walk's
+					}
+				} else if have == len(buf) {
 					if have > MaxLine {
 						return ErrNoStream
 					}
 					if maxHeld < MaxLine && have >= maxHeld {
 						return errHeld
 					}
-					nb := make([]byte, min(2*len(buf), maxHeld+1, MaxLine+1))
+					size := min(2*len(buf), maxHeld+1, MaxLine+1)
+					if lj != nil {
+						size = min(size, max(lj.window, len(buf)+1))
+					}
+					nb := make([]byte, size)
 					copy(nb, buf[:have])
 					buf = nb
 				}

@@ -34,7 +34,7 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 		return Verdict{}, fsio.Identity{}, err
 	}
 	defer f.Close()
-	v := judgeLines(p, path, id.Size, func(maxHeld int) walker { return readWalker(f, id.Size, StreamBuf, maxHeld) })
+	v := judgeLines(p, path, id.Size, func(maxHeld int, lj *longJudge) walker { return readWalker(f, id.Size, StreamBuf, maxHeld, lj) })
 	if !fsio.StillSame(f, id) {
 		return Verdict{}, id, fsio.ErrChanged
 	}
@@ -44,16 +44,21 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 // StreamLines judges a JSONL file read from r as [Inspect] does (without a last-good copy),
 // applying a [RecordChecker]'s checklist record by record. A read error ends the file there.
 func StreamLines(r *bufio.Reader, p Profile) Verdict {
-	return judgeRecords(p, "", func(fn lineFunc) error { return EachLine(r, fn) })
+	return judgeRecords(p, "", func(fn lineFunc) error {
+		return EachLine(r, func(start int64, line []byte, terminated bool) error { return fn(start, line, terminated, nil) })
+	})
 }
 
 // judgeLines is StreamLines of the n bytes newWalker's walkers walk, of the file at path: a
-// profile without a record checklist is judged on several CPUs (plainLines).
-func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int) walker) Verdict {
+// profile without a record checklist is judged on several CPUs (plainLines). A line longer
+// than LineWindow is judged streaming, never held (its record's skeleton read by the
+// checklist).
+func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int, lj *longJudge) walker) Verdict {
 	_, rc := p.(RecordChecker)
 	_, sc := p.(SequenceChecker)
+	lj := &longJudge{d: p.Dialect(), window: LineWindow, skel: rc || sc}
 	if !rc && !sc {
-		v, err := plainLines(n, p.Dialect(), newWalker)
+		v, err := plainLines(n, p.Dialect(), func(held int) walker { return newWalker(held, lj) })
 		var tl *tooLong
 		switch {
 		case errors.As(err, &tl):
@@ -63,7 +68,7 @@ func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int) wal
 		}
 		return v
 	}
-	walk := newWalker(MaxLine)
+	walk := newWalker(MaxLine, lj)
 	return judgeRecords(p, path, func(fn lineFunc) error { return walk(0, n, false, fn) })
 }
 
@@ -80,10 +85,13 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 	n, records := 0, 0
 	var schema *Verdict // the first checklist problem; syntax damage anywhere is reported first
 	var stop Verdict    // the damage that ended the walk
-	err := each(func(off int64, line []byte, terminated bool) error {
+	err := each(func(off int64, line []byte, terminated bool, long *longLine) error {
 		n++
 		next = off + int64(len(line)) + 1
-		body, blank, f := judgeLine(d, off, line, terminated)
+		if long != nil {
+			next = off + long.n + 1
+		}
+		body, blank, f := judgeAny(d, off, line, terminated, long)
 		switch {
 		case blank:
 			return nil
@@ -159,7 +167,8 @@ func StreamVerdict(f io.ReaderAt, off, size int64, p Profile) (v Verdict, firstE
 	}
 	sr := io.NewSectionReader(f, off, n)
 	if p.JSONL() {
-		v, err := plainLines(n, p.Dialect(), func(maxHeld int) walker { return readWalker(sr, n, StreamBuf, maxHeld) })
+		lj := &longJudge{d: p.Dialect(), window: LineWindow}
+		v, err := plainLines(n, p.Dialect(), func(maxHeld int) walker { return readWalker(sr, n, StreamBuf, maxHeld, lj) })
 		if errors.Is(err, ErrNoStream) {
 			err = ErrNoStream
 		}
@@ -271,4 +280,38 @@ func AppendedValid(p Profile, tail []byte) bool {
 		return true
 	})
 	return ok
+}
+
+// AppendedValidAt is [AppendedValid] of the n bytes of r at off, read streaming: a line is
+// held up to LineWindow, a longer one judged from r (its record's skeleton read by the
+// checklist), so an append of any size is judged in bounded memory.
+func AppendedValidAt(p Profile, r io.ReaderAt, off, n int64) bool {
+	return appendedValidAt(p, r, off, n, LineWindow)
+}
+
+func appendedValidAt(p Profile, r io.ReaderAt, off, n int64, window int) bool {
+	if n == 0 {
+		return true
+	}
+	last := make([]byte, 1)
+	if _, err := r.ReadAt(last, off+n-1); err != nil || last[0] != '\n' {
+		return false
+	}
+	rc, _ := p.(RecordChecker)
+	d := p.Dialect()
+	lj := &longJudge{d: d, window: window, skel: rc != nil}
+	walk := readWalker(io.NewSectionReader(r, off, n), n, min(StreamBuf, window), MaxLine, lj)
+	err := walk(0, n, false, func(start int64, line []byte, terminated bool, long *longLine) error {
+		body, blank, f := judgeAny(d, start, line, terminated, long)
+		switch {
+		case blank:
+			return nil
+		case f != nil:
+			return errStop
+		case rc != nil && !rc.AppendedOK(body):
+			return errStop
+		}
+		return nil
+	})
+	return err == nil
 }

@@ -16,7 +16,10 @@ var ErrTooLarge = errors.New("jsonv: skeleton larger than its bound")
 // buffer, never more: ErrTooLarge when the copy would pass max bytes. r must hold a valid
 // value (ValidReader first).
 func Skeleton(r io.Reader, keep, max int) ([]byte, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 64<<10)
+	}
 	var out []byte
 	var (
 		inStr    bool

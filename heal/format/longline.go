@@ -1,0 +1,177 @@
+package format
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// Long lines. A JSONL line longer than LineWindow is never held: the walker judges it from
+// the file, streaming (judgeLong), exactly as judgeLine judges a line it holds, and hands
+// its record checklist a skeleton of it (jsonv.Skeleton: every string over SkeletonString
+// bytes cut to its first units). A checklist reads a record's members, never the whole of
+// a string that long (a tool's output, an image's base64).
+const (
+	LineWindow     = 8 << 20  // a longer line is judged streaming
+	SkeletonString = 1 << 20  // a longer string is cut in a long record's skeleton
+	maxSkeleton    = 16 << 20 // a long record whose skeleton would be larger cannot be judged
+)
+
+// longJudge is what a walker needs to judge a line longer than window streaming; nil in a
+// walker that holds every line (up to MaxLine).
+type longJudge struct {
+	d      jsonv.Dialect
+	window int  // LineWindow (smaller in tests)
+	skel   bool // the lines' records are read by a checklist: make their skeletons
+}
+
+// longLine is a line judged streaming: n bytes from its start (its '\n' not counted), and
+// what judgeLine would say of it. skel is the skeleton of its record when asked for.
+type longLine struct {
+	n          int64
+	terminated bool
+	blank      bool
+	fault      *lineFault
+	skel       []byte
+}
+
+// errTooBig: a record too large to judge streaming (its skeleton is over maxSkeleton).
+var errTooBig = errors.New("record too large to judge")
+
+// judgeLong judges the line starting at start of r (which ends at end) as judgeLine would,
+// reading it through a window of StreamBuf bytes. A number or literal over MaxLine, or a
+// record's skeleton over maxSkeleton, is ErrNoStream.
+func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, error) {
+	// Where the line ends.
+	ll := &longLine{}
+	buf := make([]byte, min(int64(StreamBuf), max(end-start, 1), 64<<10))
+	pos := start
+	for pos < end {
+		k, err := r.ReadAt(buf[:min(int64(len(buf)), end-pos)], pos)
+		if i := bytes.IndexByte(buf[:k], '\n'); i >= 0 {
+			pos += int64(i)
+			ll.terminated = true
+			break
+		}
+		pos += int64(k)
+		if err == io.EOF || k == 0 {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	ll.n = pos - start
+	// The body: without a final '\r'.
+	body := ll.n
+	if body > 0 {
+		if _, err := r.ReadAt(buf[:1], start+body-1); err != nil {
+			return nil, err
+		}
+		if buf[0] == '\r' {
+			body--
+		}
+	}
+	// Buffers no larger than the line (a small window in tests makes many short long lines).
+	bufSize := int(min(int64(StreamBuf), body+1))
+	first, err := firstNonSpace(io.NewSectionReader(r, start, body), min(64<<10, bufSize))
+	if err != nil {
+		return nil, err
+	}
+	if first < 0 {
+		ll.blank = true
+		return ll, nil
+	}
+	_, verr := jsonv.ValidReader(io.NewSectionReader(r, start, body), lj.d, bufSize, MaxLine)
+	if errors.Is(verr, jsonv.ErrTokenTooLong) {
+		return nil, ErrNoStream
+	}
+	var je *jsonv.Error
+	if verr != nil && !errors.As(verr, &je) {
+		return nil, verr // a read error
+	}
+	if verr == nil && first != '{' {
+		verr = ErrNotObject
+	}
+	switch {
+	case verr != nil && !ll.terminated:
+		ll.fault = &lineFault{KindTruncated, start, "torn last line %d: %v", verr}
+	case verr != nil:
+		if je != nil && je.Kind == jsonv.ErrInvalidUTF8 {
+			ll.fault = &lineFault{KindInvalidUTF8, start + je.Offset, "line %d: %s", je.Msg}
+		} else {
+			ll.fault = &lineFault{KindMalformedRecord, start, "line %d: %v", verr}
+		}
+	case !ll.terminated:
+		ll.fault = &lineFault{KindTruncated, start + ll.n, "last line %d has no terminating newline", nil}
+	}
+	if ll.fault == nil && lj.skel {
+		br := bufio.NewReaderSize(io.NewSectionReader(r, start, body), min(64<<10, bufSize))
+		ll.skel, err = jsonv.Skeleton(br, SkeletonString, maxSkeleton)
+		if errors.Is(err, jsonv.ErrTooLarge) {
+			return nil, fmt.Errorf("%w: %w", ErrNoStream, errTooBig)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return ll, nil
+}
+
+// firstNonSpace is the first byte of r after what bytes.TrimSpace trims (-1: none).
+func firstNonSpace(r io.Reader, size int) (int, error) {
+	buf := make([]byte, max(size, 8))
+	var carry []byte
+	for {
+		k, err := r.Read(buf[len(carry):])
+		copy(buf, carry)
+		b := buf[:len(carry)+k]
+		carry = nil
+		for i := 0; i < len(b); {
+			c := b[i]
+			if c < utf8.RuneSelf {
+				if !asciiSpace[c] {
+					return int(c), nil
+				}
+				i++
+				continue
+			}
+			if !utf8.FullRune(b[i:]) && err == nil {
+				carry = append([]byte(nil), b[i:]...)
+				break
+			}
+			rn, size := utf8.DecodeRune(b[i:])
+			if !unicode.IsSpace(rn) {
+				return int(c), nil
+			}
+			i += size
+		}
+		if err == io.EOF {
+			if len(carry) > 0 {
+				return int(carry[0]), nil
+			}
+			return -1, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// asciiSpace is bytes.TrimSpace's ASCII set.
+var asciiSpace = [256]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
+
+// judgeAny is judgeLine of a line held, or what judgeLong found of a long one (body is then
+// its record's skeleton, when one was asked for).
+func judgeAny(d jsonv.Dialect, off int64, line []byte, terminated bool, long *longLine) (body []byte, blank bool, f *lineFault) {
+	if long != nil {
+		return long.skel, long.blank, long.fault
+	}
+	return judgeLine(d, off, line, terminated)
+}

@@ -1,0 +1,65 @@
+package format
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// recChecker is a JSONL profile with a record checklist: a record holding "bad" is refused.
+type recChecker struct{ plain }
+
+func (recChecker) Plain() bool { return false }
+func (recChecker) RecordProblem(rec []byte, _ bool) string {
+	if bytes.Contains(rec, []byte(`"bad"`)) {
+		return "a bad record"
+	}
+	return ""
+}
+func (recChecker) NoRecords() Verdict         { return OK() }
+func (recChecker) AppendedOK(rec []byte) bool { return !bytes.Contains(rec, []byte(`"bad"`)) }
+
+// genTail is genLines with some records the checklist refuses.
+func genTail(r *rand.Rand) []byte {
+	data := genLines(r, 1+r.IntN(20), r.IntN(3) == 0)
+	if r.IntN(3) == 0 {
+		data = append(data, []byte(`{"bad":"`+strings.Repeat("z", r.IntN(40))+`"}`+"\n")...)
+	}
+	return data
+}
+
+// Lines longer than the window, judged streaming with their records' skeletons, give the
+// verdict of a walk that holds them: for the whole file (judgeLines) and for an append
+// (AppendedValid).
+func TestLongLinesJudgedAsHeld(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 4))
+	p := recChecker{plain{jsonl: true}}
+	for iter := 0; iter < 300; iter++ {
+		data := genTail(r)
+		n := int64(len(data))
+		want := judgeRecords(p, "", func(fn lineFunc) error { return memWalker(data)(0, n, false, fn) })
+		wantApp := len(data) > 0 && AppendedValid(p, data)
+		for _, window := range []int{1, 4, 16, 64, 1 << 20} {
+			v := judgeLines(p, "", n, func(held int, lj *longJudge) walker {
+				small := *lj
+				small.window = window
+				return readWalker(bytes.NewReader(data), n, min(16, window), held, &small)
+			})
+			if !sameVerdict(v, want) {
+				t.Fatalf("window %d, %q:\n got %+v\nwant %+v", window, data, v, want)
+			}
+			if len(data) > 0 {
+				if got := appendedValidAt(p, bytes.NewReader(data), 0, n, window); got != wantApp {
+					t.Fatalf("appended, window %d, %q: %v, want %v", window, data, got, wantApp)
+				}
+				// At an offset, after the bytes already checked.
+				pre := []byte(fmt.Sprintf("{\"pre\":%d}\n", iter))
+				if got := appendedValidAt(p, bytes.NewReader(append(pre, data...)), int64(len(pre)), n, window); got != wantApp {
+					t.Fatalf("appended at %d, window %d, %q: %v, want %v", len(pre), window, data, got, wantApp)
+				}
+			}
+		}
+	}
+}
