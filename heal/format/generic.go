@@ -72,7 +72,19 @@ type ValidLines struct {
 func (c ValidLines) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 	h := sha256.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, h), StreamBuf)
-	err := EachLine(io.NewSectionReader(src, 0, c.Size), func(_ int64, line []byte, _ bool) error {
+	// A line longer than LineWindow is judged and copied from src, never held.
+	lj := &longJudge{d: c.Profile.Dialect(), window: lineWindow}
+	walk := readWalker(src, c.Size, min(StreamBuf, lineWindow), MaxLine, lj)
+	err := walk(0, c.Size, false, func(start int64, line []byte, _ bool, long *longLine) error {
+		if long != nil {
+			if !long.record {
+				return nil
+			}
+			if _, err := io.Copy(bw, io.NewSectionReader(src, start, long.n)); err != nil {
+				return err
+			}
+			return bw.WriteByte('\n')
+		}
 		if !ValidRecord(c.Profile, line) {
 			return nil
 		}

@@ -23,6 +23,10 @@ const (
 	maxSkeleton    = 16 << 20 // a long record whose skeleton would be larger cannot be judged
 )
 
+// lineWindow is LineWindow, made smaller by tests (never in parallel ones) so that short
+// lines take the long lines' way.
+var lineWindow = LineWindow
+
 // longJudge is what a walker needs to judge a line longer than window streaming; nil in a
 // walker that holds every line (up to MaxLine).
 type longJudge struct {
@@ -34,9 +38,11 @@ type longJudge struct {
 // longLine is a line judged streaming: n bytes from its start (its '\n' not counted), and
 // what judgeLine would say of it. skel is the skeleton of its record when asked for.
 type longLine struct {
-	n          int64
+	n          int64 // the line's length
+	body       int64 // ... without a final '\r'
 	terminated bool
 	blank      bool
+	record     bool // the body is a valid object record (ValidRecord), whether terminated or not
 	fault      *lineFault
 	skel       []byte
 }
@@ -78,6 +84,7 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 			body--
 		}
 	}
+	ll.body = body
 	// Buffers no larger than the line (a small window in tests makes many short long lines).
 	bufSize := int(min(int64(StreamBuf), body+1))
 	first, err := firstNonSpace(io.NewSectionReader(r, start, body), min(64<<10, bufSize))
@@ -99,6 +106,7 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 	if verr == nil && first != '{' {
 		verr = ErrNotObject
 	}
+	ll.record = verr == nil
 	switch {
 	case verr != nil && !ll.terminated:
 		ll.fault = &lineFault{KindTruncated, start, "torn last line %d: %v", verr}

@@ -56,7 +56,7 @@ func StreamLines(r *bufio.Reader, p Profile) Verdict {
 func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int, lj *longJudge) walker) Verdict {
 	_, rc := p.(RecordChecker)
 	_, sc := p.(SequenceChecker)
-	lj := &longJudge{d: p.Dialect(), window: LineWindow, skel: rc || sc}
+	lj := &longJudge{d: p.Dialect(), window: lineWindow, skel: rc || sc}
 	if !rc && !sc {
 		v, err := plainLines(n, p.Dialect(), func(held int) walker { return newWalker(held, lj) })
 		var tl *tooLong
@@ -167,8 +167,8 @@ func StreamVerdict(f io.ReaderAt, off, size int64, p Profile) (v Verdict, firstE
 	}
 	sr := io.NewSectionReader(f, off, n)
 	if p.JSONL() {
-		lj := &longJudge{d: p.Dialect(), window: LineWindow}
-		v, err := plainLines(n, p.Dialect(), func(maxHeld int) walker { return readWalker(sr, n, StreamBuf, maxHeld, lj) })
+		lj := &longJudge{d: p.Dialect(), window: lineWindow}
+		v, err := plainLines(n, p.Dialect(), func(maxHeld int) walker { return readWalker(sr, n, min(StreamBuf, lineWindow), maxHeld, lj) })
 		if errors.Is(err, ErrNoStream) {
 			err = ErrNoStream
 		}
@@ -286,7 +286,7 @@ func AppendedValid(p Profile, tail []byte) bool {
 // held up to LineWindow, a longer one judged from r (its record's skeleton read by the
 // checklist), so an append of any size is judged in bounded memory.
 func AppendedValidAt(p Profile, r io.ReaderAt, off, n int64) bool {
-	return appendedValidAt(p, r, off, n, LineWindow)
+	return appendedValidAt(p, r, off, n, lineWindow)
 }
 
 func appendedValidAt(p Profile, r io.ReaderAt, off, n int64, window int) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"io"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -94,9 +95,26 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	)
 	res.SalvPrefix = true
 	var err error
-	r := io.TeeReader(io.NewSectionReader(f, 0, size), io.MultiWriter(ws...))
+	// One read of the original feeds every writer in order (teeAt), however the walk reads.
+	ta := &teeAt{r: io.NewSectionReader(f, 0, size), w: io.MultiWriter(ws...)}
 	if p.JSONL() {
-		err = EachLine(r, func(start int64, line []byte, terminated bool) error {
+		// A line longer than LineWindow is judged from the file, never held: its bytes are
+		// hashed from the file, and it is compared with the candidates' long lines by hash.
+		longKept := make([]map[[sha256.Size]byte]bool, len(cands))
+		for i, c := range cands {
+			longKept[i] = map[[sha256.Size]byte]bool{}
+			for _, l := range Split(c.Data, p) {
+				if k := bytes.TrimRight(l.Raw, "\r"); len(k) > lineWindow/2 {
+					longKept[i][sha256.Sum256(k)] = true
+				}
+			}
+		}
+		lj := &longJudge{d: p.Dialect(), window: lineWindow}
+		walk := readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj)
+		err = walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
+			if long != nil {
+				return surveyLong(&res, f, start, long, cands, longKept, salvLines, &droppedBefore)
+			}
 			ll := int64(len(line))
 			if terminated {
 				ll++
@@ -138,8 +156,11 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 			}
 			return nil
 		})
+		if err == nil {
+			err = ta.through(size)
+		}
 	} else {
-		_, err = io.CopyBuffer(io.Discard, r, make([]byte, StreamBuf))
+		err = ta.through(size)
 	}
 	if err != nil {
 		return SurveyResult{}, err
@@ -178,4 +199,116 @@ func JSONRecords(f fsio.FirstNonWS) int {
 		return 1
 	}
 	return 0
+}
+
+// surveyLong is Survey's measure of a line too long to hold (judged streaming): its bytes
+// are read again from f for the salvage's hash and its key's; a torn one is counted lost
+// (its whole version is not searched for in the salvage, nor in the candidates).
+func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, cands []*SurveyCand, longKept []map[[sha256.Size]byte]bool, salvLines hash.Hash, droppedBefore *bool) error {
+	ll := long.n
+	if long.terminated {
+		ll++
+	}
+	if start == 0 && long.n >= 3 {
+		first, err := firstNonSpace(io.NewSectionReader(f, 3, max(long.body, 3)-3), 64<<10)
+		if err != nil {
+			return err
+		}
+		res.Line1Blank = first < 0
+	}
+	if long.record {
+		res.SalvKeep++
+		res.SalvSize += long.n + 1
+		if _, err := io.Copy(salvLines, io.NewSectionReader(f, start, long.n)); err != nil {
+			return err
+		}
+		salvLines.Write([]byte{'\n'})
+		if *droppedBefore || !long.terminated {
+			res.SalvPrefix = false
+		}
+	} else {
+		*droppedBefore = true
+	}
+	if long.blank {
+		return nil
+	}
+	res.Total++
+	if !long.record {
+		res.SalvLost++
+		res.SalvLostBytes += ll
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	// The key: the line without its trailing '\r's, hashed from f.
+	keyN := long.n
+	var b [64]byte
+	for keyN > 0 {
+		k := min(keyN, int64(len(b)))
+		if _, err := f.ReadAt(b[:k], start+keyN-k); err != nil && err != io.EOF {
+			return err
+		}
+		t := bytes.TrimRight(b[:k], "\r")
+		keyN -= k - int64(len(t))
+		if len(t) > 0 {
+			break
+		}
+	}
+	kh := sha256.New()
+	if _, err := io.Copy(kh, io.NewSectionReader(f, start, keyN)); err != nil {
+		return err
+	}
+	var key [sha256.Size]byte
+	kh.Sum(key[:0])
+	for i, c := range cands {
+		if longKept[i][key] {
+			continue
+		}
+		c.Lost++
+		c.LostBytes += ll
+	}
+	return nil
+}
+
+// teeAt is a ReaderAt that writes every byte of r to w once, in order, as reads reach it
+// (a read past what was written first writes the gap); through writes the rest up to n.
+type teeAt struct {
+	r    io.ReaderAt
+	w    io.Writer
+	done int64 // bytes written to w
+	err  error
+}
+
+func (t *teeAt) ReadAt(p []byte, off int64) (int, error) {
+	if off > t.done {
+		if err := t.through(off); err != nil {
+			return 0, err
+		}
+	}
+	k, err := t.r.ReadAt(p, off)
+	if end := off + int64(k); end > t.done && t.err == nil {
+		if _, werr := t.w.Write(p[t.done-off : k]); werr != nil {
+			t.err = werr
+		}
+		t.done = end
+	}
+	if t.err != nil {
+		return k, t.err
+	}
+	return k, err
+}
+
+// through writes to w the bytes of r up to n not written yet.
+func (t *teeAt) through(n int64) error {
+	if t.err != nil {
+		return t.err
+	}
+	if n > t.done {
+		k, err := io.CopyBuffer(t.w, io.NewSectionReader(t.r, t.done, n-t.done), make([]byte, min(n-t.done, StreamBuf)))
+		t.done += k
+		if err != nil {
+			t.err = err
+		}
+	}
+	return t.err
 }
