@@ -13,8 +13,10 @@ import (
 	"time"
 )
 
-// healrss: heal peak RSS by size. A damaged JSONL file (torn last line) and a damaged JSON
-// document (trailing garbage) of 1, 16 and 200 MB are healed by `sessionmedic heal` (the CLI)
+// healrss: heal peak RSS by size. A damaged JSONL file (torn last line), a damaged JSON
+// document (trailing garbage) and a JSONL file whose one record is the whole size (a line
+// never held: judged and copied streaming), with a torn last line, of 1, 16 and 200 MB are
+// healed by `sessionmedic heal` (the CLI)
 // and by `sessionmedic run` (the daemon, the file appearing in a watched directory); the
 // figure is the process's peak RSS (VmHWM). -quick stops at 16 MB.
 func (b *bench) healrss(ctx context.Context) ([]Row, error) {
@@ -28,9 +30,13 @@ func (b *bench) healrss(ctx context.Context) ([]Row, error) {
 	}
 	const bound = 128 << 20
 	var rows []Row
-	for _, format := range []string{"jsonl", "json"} {
+	for _, format := range []string{"jsonl", "json", "longline"} {
+		ext := format
+		if format == "longline" {
+			ext = "jsonl"
+		}
 		for _, size := range sizes {
-			src := filepath.Join(dir, fmt.Sprintf("damaged-%d.%s", size, format))
+			src := filepath.Join(dir, fmt.Sprintf("damaged-%d-%s.%s", size, format, ext))
 			if err := writeDamaged(src, format, size); err != nil {
 				return nil, err
 			}
@@ -38,15 +44,16 @@ func (b *bench) healrss(ctx context.Context) ([]Row, error) {
 				var m healRun
 				var err error
 				if mode == "cli" {
-					m, err = b.healCLI(ctx, dir, src, format)
+					m, err = b.healCLI(ctx, dir, src, ext)
 				} else {
-					m, err = b.healDaemon(ctx, dir, src, format)
+					m, err = b.healDaemon(ctx, dir, src, ext)
 				}
 				if err != nil {
 					os.Remove(src)
 					return nil, fmt.Errorf("%s %s %s: %w", mode, fmtBytes(size), format, err)
 				}
-				what := map[string]string{"jsonl": "JSONL, torn last line", "json": "JSON, trailing garbage"}[format]
+				what := map[string]string{"jsonl": "JSONL, torn last line", "json": "JSON, trailing garbage",
+					"longline": "JSONL of one record that long, torn last line"}[format]
 				r := Row{
 					Workload:     "healrss",
 					Goal:         fmt.Sprintf("peak RSS healing a %s %s (%s)", fmtMB(size), what, mode),
@@ -91,13 +98,21 @@ func writeDamaged(path, format string, size int64) error {
 		}
 		return fmt.Sprintf(`{"role":%q,"content":"message %d: %s","ts":%d}`, role, i, strings.Repeat("lorem ipsum dolor sit amet ", 6), 1700000000+i)
 	}
-	if format == "jsonl" {
+	switch format {
+	case "longline":
+		w.WriteString(`{"role":"tool","content":"`)
+		for n < size {
+			k, _ := w.WriteString(strings.Repeat("lorem ipsum dolor sit amet ", 1<<10))
+			n += int64(k)
+		}
+		w.WriteString(`"}` + "\n" + `{"role":"user","content":"torn`)
+	case "jsonl":
 		for i := 0; n < size; i++ {
 			k, _ := w.WriteString(rec(i) + "\n")
 			n += int64(k)
 		}
 		w.WriteString(`{"role":"user","content":"torn`)
-	} else {
+	default:
 		k, _ := w.WriteString(`{"messages":[`)
 		n += int64(k)
 		for i := 0; n < size; i++ {
