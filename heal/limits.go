@@ -13,7 +13,7 @@ const (
 	streamThreshold = 32 << 20
 	planLimit       = 256 << 20
 	streamBuf       = format.StreamBuf
-	maxLine         = format.MaxLine // a longer record is reported, not held
+	maxLine         = format.MaxLine // a longer number is not judged streaming
 )
 
 func tooLargeToPlan(size int64) string {

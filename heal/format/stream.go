@@ -12,14 +12,16 @@ import (
 
 // Streaming validation keeps memory bounded whatever the file's size: a JSONL file is read a
 // block at a time into one reused buffer per worker (a line longer than the block is held
-// whole, up to MaxLine); a JSON document holds one chunk and its longest token.
+// whole up to LineWindow, and a longer one judged from the file, see longline.go); a JSON
+// document holds one chunk and its longest number (a string is never held whole).
 const (
 	StreamBuf = 1 << 20  // the block (or chunk) read at a time
-	MaxLine   = 64 << 20 // a longer record is reported, not held
+	MaxLine   = 64 << 20 // the longest line a walker without a long-line judge holds, and the longest number or literal
 )
 
-// ErrNoStream: the file cannot be judged streaming (a record or token over MaxLine); the
-// caller falls back to reading it whole.
+// ErrNoStream: the file cannot be judged streaming (a number or literal over MaxLine, a long
+// record whose skeleton is too large, a line over MaxLine where nothing judges long ones);
+// the caller falls back to reading it whole.
 var ErrNoStream = errors.New("cannot be judged streaming")
 
 // errStop ends an EachLine walk early.

@@ -58,7 +58,8 @@ type SurveyResult struct {
 
 // Survey reads the original (size bytes of f) once and measures what the repair plans of a
 // file of profile p need: its hash, for JSONL the salvage's figures and each candidate's
-// loss, and the hashes opt asks for. A record over [MaxLine] is [ErrNoStream].
+// loss, and the hashes opt asks for. A line over LineWindow is walked from f, never held;
+// a number over [MaxLine] is [ErrNoStream].
 func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*SurveyCand) (SurveyResult, error) {
 	var res SurveyResult
 	kept := make([]map[string]bool, len(cands))
