@@ -73,7 +73,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
 	}, surveyed)
 	if errors.Is(err, format.ErrNoStream) {
-		return nil, nil, fmt.Errorf("%s: a record is over %d bytes: not repaired streaming", in.ctx.path, maxLine)
+		return nil, nil, fmt.Errorf("%s: a number or literal is over %d bytes: not repaired streaming", in.ctx.path, maxLine)
 	}
 	if errors.Is(err, fsio.ErrChanged) {
 		return nil, nil, busyErr("%s changed since it was read", in.ctx.path)
