@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"path/filepath"
 	"regexp"
@@ -237,23 +238,46 @@ func geminiMetaProblem(v *jsonv.Value) string {
 	return ""
 }
 
-// geminiRecordProblem checks a record after line 1.
+// geminiRecordProblem checks a record after line 1. The loader (loadConversationRecord)
+// takes each parsed line as a $rewindTo (string), a message (string id), a $set (object) or
+// a metadata record (string sessionId and projectHash, merged: a resume appends one); it
+// ignores any other, so that is no problem here (checkGemini warns of it).
 func geminiRecordProblem(v *jsonv.Value) string {
 	set, rw := v.Get("$set"), v.Get("$rewindTo")
 	switch {
-	case isStr(v.Get("id")), isObj(set), isStr(rw):
+	case isStr(v.Get("id")), isObj(set), isStr(rw), geminiPartialMeta(v):
 		return ""
 	case set != nil:
 		return "$set is not an object"
 	case rw != nil:
 		return "$rewindTo is not a string"
 	}
-	return "record is neither a message (string id), a $set nor a $rewindTo"
+	return ""
+}
+
+// geminiPartialMeta: a metadata record, as the loader tells one after line 1.
+func geminiPartialMeta(v *jsonv.Value) bool {
+	return isStr(v.Get("sessionId")) && isStr(v.Get("projectHash"))
+}
+
+// geminiIgnored: a record the loader ignores (none of its four kinds).
+func geminiIgnored(v *jsonv.Value) bool {
+	return !isStr(v.Get("id")) && !isObj(v.Get("$set")) && !isStr(v.Get("$rewindTo")) && !geminiPartialMeta(v)
+}
+
+// geminiIgnoredWarning is the warning of n records the loader ignores.
+func geminiIgnoredWarning(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("Gemini ignores %d record(s) of this chat: neither a message, a $set, a $rewindTo nor metadata", n)}
 }
 
 // checkGemini: gemini-cli.md "What valid means".
 func checkGemini(path string, lines []format.Line) format.Verdict {
 	var meta *format.Line
+	var m geminiMeta // the metadata as the loader merges it
+	ignored := 0
 	var r geminiReplay
 	for i := range lines {
 		l := &lines[i]
@@ -265,11 +289,16 @@ func checkGemini(path string, lines []format.Line) format.Verdict {
 			if p := geminiMetaProblem(l.Val); p != "" {
 				return format.Damage(format.KindSchema, int64(l.Start), "%s", p)
 			}
+			m = geminiMetaOf(l.Val)
 			continue
 		}
 		if p := geminiRecordProblem(l.Val); p != "" {
 			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
 		}
+		if geminiIgnored(l.Val) {
+			ignored++
+		}
+		m = m.merge(l.Val)
 		if !r.apply(l.Val) {
 			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, geminiLostRewind)
 		}
@@ -277,12 +306,12 @@ func checkGemini(path string, lines []format.Line) format.Verdict {
 	if meta == nil {
 		return format.Damage(format.KindEmpty, 0, "chat log has no metadata record")
 	}
-	prob, warnings := geminiPlace(path, geminiMetaOf(meta.Val), r.resumable())
+	prob, warnings := geminiPlace(path, m, r.resumable())
 	if prob != "" {
 		return format.Damage(format.KindSchema, int64(meta.Start), "%s", prob)
 	}
 	v := format.OK()
-	v.Warnings = warnings
+	v.Warnings = append(geminiIgnoredWarning(ignored), warnings...)
 	return v
 }
 

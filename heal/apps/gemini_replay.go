@@ -35,6 +35,13 @@ func (r *geminiReplay) apply(v *jsonv.Value) bool {
 				r.add(it)
 			}
 		}
+	case geminiPartialMeta(v) && !isObj(v.Get("$set")):
+		// A metadata record's messages are added (the loader does not clear the others).
+		for _, it := range arrOf(v.Get("messages")) {
+			if isStr(it.Get("id")) {
+				r.add(it)
+			}
+		}
 	case isStr(v.Get("$rewindTo")):
 		for i, id := range r.ids {
 			if id == v.Get("$rewindTo").Str {
@@ -99,6 +106,31 @@ func geminiMetaOf(v *jsonv.Value) geminiMeta {
 	return geminiMeta{strOf(v.Get("sessionId")), strOf(v.Get("kind")), strOf(v.Get("projectHash"))}
 }
 
+// merge is m after record v, as the loader merges the metadata: a $set's members and a
+// metadata record's replace those they name (a $rewindTo and a message change nothing).
+func (m geminiMeta) merge(v *jsonv.Value) geminiMeta {
+	var src *jsonv.Value
+	switch {
+	case isStr(v.Get("$rewindTo")), isStr(v.Get("id")):
+		return m
+	case isObj(v.Get("$set")):
+		src = v.Get("$set")
+	case geminiPartialMeta(v):
+		src = v
+	default:
+		return m
+	}
+	for _, f := range []struct {
+		key string
+		to  *string
+	}{{"sessionId", &m.id}, {"kind", &m.kind}, {"projectHash", &m.hash}} {
+		if x := src.Get(f.key); x != nil {
+			*f.to = strOf(x) // JS spreads whatever the value is; a non-string fails the checks
+		}
+	}
+	return m
+}
+
 // geminiPlace judges the metadata against the file's place (kind by directory, sessionId by
 // name, projectHash by the project's .project_root) and gives the sweep's warnings for a main
 // session: own says the chat holds a resumable message.
@@ -138,6 +170,7 @@ type geminiSequence struct {
 	path     string
 	meta     *geminiMeta
 	r        geminiReplay
+	ignored  int // records the loader ignores
 	warnings []string
 }
 
@@ -152,6 +185,10 @@ func (s *geminiSequence) Record(rec []byte) string {
 		s.meta = &m
 		return ""
 	}
+	if geminiIgnored(v) {
+		s.ignored++
+	}
+	*s.meta = s.meta.merge(v)
 	if !s.r.apply(v) {
 		return geminiLostRewind
 	}
@@ -163,7 +200,7 @@ func (s *geminiSequence) End() string {
 		return ""
 	}
 	p, w := geminiPlace(s.path, *s.meta, s.r.resumable())
-	s.warnings = w
+	s.warnings = append(geminiIgnoredWarning(s.ignored), w...)
 	return p
 }
 

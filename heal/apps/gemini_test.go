@@ -84,7 +84,13 @@ func TestGeminiChecklist(t *testing.T) {
 		{"rewind dropped", main, gemMeta(gemID, h, "main") + gemUser + `{"$rewindTo":"u1"}` + "\n" + `{"$rewindTo":"u1"}` + "\n", schema},
 		{"rewind not string", main, gemMeta(gemID, h, "main") + gemUser + `{"$rewindTo":1}` + "\n", schema},
 		{"set not object", main, gemMeta(gemID, h, "main") + gemUser + `{"$set":[1]}` + "\n", schema},
-		{"unknown record", main, gemMeta(gemID, h, "main") + gemUser + `{"type":"user"}` + "\n", schema},
+		// The loader ignores a record of none of its kinds, and merges a metadata record a
+		// resume appends (its messages added): seen in loadConversationRecord of 0.61.0.
+		{"unknown record", main, gemMeta(gemID, h, "main") + gemUser + `{"type":"user"}` + "\n", warn},
+		{"resumed: metadata again", main, gemMeta(gemID, h, "main") + gemUser + gemMeta(gemID, h, "main") + gemUser, ok},
+		{"metadata again, other id", main, gemMeta(gemID, h, "main") + gemUser + gemMeta("zbcdefgh-1", h, "main") + gemUser, schema},
+		{"metadata record's messages", main, gemMeta(gemID, h, "main") + strings.TrimSuffix(gemMeta(gemID, h, "main"), "}\n") + `,"messages":[{"id":"m","type":"user","content":"hi"}]}` + "\n", ok},
+		{"$set changes the kind", main, gemMeta(gemID, h, "main") + gemUser + `{"$set":{"kind":"subagent"}}` + "\n", schema},
 		{"only context", main, gemMeta(gemID, h, "main") + gemContext, warn},
 		{"rewound to nothing", main, gemMeta(gemID, h, "main") + gemUser + `{"$rewindTo":"u1"}` + "\n", warn},
 		{"gemini thoughts", main, gemMeta(gemID, h, "main") + `{"id":"g","type":"gemini","content":"","thoughts":[{"subject":"s"}]}` + "\n", ok},

@@ -41,7 +41,7 @@ func TestLockFileThroughASymlinkedDirectory(t *testing.T) {
 func TestCodexLockDirectorySymlink(t *testing.T) {
 	needRoot(t)
 	s := newStage(t, "preset: codex")
-	if out, err := exec.Command("cp", "-a", "../../../shared/formats/samples/codex/glued_record/home/.codex/.", s.tree).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-a", "../../heal/testdata/samples/codex/glued_record/home/.codex/.", s.tree).CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v %s", err, out)
 	}
 	locks := filepath.Join(s.tree, "thread-writer-locks")
