@@ -2,6 +2,7 @@ package heal
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -9,12 +10,19 @@ import (
 // (make_samples.py), as the app left them: see testdata/recorded/README.md.
 const recorded = "testdata/recorded"
 
-// Every file an app wrote and loads is healthy, without a warning, and a heal leaves it byte
-// for byte (DESIGN §1: the app is the judge).
+// Every file an app wrote and loads is healthy — with a warning where the app skips a record
+// without a word — and a heal leaves it byte for byte (DESIGN §1: the app is the judge).
 func TestRecordedByTheApps(t *testing.T) {
-	for _, c := range []struct{ dir, preset, root string }{
+	for _, c := range []struct{ dir, preset, root, warn string }{
 		// Gemini CLI 0.61.0, resumed four times: each resume appends a metadata record.
-		{"gemini-cli/resumed", "gemini-cli", ".gemini"},
+		{"gemini-cli/resumed", "gemini-cli", ".gemini", ""},
+		// Claude Code 2.1.330 wrote it; edited as named, it still resumes with every message.
+		{"claude-code/healthy", "claude-code", ".claude", ""},
+		{"claude-code/no-uuid-no-sessionid", "claude-code", ".claude", "Claude bridges the chain"},
+		{"claude-code/assistant-no-uuid", "claude-code", ".claude", "Claude bridges the chain"},
+		{"claude-code/parentuuid-number", "claude-code", ".claude", ""},
+		// ... and here it resumes without the assistant message whose content is null.
+		{"claude-code/assistant-content-null", "claude-code", ".claude", "Claude skips them"},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
 			root := filepath.Join(t.TempDir(), "home")
@@ -26,8 +34,9 @@ func TestRecordedByTheApps(t *testing.T) {
 				t.Fatal("no file inspected")
 			}
 			for _, r := range reports {
-				if r.Verdict != Healthy || len(r.Warnings) > 0 {
-					t.Errorf("%s: %s %s %s %v", r.Path, r.Verdict, r.Kind, r.Detail, r.Warnings)
+				w := strings.Join(r.Warnings, "\n")
+				if r.Verdict != Healthy || (c.warn == "") != (w == "") || !strings.Contains(w, c.warn) {
+					t.Errorf("%s: %s %s %s %v; want healthy, warning %q", r.Path, r.Verdict, r.Kind, r.Detail, r.Warnings, c.warn)
 				}
 			}
 			assertSame(t, before, snapshot(t, root), nil)

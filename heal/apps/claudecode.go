@@ -180,15 +180,11 @@ func claudeRecordProblem(v *jsonv.Value) string {
 	if !claudeChainType(t.Str) {
 		return ""
 	}
-	switch p := v.Get("parentUuid"); {
-	case !isStr(v.Get("uuid")):
-		return t.Str + " record has no string uuid"
-	case !isStr(v.Get("sessionId")):
-		return t.Str + " record has no string sessionId"
-	case p != nil && p.Type != jsonv.Null && p.Type != jsonv.String:
-		// A missing parentUuid is bridged by the loader, without a word (claude-code.md).
-		return t.Str + " record's parentUuid is neither null nor a string"
-	case (t.Str == "user" || t.Str == "assistant") && !isObj(v.Get("message")):
+	// No uuid, sessionId or parentUuid is required: Claude Code 2.1.330 resumes a chain
+	// record without any of them, or with a parentUuid that is not a string, and sends every
+	// message (seen with the oracle); a missing parent is bridged. Only a user or assistant
+	// row without a message object is skipped.
+	if (t.Str == "user" || t.Str == "assistant") && !isObj(v.Get("message")) {
 		return t.Str + " record has no message object"
 	}
 	return ""
@@ -246,12 +242,15 @@ func claudeWarnings(f format.File, lines []format.Line, uuids map[string]bool) [
 		}
 		switch strOf(v.Get("type")) {
 		case "assistant":
-			if m := v.Get("message"); m.Get("role") == nil || m.Get("content") == nil {
+			if m := v.Get("message"); m.Get("role") == nil || m.Get("content") == nil || m.Get("content").Type == jsonv.Null {
 				hollow++
 			}
 			lastAssistant = v
 			clear(answered)
 		case "user":
+			if c := v.Get("message").Get("content"); c == nil || c.Type == jsonv.Null {
+				hollow++ // Claude sends no message for it (seen with the oracle)
+			}
 			for _, b := range claudeBlocks(v, "tool_result") {
 				answered[strOf(b.Get("tool_use_id"))] = true
 			}
@@ -264,7 +263,7 @@ func claudeWarnings(f format.File, lines []format.Line, uuids map[string]bool) [
 		out = append(out, strconv.Itoa(foreign)+" record(s) carry another session's sessionId")
 	}
 	if hollow > 0 {
-		out = append(out, strconv.Itoa(hollow)+" assistant message(s) without role or content")
+		out = append(out, strconv.Itoa(hollow)+" message(s) without role or content (or a null one): Claude skips them")
 	}
 	if lastAssistant != nil {
 		for _, b := range claudeBlocks(lastAssistant, "tool_use") {

@@ -69,23 +69,27 @@ func TestClaudeCodeChecklist(t *testing.T) {
 		kind    string // "" healthy
 		warning string // a substring of the warnings
 	}{
-		"the healthy sample":             {string(ccRead(t, ccHealthy)), "", ""},
-		"the orphan_tool_use sample":     {string(ccRead(t, ccOrphan)), "", "toolu_01MockToolUse0004"},
-		"attachment without message":     {string(ccLines(ccMeta, ccUser, ccAttach, ccAsst)), "", ""},
-		"blank lines and CRLF":           {"\n" + ccMeta + "\r\n\n" + ccUser + "\r\n", "", ""},
-		"meta records only":              {string(ccLines(ccMeta, ccMeta)), format.KindSchema, ""},
-		"blank lines only":               {"\n\n", format.KindSchema, ""},
-		"record without type":            {string(ccLines(ccUser, `{"sessionId":"x"}`)), format.KindSchema, ""},
-		"chain record without uuid":      {string(ccLines(ccMeta, strings.Replace(ccUser, `"uuid":"u1",`, "", 1))), format.KindSchema, ""},
-		"chain record without sessionId": {string(ccLines(strings.Replace(ccAttach, `,"sessionId":"`+ccSID+`"`, "", 1), ccUser)), format.KindSchema, ""},
-		"parentUuid a number":            {string(ccLines(strings.Replace(ccUser, `"parentUuid":null`, `"parentUuid":7`, 1))), format.KindSchema, ""},
+		"the healthy sample":         {string(ccRead(t, ccHealthy)), "", ""},
+		"the orphan_tool_use sample": {string(ccRead(t, ccOrphan)), "", "toolu_01MockToolUse0004"},
+		"attachment without message": {string(ccLines(ccMeta, ccUser, ccAttach, ccAsst)), "", ""},
+		"blank lines and CRLF":       {"\n" + ccMeta + "\r\n\n" + ccUser + "\r\n", "", ""},
+		"meta records only":          {string(ccLines(ccMeta, ccMeta)), format.KindSchema, ""},
+		"blank lines only":           {"\n\n", format.KindSchema, ""},
+		"record without type":        {string(ccLines(ccUser, `{"sessionId":"x"}`)), format.KindSchema, ""},
+		// Claude Code 2.1.330 resumes all three and sends every message (the oracle).
+		"chain record without uuid":      {string(ccLines(ccMeta, strings.Replace(ccUser, `"uuid":"u1",`, "", 1))), "", ""},
+		"chain record without sessionId": {string(ccLines(strings.Replace(ccAttach, `,"sessionId":"`+ccSID+`"`, "", 1), ccUser)), "", ""},
+		"parentUuid a number":            {string(ccLines(strings.Replace(ccUser, `"parentUuid":null`, `"parentUuid":7`, 1))), "", ""},
 		"user without message":           {string(ccLines(strings.Replace(ccUser, `"message":{"role":"user","content":"thanks"},`, "", 1))), format.KindSchema, ""},
 		"dangling parent":                {string(ccLines(ccUser, strings.Replace(ccAsst, `"parentUuid":"u1"`, `"parentUuid":"gone"`, 1))), "", format.KindDanglingReference},
 		"foreign session":                {string(ccLines(ccUser, strings.Replace(ccAsst, ccSID, "0d1f7f0e-0000-4000-8000-000000000000", 1))), "", "another session"},
 		"assistant without content":      {string(ccLines(ccUser, strings.Replace(ccAsst, `,"content":[{"type":"text","text":"pong"}]`, "", 1))), "", "without role or content"},
-		"torn last line":                 {string(ccLines(ccUser)) + ccMeta[:40], format.KindTruncated, ""},
-		"glued records":                  {ccUser + ccAsst + "\n", format.KindMalformedRecord, ""},
-		"NUL is not whitespace":          {string(ccLines(ccUser)) + "\x00" + ccMeta + "\n", format.KindMalformedRecord, ""},
+		// Claude skips a message whose content is null, without a word: the loss is said.
+		"assistant content null": {string(ccLines(ccUser, strings.Replace(ccAsst, `"content":[{"type":"text","text":"pong"}]`, `"content":null`, 1))), "", "Claude skips them"},
+		"user content null":      {string(ccLines(ccAsst, strings.Replace(ccUser, `"content":"thanks"`, `"content":null`, 1))), "", "Claude skips them"},
+		"torn last line":         {string(ccLines(ccUser)) + ccMeta[:40], format.KindTruncated, ""},
+		"glued records":          {ccUser + ccAsst + "\n", format.KindMalformedRecord, ""},
+		"NUL is not whitespace":  {string(ccLines(ccUser)) + "\x00" + ccMeta + "\n", format.KindMalformedRecord, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := format.Inspect(p, format.File{Path: ccPath}, []byte(tc.data))
