@@ -16,7 +16,10 @@ func TestRecordedByTheApps(t *testing.T) {
 	for _, c := range []struct{ dir, preset, root, warn string }{
 		// Gemini CLI 0.61.0, resumed four times: each resume appends a metadata record.
 		{"gemini-cli/resumed", "gemini-cli", ".gemini", ""},
+		// ... with bytes that are not UTF-8 in the last user message: it loads, with U+FFFD.
+		{"gemini-cli/invalid-utf8", "gemini-cli", ".gemini", ""},
 		// Claude Code 2.1.330 wrote it; edited as named, it still resumes with every message.
+		{"claude-code/invalid-utf8", "claude-code", ".claude", ""},
 		{"claude-code/healthy", "claude-code", ".claude", ""},
 		{"claude-code/no-uuid-no-sessionid", "claude-code", ".claude", "Claude bridges the chain"},
 		{"claude-code/assistant-no-uuid", "claude-code", ".claude", "Claude bridges the chain"},

@@ -29,11 +29,16 @@ func addClaudeCode(r *format.Registry) {
 	r.AddLock(string(policy.LockClaudeCode), lockClaudeCode)
 }
 
+// nodeDialect is what an app on Node reads: its file decoded as UTF-8 lossily (a byte that is
+// not UTF-8 becomes U+FFFD), then JSON.parse. A record with such a byte in a string loads
+// (Claude Code 2.1.330, seen with the oracle; Gemini CLI reads with readline, alike).
+var nodeDialect = jsonv.Dialect{Lossy: true}
+
 // claudeCodeLog is a session's (or a subagent's) transcript.
 type claudeCodeLog struct{ format.Log }
 
 func (claudeCodeLog) Name() string           { return "claude-code" }
-func (claudeCodeLog) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
+func (claudeCodeLog) Dialect() jsonv.Dialect { return nodeDialect }
 func (claudeCodeLog) EmptyIsDamage() bool    { return true }
 func (claudeCodeLog) AppendOnly() bool       { return true }
 func (claudeCodeLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
@@ -43,7 +48,7 @@ func (claudeCodeLog) CheckLines(f format.File, lines []format.Line) format.Verdi
 // RecordProblem: the per-record checklist; which record comes first does not matter (Claude
 // skips a torn first line and re-appends its atis-latch record).
 func (claudeCodeLog) RecordProblem(rec []byte, _ bool) string {
-	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1) // the checklist reads top-level members only
+	v, err := jsonv.ParseDepth(rec, nodeDialect, 1) // the checklist reads top-level members only
 	if err != nil {
 		return err.Error()
 	}
@@ -297,7 +302,7 @@ type claudeSequence struct{ conversation bool }
 
 func (s *claudeSequence) Record(rec []byte) string {
 	if !s.conversation {
-		if v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1); err == nil {
+		if v, err := jsonv.ParseDepth(rec, nodeDialect, 1); err == nil {
 			t := strOf(v.Get("type"))
 			s.conversation = t == "user" || t == "assistant"
 		}

@@ -46,7 +46,7 @@ func addGeminiCLI(r *format.Registry) {
 type geminiLog struct{ format.Log }
 
 func (geminiLog) Name() string           { return "gemini-cli" }
-func (geminiLog) Dialect() jsonv.Dialect { return jsonv.Dialect{} } // JSON.parse
+func (geminiLog) Dialect() jsonv.Dialect { return nodeDialect } // Node's utf8 decoding, then JSON.parse
 func (geminiLog) EmptyIsDamage() bool    { return true }
 func (geminiLog) AppendOnly() bool       { return true }
 func (geminiLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
@@ -56,7 +56,7 @@ func (geminiLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
 // RecordProblem: line 1 is the metadata record; every other record a message, a $set object
 // or a $rewindTo string (whose target only a full pass can look up).
 func (geminiLog) RecordProblem(rec []byte, first bool) string {
-	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1) // top-level members only
+	v, err := jsonv.ParseDepth(rec, nodeDialect, 1) // top-level members only
 	if err != nil {
 		return err.Error()
 	}
@@ -72,7 +72,7 @@ func (geminiLog) NoRecords() format.Verdict {
 
 // AppendedOK: a message or a $set; a $rewindTo needs its target looked up by a full pass.
 func (geminiLog) AppendedOK(rec []byte) bool {
-	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1)
+	v, err := jsonv.ParseDepth(rec, nodeDialect, 1)
 	return err == nil && v.Get("$rewindTo") == nil && geminiRecordProblem(v) == ""
 }
 

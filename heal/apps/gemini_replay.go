@@ -176,7 +176,7 @@ type geminiSequence struct {
 
 // Record replays a record after the metadata one (RecordProblem has judged each alone).
 func (s *geminiSequence) Record(rec []byte) string {
-	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	v, err := jsonv.Parse(rec, nodeDialect)
 	if err != nil {
 		return err.Error()
 	}

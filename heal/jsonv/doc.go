@@ -43,6 +43,10 @@ type Dialect struct {
 	// Surrogates accepts UTF-8-encoded surrogate code points (ED A0 80 .. ED BF BF) in the raw
 	// bytes of strings (a Python app that reads with errors="surrogatepass").
 	Surrogates bool
+	// Lossy accepts any byte that is not valid UTF-8 inside a string: the app decodes its
+	// file lossily before it parses (Node's utf8 decoding, then JSON.parse), so such a byte
+	// is a U+FFFD in a string it loads. Outside a string it is still an error.
+	Lossy bool
 }
 
 // ErrKind is the kind of a syntax problem.

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-var kernelDialects = []Dialect{plain, nonFin, surr, {NonFinite: true, Surrogates: true}}
+var kernelDialects = []Dialect{plain, nonFin, surr, {NonFinite: true, Surrogates: true}, lossy}
 
 // checkKernels asserts that every kernel gives Valid's and FirstValue's results for b exactly
 // (the same error kind, offset and message), under every dialect.
@@ -33,7 +33,7 @@ func checkKernels(t testing.TB, b []byte) {
 // exactly the valid strings: when it gives up, the portable code must find an error.
 func checkStringKernels(t testing.TB, b []byte) {
 	t.Helper()
-	for _, d := range []Dialect{plain, surr} {
+	for _, d := range []Dialect{plain, surr, lossy} {
 		for i := 0; i <= len(b) && i < 40; i++ {
 			wantEnd, want := scanStringSWAR(b, i, d)
 			for _, k := range kernels()[1:] {
@@ -45,6 +45,13 @@ func checkStringKernels(t testing.TB, b []byte) {
 					continue
 				}
 				q := scanStringAVX2(b, i, d.Surrogates)
+				if d.Lossy {
+					// The kernel reads UTF-8 strictly: it may give up where Lossy accepts.
+					if q >= 0 && (want != nil || q+1 != wantEnd) {
+						t.Fatalf("scanStringAVX2(%q, %d, %+v) = %d; swar %d, %v", b, i, d, q, wantEnd, want)
+					}
+					continue
+				}
 				if (q >= 0) != (want == nil) || (q >= 0 && q+1 != wantEnd) {
 					t.Fatalf("scanStringAVX2(%q, %d, %+v) = %d; swar %d, %v", b, i, d, q, wantEnd, want)
 				}

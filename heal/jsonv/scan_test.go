@@ -16,6 +16,7 @@ var (
 	plain  = Dialect{}
 	nonFin = Dialect{NonFinite: true}
 	surr   = Dialect{Surrogates: true}
+	lossy  = Dialect{Lossy: true}
 )
 
 type validCase struct {
@@ -118,8 +119,15 @@ var validCases = []validCase{
 	{"\"\x1f\"", plain, ErrSyntax, 1},
 	{"\x00\x00\x00\x00", plain, ErrSyntax, 0},
 	{"\xef\xbb\xbf{}", plain, ErrSyntax, 0},
-	{"\xef\xbb\xbf{}", Dialect{true, true}, ErrSyntax, 0},
+	{"\xef\xbb\xbf{}", Dialect{NonFinite: true, Surrogates: true}, ErrSyntax, 0},
 	{"[é]", plain, ErrSyntax, 1},
+	// Lossy: a byte that is not UTF-8 is read as U+FFFD inside a string, an error outside.
+	{"\"a\xffb\"", lossy, valid, 0},
+	{"\"a\xffb\"", plain, ErrInvalidUTF8, 2},
+	{"\"\xe2\x28\xa1\xed\xa0\x80\xc0\xaf\"", lossy, valid, 0},
+	{"{\"k\":\"\xf0\x9f\x98\"}", lossy, valid, 0},
+	{"[\xff]", lossy, ErrInvalidUTF8, 1},
+	{"\"\xff\x01\"", lossy, ErrSyntax, 2},
 	{"\u00a0{}", plain, ErrSyntax, 0},
 	{"\f{}", plain, ErrSyntax, 0},
 	{`NaN`, plain, ErrSyntax, 0},

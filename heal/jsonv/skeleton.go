@@ -13,9 +13,9 @@ var ErrTooLarge = errors.New("jsonv: skeleton larger than its bound")
 // than keep bytes cut after its first units (bytes, escapes, UTF-8 sequences) reaching keep
 // bytes: the copy is a valid value of the same shape, members and short values, that a
 // checklist can parse without the bulk of a long record. It holds the copy and a read
-// buffer, never more: ErrTooLarge when the copy would pass max bytes. r must hold a valid
+// buffer, never more: ErrTooLarge when the copy would pass limit bytes. r must hold a valid
 // value (ValidReader first).
-func Skeleton(r io.Reader, keep, max int) ([]byte, error) {
+func Skeleton(r io.Reader, keep, limit int) ([]byte, error) {
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReaderSize(r, 64<<10)
@@ -24,7 +24,8 @@ func Skeleton(r io.Reader, keep, max int) ([]byte, error) {
 	var (
 		inStr    bool
 		content  int  // content bytes of the current string copied
-		unitLeft int  // bytes of the current unit still to come
+		hexLeft  int  // hex digits of a \u escape still to come
+		contLeft int  // continuation bytes of a UTF-8 sequence still to come
 		afterEsc bool // the byte after a backslash decides the escape's length
 		cut      bool // the rest of the current string is skipped
 		skipEsc  bool // skipping: the byte after a backslash
@@ -40,7 +41,7 @@ func Skeleton(r io.Reader, keep, max int) ([]byte, error) {
 		switch {
 		case !inStr:
 			inStr = c == '"'
-			content, unitLeft, afterEsc, cut = 0, 0, false, false
+			content, hexLeft, contLeft, afterEsc, cut = 0, 0, 0, false, false
 		case cut:
 			switch {
 			case skipEsc:
@@ -52,30 +53,34 @@ func Skeleton(r io.Reader, keep, max int) ([]byte, error) {
 				out = append(out, c)
 			}
 			continue
-		case unitLeft > 0:
-			unitLeft--
+		case hexLeft > 0:
+			hexLeft--
+			content++
+		case contLeft > 0 && c&0xC0 == 0x80:
+			contLeft--
 			content++
 		case afterEsc:
 			afterEsc = false
 			if c == 'u' {
-				unitLeft = 4
+				hexLeft = 4
 			}
 			content++
 		case c == '"':
-			inStr = false
+			inStr, contLeft = false, 0
 		case content >= keep:
 			cut, skipEsc = true, c == '\\'
 			continue
 		default:
+			contLeft = 0 // a sequence cut short (Lossy) ends before any byte but a continuation
 			content++
 			if c == '\\' {
 				afterEsc = true
 			} else if c >= 0x80 {
-				unitLeft = int(utf8First[c]&7) - 1
+				contLeft = max(int(utf8First[c]&7)-1, 0)
 			}
 		}
 		out = append(out, c)
-		if len(out) > max {
+		if len(out) > limit {
 			return nil, ErrTooLarge
 		}
 	}

@@ -210,7 +210,15 @@ func unitStart(b []byte, j int) int {
 				w = 6
 			}
 		case c >= 0x80:
+			// A sequence's bytes after its first: only continuation bytes (an invalid
+			// sequence a Lossy scan reads byte by byte ends before any other).
 			w = max(int(utf8First[c]&7), 1)
+			for k := 1; k < w; k++ {
+				if j+k < len(b) && b[j+k]&0xC0 != 0x80 {
+					w = k
+					break
+				}
+			}
 		}
 		if j+w > len(b) {
 			return j

@@ -47,7 +47,7 @@ func checkReader(t testing.TB, b []byte, d Dialect) {
 }
 
 func TestValidReaderMatchesValid(t *testing.T) {
-	dialects := []Dialect{{}, {NonFinite: true}, {NonFinite: true, Surrogates: true}}
+	dialects := []Dialect{{}, {NonFinite: true}, {NonFinite: true, Surrogates: true}, {Lossy: true}}
 	var inputs [][]byte
 	for _, s := range fuzzSeeds {
 		inputs = append(inputs, []byte(s))
@@ -113,5 +113,6 @@ func FuzzValidReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkReader(t, b, Dialect{})
 		checkReader(t, b, Dialect{NonFinite: true, Surrogates: true})
+		checkReader(t, b, Dialect{Lossy: true})
 	})
 }

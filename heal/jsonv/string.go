@@ -157,6 +157,10 @@ func scanStringSWAR(b []byte, i int, d Dialect) (int, *Error) {
 			if size < 0 {
 				return n, errTruncated(n)
 			}
+			if d.Lossy {
+				i++ // read as U+FFFD
+				continue
+			}
 			return i, errInvalidUTF8(b, i)
 		}
 		if c == '"' {

@@ -72,6 +72,23 @@ func wantString(seq []byte, surr bool) bool {
 	return true
 }
 
+// lossyRead is b as a lossy decoder reads it: every byte that does not begin valid UTF-8 an
+// 'x' (a valid character, as U+FFFD is).
+func lossyRead(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size <= 1 {
+			out = append(out, 'x')
+			b = b[1:]
+			continue
+		}
+		out = append(out, b[:size]...)
+		b = b[size:]
+	}
+	return out
+}
+
 // TestStringBytes checks every two-byte sequence that starts with a byte >= 0x80, those
 // sequences followed by each boundary byte, and four-byte sequences built from boundary bytes, inside a string, at the end of the input
 // (the byte-by-byte path) and followed by padding (the word-at-a-time paths).
@@ -97,8 +114,11 @@ func TestStringBytes(t *testing.T) {
 	}
 	buf := make([]byte, 0, 32)
 	for _, seq := range seqs {
-		for _, d := range []Dialect{plain, surr} {
+		for _, d := range []Dialect{plain, surr, lossy} {
 			want := wantString(seq, d.Surrogates)
+			if d.Lossy {
+				want = Valid(lossyRead(append(append([]byte{'"'}, seq...), '"')), plain) == nil
+			}
 			for _, pad := range []string{"", "abc", "abcdefghijklm"} {
 				buf = append(append(append(append(buf[:0], '"'), pad...), seq...), '"')
 				buf = append(buf, "        "...)
