@@ -43,6 +43,7 @@ type longLine struct {
 	terminated bool
 	blank      bool
 	record     bool // the body is a valid object record (ValidRecord), whether terminated or not
+	nul        bool // the line is a run of NUL bytes (NULRun)
 	fault      *lineFault
 	skel       []byte
 }
@@ -94,6 +95,11 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 	if first < 0 {
 		ll.blank = true
 		return ll, nil
+	}
+	if first == 0 {
+		if ll.nul, err = AllNULAt(r, start, body); err != nil {
+			return nil, err
+		}
 	}
 	_, verr := jsonv.ValidReader(io.NewSectionReader(r, start, body), lj.d, bufSize, MaxLine)
 	if errors.Is(verr, jsonv.ErrTokenTooLong) {

@@ -46,6 +46,14 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 		if l.Blank {
 			continue
 		}
+		if NULRun(l.Raw) {
+			// A run of NULs (a power cut's zeroed pages) held no record: its bytes go, no
+			// history with them.
+			if !kept.has(l.Raw) {
+				lostBytes += int64(l.End - l.Start)
+			}
+			continue
+		}
 		total++
 		if kept.has(l.Raw) || (l.Val == nil && !l.Terminated && bytes.Contains(data, l.Raw)) {
 			continue // kept, or a torn last record whose whole version the result holds
@@ -78,6 +86,13 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 		lostBytes += int64(l.End - l.Start)
 	}
 	return total, lostRecords, lostBytes
+}
+
+// NULRun: a line (its '\r' aside) of NUL bytes only, what a power cut leaves where pages were
+// never written: no record, however it is counted.
+func NULRun(raw []byte) bool {
+	b := bytes.TrimSuffix(raw, []byte("\r"))
+	return len(b) > 0 && AllNUL(b)
 }
 
 // lineSet is the set of a file's lines (without '\r'), as slices of its bytes: a big file's

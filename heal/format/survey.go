@@ -139,6 +139,17 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 			if len(bytes.TrimSpace(body)) == 0 {
 				return nil
 			}
+			key := string(bytes.TrimRight(line, "\r"))
+			if NULRun(line) {
+				// No record (as Loss counts): bytes lost, no history.
+				res.SalvLostBytes += ll
+				for i, c := range cands {
+					if !kept[i][key] {
+						c.LostBytes += ll
+					}
+				}
+				return nil
+			}
 			res.Total++
 			if !valid {
 				res.SalvLost++
@@ -147,7 +158,6 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 					torn, tornLen = bytes.Clone(line), ll
 				}
 			}
-			key := string(bytes.TrimRight(line, "\r"))
 			for i, c := range cands {
 				if kept[i][key] || (!valid && !terminated && bytes.Contains(c.Data, line)) {
 					continue
@@ -233,10 +243,14 @@ func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, c
 	if long.blank {
 		return nil
 	}
-	res.Total++
-	if !long.record {
-		res.SalvLost++
+	if long.nul {
 		res.SalvLostBytes += ll
+	} else {
+		res.Total++
+		if !long.record {
+			res.SalvLost++
+			res.SalvLostBytes += ll
+		}
 	}
 	if len(cands) == 0 {
 		return nil
@@ -265,7 +279,9 @@ func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, c
 		if longKept[i][key] {
 			continue
 		}
-		c.Lost++
+		if !long.nul {
+			c.Lost++
+		}
 		c.LostBytes += ll
 	}
 	return nil
