@@ -24,6 +24,9 @@ func TestRecordedByTheApps(t *testing.T) {
 		{"claude-code/no-uuid-no-sessionid", "claude-code", ".claude", "Claude bridges the chain"},
 		{"claude-code/assistant-no-uuid", "claude-code", ".claude", "Claude bridges the chain"},
 		{"claude-code/parentuuid-number", "claude-code", ".claude", ""},
+		// Codex 0.169.0 wrote it; without one record's timestamp, it resumes without that record.
+		{"codex/healthy", "codex", ".codex", ""},
+		{"codex/assistant-no-timestamp", "codex", ".codex", "Codex skips them"},
 		// ... and here it resumes without the assistant message whose content is null.
 		{"claude-code/assistant-content-null", "claude-code", ".claude", "Claude skips them"},
 	} {

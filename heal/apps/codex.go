@@ -162,10 +162,15 @@ func checkCodex(f format.File, lines []format.Line) format.Verdict {
 		return format.Damage(format.KindSchema, int64(head.Start), "session_meta id %q is not the file name's %s", meta.Get("id").Str, id)
 	}
 	paginated := strOf(meta.Get("history_mode")) == "paginated"
+	untimed := 0
 	for _, i := range recs {
 		paginated = paginated || lines[i].Val.Get("ordinal") != nil
+		if !isStr(lines[i].Val.Get("timestamp")) {
+			untimed++
+		}
 	}
 	v := format.OK()
+	v.Warnings = codexUntimedWarning(untimed)
 	if !paginated {
 		return v
 	}
@@ -383,9 +388,19 @@ func (codexLog) NewSequence(path string) format.Sequence {
 	return &codexSequence{id: codexThreadID(path)}
 }
 
+// codexUntimedWarning: Codex 0.169.0 resumes a rollout without the records that have no
+// string timestamp, without a word (seen with the oracle): history is lost.
+func codexUntimedWarning(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%d record(s) without a string timestamp: Codex skips them on resume", n)}
+}
+
 type codexSequence struct {
 	id                  string // the file name's thread id ("" when unknown)
 	n                   int
+	untimed             int
 	paginated, lastHas  bool
 	headerHas, fork     bool
 	start, prev, header int64
@@ -401,6 +416,9 @@ func (s *codexSequence) Record(rec []byte) string {
 		return err.Error()
 	}
 	s.n++
+	if !isStr(v.Get("timestamp")) {
+		s.untimed++
+	}
 	o := v.Get("ordinal")
 	s.lastHas = codexOrdinal(o)
 	if s.n == 1 {
@@ -436,6 +454,9 @@ func (s *codexSequence) Record(rec []byte) string {
 	s.prev = o.Int
 	return ""
 }
+
+// Warnings are the whole-file pass's warnings, once End has run.
+func (s *codexSequence) Warnings() []string { return codexUntimedWarning(s.untimed) }
 
 func (s *codexSequence) End() string {
 	switch {
