@@ -134,6 +134,14 @@ func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id 
 	if err != nil || head != prev.head || window != prev.window {
 		return id, false
 	}
+	if prev.size > 0 && id.Size > prev.size {
+		// Bytes appended to a last line without its '\n' (JSON Lines allows one) continue
+		// that line: only a full pass judges it.
+		var b [1]byte
+		if _, err := f.ReadAt(b[:], prev.size-1); err != nil || b[0] != '\n' {
+			return id, false
+		}
+	}
 	grown := id.Size - prev.size
 	if grown > StreamBuf {
 		// A large append is judged streaming, never held (AppendedValidAt).

@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-
-	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
 // JSONL without a record checklist is judged on several CPUs: the bytes are cut into blocks
@@ -47,7 +45,7 @@ func (e *tooLong) verdict() Verdict {
 // plainLines judges the n bytes that walkers made by newWalker (holding a line up to the
 // given length) walk as JSONL without a record checklist: the first faulty line's verdict,
 // or OK. A line over MaxLine is a *tooLong error; a read error is returned as is.
-func plainLines(n int64, d jsonv.Dialect, newWalker func(maxHeld int) walker) (Verdict, error) {
+func plainLines(n int64, d lineRules, newWalker func(maxHeld int) walker) (Verdict, error) {
 	workers := min(runtime.GOMAXPROCS(0), maxLineWorkers)
 	if n >= parallelFrom && workers > 1 {
 		v, err := plainBlocks(n, d, workers, lineBlock, heldPerWorker, newWalker)
@@ -59,7 +57,7 @@ func plainLines(n int64, d jsonv.Dialect, newWalker func(maxHeld int) walker) (V
 }
 
 // plainWalk is plainLines on one goroutine.
-func plainWalk(n int64, d jsonv.Dialect, walk walker) (Verdict, error) {
+func plainWalk(n int64, d lineRules, walk walker) (Verdict, error) {
 	line := 0
 	var next int64 // where the next line starts
 	var fault *lineFault
@@ -85,7 +83,7 @@ func plainWalk(n int64, d jsonv.Dialect, walk walker) (Verdict, error) {
 
 // plainBlocks is plainLines on workers goroutines, by blocks of block bytes, each worker
 // holding a line up to held bytes (errHeld beyond).
-func plainBlocks(n int64, d jsonv.Dialect, workers int, block int64, held int, newWalker func(maxHeld int) walker) (Verdict, error) {
+func plainBlocks(n int64, d lineRules, workers int, block int64, held int, newWalker func(maxHeld int) walker) (Verdict, error) {
 	type part struct {
 		lines int // lines that start in the block (up to its fault)
 		fault *lineFault

@@ -35,7 +35,7 @@ func BenchmarkPlainJSONL64MiB(b *testing.B) {
 		b.Run(fmt.Sprintf("walk/buf=%dK", buf>>10), func(b *testing.B) {
 			b.SetBytes(n)
 			for b.Loop() {
-				if v, err := plainWalk(n, d, readWalker(f, n, buf, MaxLine, nil)); err != nil || v.Status != Healthy {
+				if v, err := plainWalk(n, lineRules{d: d}, readWalker(f, n, buf, MaxLine, nil)); err != nil || v.Status != Healthy {
 					b.Fatal(v, err)
 				}
 			}
@@ -44,7 +44,7 @@ func BenchmarkPlainJSONL64MiB(b *testing.B) {
 			b.Run(fmt.Sprintf("blocks=%dK/buf=%dK", block>>10, buf>>10), func(b *testing.B) {
 				b.SetBytes(n)
 				for b.Loop() {
-					v, err := plainBlocks(n, d, 2, block, heldPerWorker, func(held int) walker { return readWalker(f, n, buf, held, nil) })
+					v, err := plainBlocks(n, lineRules{d: d}, 2, block, heldPerWorker, func(held int) walker { return readWalker(f, n, buf, held, nil) })
 					if err != nil || v.Status != Healthy {
 						b.Fatal(v, err)
 					}
@@ -64,7 +64,7 @@ func BenchmarkPlainJSONL64MiBMemory(b *testing.B) {
 	b.Run("walk", func(b *testing.B) {
 		b.SetBytes(n)
 		for b.Loop() {
-			if v, err := plainWalk(n, d, memWalker(data)); err != nil || v.Status != Healthy {
+			if v, err := plainWalk(n, lineRules{d: d}, memWalker(data)); err != nil || v.Status != Healthy {
 				b.Fatal(v, err)
 			}
 		}
@@ -72,7 +72,7 @@ func BenchmarkPlainJSONL64MiBMemory(b *testing.B) {
 	b.Run("blocks", func(b *testing.B) {
 		b.SetBytes(n)
 		for b.Loop() {
-			if v, err := plainBlocks(n, d, 2, lineBlock, heldPerWorker, func(int) walker { return memWalker(data) }); err != nil || v.Status != Healthy {
+			if v, err := plainBlocks(n, lineRules{d: d}, 2, lineBlock, heldPerWorker, func(int) walker { return memWalker(data) }); err != nil || v.Status != Healthy {
 				b.Fatal(v, err)
 			}
 		}

@@ -99,28 +99,28 @@ func TestBlockWalksAgree(t *testing.T) {
 				t.Fatalf("%s of %q:\n got %+v, %v\nwant %+v", how, data, v, err, want)
 			}
 		}
-		v, err := plainWalk(n, d, memWalker(data))
+		v, err := plainWalk(n, lineRules{d: d}, memWalker(data))
 		check("memory walk", v, err)
 		for _, buf := range []int{1, 2, 7, 64, 4096} {
-			v, err := plainWalk(n, d, readWalker(bytes.NewReader(data), n, buf, MaxLine, nil))
+			v, err := plainWalk(n, lineRules{d: d}, readWalker(bytes.NewReader(data), n, buf, MaxLine, nil))
 			check(fmt.Sprintf("read walk, buffer %d", buf), v, err)
 		}
 		// Lines longer than a small window judged streaming, never held.
 		for _, window := range []int{1, 5, 16, 64} {
-			lj := &longJudge{d: d, window: window}
+			lj := &longJudge{r: lineRules{d: d}, window: window}
 			for _, buf := range []int{1, 7, 64} {
-				v, err := plainWalk(n, d, readWalker(bytes.NewReader(data), n, buf, MaxLine, lj))
+				v, err := plainWalk(n, lineRules{d: d}, readWalker(bytes.NewReader(data), n, buf, MaxLine, lj))
 				check(fmt.Sprintf("read walk, buffer %d, window %d", buf, window), v, err)
 			}
-			v, err := plainLines(n, d, func(held int) walker { return readWalker(bytes.NewReader(data), n, 16, held, lj) })
+			v, err := plainLines(n, lineRules{d: d}, func(held int) walker { return readWalker(bytes.NewReader(data), n, 16, held, lj) })
 			check(fmt.Sprintf("read blocks, window %d", window), v, err)
 		}
 		for _, block := range []int64{1, 3, 16, 61, 512} {
 			for _, workers := range []int{1, 2, 3} {
-				v, err := plainBlocks(n, d, workers, block, 1<<20, func(int) walker { return memWalker(data) })
+				v, err := plainBlocks(n, lineRules{d: d}, workers, block, 1<<20, func(int) walker { return memWalker(data) })
 				check(fmt.Sprintf("memory blocks of %d, %d workers", block, workers), v, err)
 				buf := 1 + r.IntN(100)
-				v, err = plainBlocks(n, d, workers, block, 1<<20, func(held int) walker { return readWalker(bytes.NewReader(data), n, buf, held, nil) })
+				v, err = plainBlocks(n, lineRules{d: d}, workers, block, 1<<20, func(held int) walker { return readWalker(bytes.NewReader(data), n, buf, held, nil) })
 				check(fmt.Sprintf("read blocks of %d, buffer %d, %d workers", block, buf, workers), v, err)
 			}
 		}
@@ -142,11 +142,11 @@ func TestBlockWalkLongLines(t *testing.T) {
 	} {
 		n := int64(len(data))
 		want := refJSONL([]byte(data))
-		_, err := plainBlocks(n, d, 2, 16, 64, func(held int) walker { return readWalker(strings.NewReader(data), n, 8, held, nil) })
+		_, err := plainBlocks(n, lineRules{d: d}, 2, 16, 64, func(held int) walker { return readWalker(strings.NewReader(data), n, 8, held, nil) })
 		if !errors.Is(err, errHeld) && want.Status == Healthy {
 			t.Errorf("%q: a line over what a worker holds: %v, want errHeld", data, err)
 		}
-		v, err := plainWalk(n, d, readWalker(strings.NewReader(data), n, 8, MaxLine, nil))
+		v, err := plainWalk(n, lineRules{d: d}, readWalker(strings.NewReader(data), n, 8, MaxLine, nil))
 		if err != nil || !sameVerdict(v, want) {
 			t.Errorf("%q: %+v, %v; want %+v", data, v, err, want)
 		}

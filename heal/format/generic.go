@@ -9,8 +9,9 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
-// The generic profiles: JSON is one strict RFC 8259 document, JSONLog one object record per
-// line, appended to. Syntax is all their checklist is.
+// The generic profiles: JSON is one strict RFC 8259 document, JSONLog JSON Lines
+// (jsonlines.org: a JSON value per line, of any kind, the last line's '\n' optional), appended
+// to. Syntax is all their checklist is.
 var (
 	JSON    Profile = generic{name: "json"}
 	JSONLog Profile = generic{name: "jsonl", jsonl: true}
@@ -30,6 +31,9 @@ func (generic) Plain() bool                                   { return true }
 func (generic) CheckValue(File, []byte, *jsonv.Value) Verdict { return OK() }
 func (generic) CheckLines(File, []Line) Verdict               { return OK() }
 func (generic) Records(*jsonv.Value) int                      { return 1 }
+
+// JSONLines: the generic JSONL profile is JSON Lines.
+func (p generic) JSONLines() bool { return p.jsonl }
 
 // KeepLines is the JSONL salvage of data: every valid record line byte for byte (a last one
 // given its '\n'), but the records p says are kept elsewhere, and the whole records a
@@ -73,7 +77,7 @@ func (c ValidLines) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 	h := sha256.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, h), StreamBuf)
 	// A line longer than LineWindow is judged and copied from src, never held.
-	lj := &longJudge{d: c.Profile.Dialect(), window: lineWindow}
+	lj := &longJudge{r: rulesOf(c.Profile), window: lineWindow}
 	walk := readWalker(src, c.Size, min(StreamBuf, lineWindow), MaxLine, lj)
 	err := walk(0, c.Size, false, func(start int64, line []byte, _ bool, long *longLine) error {
 		if long != nil {

@@ -99,6 +99,7 @@ func Split(data []byte, p Profile) []Line { return split(data, p, !p.Plain()) }
 // gets a placeholder object): counting records and comparing their bytes need no tree.
 func split(data []byte, p Profile, trees bool) []Line {
 	d := p.Dialect()
+	anyValue := rulesOf(p).anyValue
 	plain := !trees
 	var out []Line
 	jsonv.Lines(data, func(start int, line []byte, terminated bool) bool {
@@ -113,9 +114,9 @@ func split(data []byte, p Profile, trees bool) []Line {
 			l.Blank = true
 		case jsonv.Valid(body, d) != nil:
 			l.Err = jsonv.Valid(body, d)
-		case trimmed[0] != '{':
+		case trimmed[0] != '{' && !anyValue:
 			l.Err = ErrNotObject
-		case plain:
+		case plain, trimmed[0] != '{':
 			l.Val = anyObject
 		default:
 			if v, err := jsonv.Parse(body, d); err != nil {
@@ -145,7 +146,7 @@ func inspectJSONL(p Profile, f File, data []byte) Verdict {
 	if p.Plain() {
 		// Syntax is all there is to check: judged in place, on several CPUs when large.
 		// (A walk of bytes in memory neither reads nor holds: it has no error to return.)
-		if v, err := plainLines(int64(len(data)), p.Dialect(), func(int) walker { return memWalker(data) }); err == nil {
+		if v, err := plainLines(int64(len(data)), rulesOf(p), func(int) walker { return memWalker(data) }); err == nil {
 			return v
 		}
 	}
@@ -163,7 +164,7 @@ func inspectJSONL(p Profile, f File, data []byte) Verdict {
 			}
 			return Damage(KindMalformedRecord, int64(l.Start), "line %d: %v", i+1, l.Err)
 		}
-		if !l.Terminated {
+		if !l.Terminated && !rulesOf(p).openLast {
 			return Damage(KindTruncated, int64(len(data)), "last line %d has no terminating newline", i+1)
 		}
 	}
@@ -202,5 +203,5 @@ func Records(p Profile, data []byte) int {
 func ValidRecord(p Profile, line []byte) bool {
 	body := bytes.TrimSuffix(line, []byte("\r"))
 	trimmed := bytes.TrimSpace(body)
-	return len(trimmed) > 0 && trimmed[0] == '{' && jsonv.Valid(body, p.Dialect()) == nil
+	return len(trimmed) > 0 && (trimmed[0] == '{' || rulesOf(p).anyValue) && jsonv.Valid(body, p.Dialect()) == nil
 }

@@ -37,10 +37,33 @@ func (f *lineFault) verdict(n int) Verdict {
 	return Damage(f.kind, f.off, f.format, n, f.arg)
 }
 
+// lineRules is what a JSONL profile's reader takes for a line: its JSON dialect, and for JSON
+// Lines ([JSONLines]) a record of any JSON value and a last line without its '\n'.
+type lineRules struct {
+	d        jsonv.Dialect
+	anyValue bool // a record may be any JSON value, not only an object
+	openLast bool // the last line needs no '\n'
+}
+
+// JSONLines is a JSONL Profile whose lines are JSON Lines (jsonlines.org): each a JSON value
+// of any kind, the last one with or without its '\n' (the generic `format: jsonl` rule).
+type JSONLines interface {
+	JSONLines() bool
+}
+
+// rulesOf is the line rules of p.
+func rulesOf(p Profile) lineRules {
+	r := lineRules{d: p.Dialect()}
+	if jl, ok := p.(JSONLines); ok && jl.JSONLines() {
+		r.anyValue, r.openLast = true, true
+	}
+	return r
+}
+
 // judgeLine judges a line (without its '\n') of a JSONL file starting at off: blank, a
-// record (body is the line without a final '\r'), or a fault. An unterminated line is a
-// torn last line whatever it holds.
-func judgeLine(d jsonv.Dialect, off int64, line []byte, terminated bool) (body []byte, blank bool, f *lineFault) {
+// record (body is the line without a final '\r'), or a fault. An unterminated line that does
+// not hold a record is a torn last line; one that does is whole only where r.openLast.
+func judgeLine(r lineRules, off int64, line []byte, terminated bool) (body []byte, blank bool, f *lineFault) {
 	body = line
 	if len(body) > 0 && body[len(body)-1] == '\r' {
 		body = body[:len(body)-1]
@@ -49,8 +72,8 @@ func judgeLine(d jsonv.Dialect, off int64, line []byte, terminated bool) (body [
 	if len(trimmed) == 0 {
 		return body, true, nil
 	}
-	verr := jsonv.Valid(body, d)
-	if verr == nil && trimmed[0] != '{' {
+	verr := jsonv.Valid(body, r.d)
+	if verr == nil && trimmed[0] != '{' && !r.anyValue {
 		verr = ErrNotObject // as Inspect: an unterminated one is a torn last line
 	}
 	switch {
@@ -61,7 +84,7 @@ func judgeLine(d jsonv.Dialect, off int64, line []byte, terminated bool) (body [
 			return body, false, &lineFault{KindInvalidUTF8, off + e.Offset, "line %d: %s", e.Msg}
 		}
 		return body, false, &lineFault{KindMalformedRecord, off, "line %d: %v", verr}
-	case !terminated:
+	case !terminated && !r.openLast:
 		return body, false, &lineFault{KindTruncated, off + int64(len(line)), "last line %d has no terminating newline", nil}
 	}
 	return body, false, nil

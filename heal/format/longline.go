@@ -30,9 +30,9 @@ var lineWindow = LineWindow
 // longJudge is what a walker needs to judge a line longer than window streaming; nil in a
 // walker that holds every line (up to MaxLine).
 type longJudge struct {
-	d      jsonv.Dialect
-	window int  // LineWindow (smaller in tests)
-	skel   bool // the lines' records are read by a checklist: make their skeletons
+	r      lineRules // the dialect, and what JSON Lines allow
+	window int       // LineWindow (smaller in tests)
+	skel   bool      // the lines' records are read by a checklist: make their skeletons
 }
 
 // longLine is a line judged streaming: n bytes from its start (its '\n' not counted), and
@@ -101,7 +101,7 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 			return nil, err
 		}
 	}
-	_, verr := jsonv.ValidReader(io.NewSectionReader(r, start, body), lj.d, bufSize, MaxLine)
+	_, verr := jsonv.ValidReader(io.NewSectionReader(r, start, body), lj.r.d, bufSize, MaxLine)
 	if errors.Is(verr, jsonv.ErrTokenTooLong) {
 		return nil, ErrNoStream
 	}
@@ -109,7 +109,7 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 	if verr != nil && !errors.As(verr, &je) {
 		return nil, verr // a read error
 	}
-	if verr == nil && first != '{' {
+	if verr == nil && first != '{' && !lj.r.anyValue {
 		verr = ErrNotObject
 	}
 	ll.record = verr == nil
@@ -122,7 +122,7 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 		} else {
 			ll.fault = &lineFault{KindMalformedRecord, start, "line %d: %v", verr}
 		}
-	case !ll.terminated:
+	case !ll.terminated && !lj.r.openLast:
 		ll.fault = &lineFault{KindTruncated, start + ll.n, "last line %d has no terminating newline", nil}
 	}
 	if ll.fault == nil && lj.skel {
@@ -183,7 +183,7 @@ var asciiSpace = [256]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r':
 
 // judgeAny is judgeLine of a line held, or what judgeLong found of a long one (body is then
 // its record's skeleton, when one was asked for).
-func judgeAny(d jsonv.Dialect, off int64, line []byte, terminated bool, long *longLine) (body []byte, blank bool, f *lineFault) {
+func judgeAny(d lineRules, off int64, line []byte, terminated bool, long *longLine) (body []byte, blank bool, f *lineFault) {
 	if long != nil {
 		return long.skel, long.blank, long.fault
 	}

@@ -58,9 +58,9 @@ func StreamLines(r *bufio.Reader, p Profile) Verdict {
 func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int, lj *longJudge) walker) Verdict {
 	_, rc := p.(RecordChecker)
 	_, sc := p.(SequenceChecker)
-	lj := &longJudge{d: p.Dialect(), window: lineWindow, skel: rc || sc}
+	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: rc || sc}
 	if !rc && !sc {
-		v, err := plainLines(n, p.Dialect(), func(held int) walker { return newWalker(held, lj) })
+		v, err := plainLines(n, rulesOf(p), func(held int) walker { return newWalker(held, lj) })
 		var tl *tooLong
 		switch {
 		case errors.As(err, &tl):
@@ -76,7 +76,7 @@ func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int, lj 
 
 // judgeRecords is StreamLines of the lines each walks, of the file at path.
 func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
-	d := p.Dialect()
+	d := rulesOf(p)
 	rc, _ := p.(RecordChecker)
 	var seq Sequence
 	if sc, ok := p.(SequenceChecker); ok {
@@ -169,8 +169,8 @@ func StreamVerdict(f io.ReaderAt, off, size int64, p Profile) (v Verdict, firstE
 	}
 	sr := io.NewSectionReader(f, off, n)
 	if p.JSONL() {
-		lj := &longJudge{d: p.Dialect(), window: lineWindow}
-		v, err := plainLines(n, p.Dialect(), func(maxHeld int) walker { return readWalker(sr, n, min(StreamBuf, lineWindow), maxHeld, lj) })
+		lj := &longJudge{r: rulesOf(p), window: lineWindow}
+		v, err := plainLines(n, rulesOf(p), func(maxHeld int) walker { return readWalker(sr, n, min(StreamBuf, lineWindow), maxHeld, lj) })
 		if errors.Is(err, ErrNoStream) {
 			err = ErrNoStream
 		}
@@ -271,7 +271,7 @@ func AppendedValid(p Profile, tail []byte) bool {
 		if len(bytes.TrimSpace(body)) == 0 {
 			return true
 		}
-		if jsonv.Valid(body, p.Dialect()) != nil || bytes.TrimSpace(body)[0] != '{' {
+		if jsonv.Valid(body, p.Dialect()) != nil || (bytes.TrimSpace(body)[0] != '{' && !rulesOf(p).anyValue) {
 			ok = false
 			return false
 		}
@@ -300,8 +300,8 @@ func appendedValidAt(p Profile, r io.ReaderAt, off, n int64, window int) bool {
 		return false
 	}
 	rc, _ := p.(RecordChecker)
-	d := p.Dialect()
-	lj := &longJudge{d: d, window: window, skel: rc != nil}
+	d := rulesOf(p)
+	lj := &longJudge{r: d, window: window, skel: rc != nil}
 	walk := readWalker(io.NewSectionReader(r, off, n), n, min(StreamBuf, window), MaxLine, lj)
 	err := walk(0, n, false, func(start int64, line []byte, terminated bool, long *longLine) error {
 		body, blank, f := judgeAny(d, start, line, terminated, long)

@@ -110,7 +110,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 				}
 			}
 		}
-		lj := &longJudge{d: p.Dialect(), window: lineWindow}
+		lj := &longJudge{r: rulesOf(p), window: lineWindow}
 		walk := readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj)
 		err = walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
 			if long != nil {
