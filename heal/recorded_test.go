@@ -49,3 +49,27 @@ func TestRecordedByTheApps(t *testing.T) {
 		})
 	}
 }
+
+// A NUL run that zeroed the end of one record and the start of others: the salvage never
+// joins the bytes on either side of the run into a record (that forged an assistant record
+// of type "e3df48e1-…", and Claude then lost the session's first prompt). Every line the heal
+// keeps is a line Claude wrote.
+func TestNULRunIsNeverSpliced(t *testing.T) {
+	src := filepath.Join(recorded, "claude-code/nul-run-across-records")
+	root := filepath.Join(t.TempDir(), "home")
+	copyTree(t, filepath.Join(src, ".claude"), filepath.Join(root, ".claude"))
+	healthy := map[string]bool{}
+	for _, l := range strings.Split(string(read(t, filepath.Join(src, "healthy.jsonl.orig"))), "\n") {
+		healthy[l] = true
+	}
+	e := testEngine(t, "claude-code", filepath.Join(root, ".claude"))
+	reports := runAll(t, e, true)
+	if len(reports) != 1 || reports[0].Action != ActionHealed {
+		t.Fatalf("reports: %+v", reports)
+	}
+	for i, l := range strings.Split(strings.TrimSuffix(string(read(t, reports[0].Path)), "\n"), "\n") {
+		if !healthy[l] {
+			t.Errorf("line %d of the healed file is no line Claude wrote: %.120q", i+1, l)
+		}
+	}
+}

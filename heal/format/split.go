@@ -11,20 +11,31 @@ import (
 const maxSplitStarts = 256
 
 // SplitLine is what a Splitter's salvage keeps of a line that is not one valid record (its
-// bytes without the '\n'): the line without its NUL bytes when that is one valid record;
-// else, for the smallest b that is 0 or an offset where one of the app's record starts
-// begins, the line's bytes from b when they are one or more whole records back to back with
-// nothing after. The records are returned in order, each exactly its bytes; nil when the line
-// holds none.
+// bytes without the '\n'). A NUL run (a power cut's zeroed bytes) replaced what was there: the
+// line is cut at each run and the pieces are taken alone, never joined across one (bytes before
+// and after a run are of different records, or of one record with a hole). Of each piece: the
+// piece when it is one valid record; else, for the smallest b that is 0 or an offset where one
+// of the app's record starts begins, the piece's bytes from b when they are one or more whole
+// records back to back with nothing after. The records are returned in order, each exactly
+// its bytes; nil when the line holds none.
 func SplitLine(p Profile, line []byte) [][]byte {
 	s, ok := p.(Splitter)
 	if !ok {
 		return nil
 	}
 	body := bytes.TrimSuffix(line, []byte("\r"))
-	if bytes.IndexByte(body, 0) >= 0 {
-		body = bytes.ReplaceAll(body, []byte{0}, nil)
+	if bytes.IndexByte(body, 0) < 0 {
+		return splitPiece(p, s, body)
 	}
+	var out [][]byte
+	for _, piece := range bytes.Split(body, []byte{0}) {
+		out = append(out, splitPiece(p, s, piece)...)
+	}
+	return out
+}
+
+// splitPiece is SplitLine of a piece of a line that holds no NUL.
+func splitPiece(p Profile, s Splitter, body []byte) [][]byte {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
