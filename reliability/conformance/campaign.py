@@ -16,8 +16,8 @@ A disagreement is:
   silent-loss   sessionmedic says healthy without a warning, the app drops history the file holds
   heal-loses    the app after the heal sends less of the file's history than it sent before it
                 (items the app makes up itself, such as "No response requested.", aside)
-  heal-breaks   the app resumed the damaged file, and not the healed one, or sends items twice
-                that it sent once before
+  heal-breaks   the app resumed the damaged file, and not the healed one, or sends more items
+                twice than it did before the heal and does with the healthy file
   false-damage  sessionmedic calls damaged a file the app resumes with every item it holds, in a
                 class that leaves no broken bytes (see CLEAN below)
 A case the format doc decides otherwise is "explained" (EXPLAINED below), with the reason.
@@ -148,17 +148,20 @@ CLASSES = {
 CLEAN = {"prefix_lines", "dup_line", "invalid_utf8_in_string"}
 
 
-# Verdicts the format docs give on purpose where the app alone would resume: (app, class, a
-# detail substring) -> why.
+# Cases decided otherwise on purpose, or that only look like disagreements: (app, class, a test
+# of the case and the healthy message count) -> why.
 EXPLAINED = [
-    ("codex", "dup_line", "reused or decreasing",
+    ("codex", "dup_line", lambda c, healthy: "reused or decreasing" in (c.get("detail") or ""),
      "codex.md: duplicate ordinals are report-only (0.169.0 rebuilds its projection; 0.146-0.153 froze on them, #43142); never renumbered"),
+    ("gemini", "invalid_utf8_in_string", lambda c, healthy: "silent-loss" in c["dis"] and c["app"]["messages"] >= healthy,
+     "the damaged copy is in an earlier $set.messages checkpoint that a later one replaces (the loader keeps the last): "
+     "the app sends every message, from the later copy; the oracle's lenient scan counts the damaged copy as an item of its own"),
 ]
 
 
-def explained(app, klass, detail):
-    for a, k, sub, why in EXPLAINED:
-        if a == app and k == klass and sub in (detail or ""):
+def explained(app, klass, case, healthy):
+    for a, k, test, why in EXPLAINED:
+        if a == app and k == klass and test(case, healthy):
             return why
     return ""
 
@@ -211,6 +214,8 @@ def main():
         raise SystemExit(f"no {a.app} sample in {a.samples}/manifest.json (make_samples.py --only {a.app})")
     classes = a.classes.split(",") if a.classes else sorted(CLASSES)
     os.makedirs(os.path.join(a.out, "repro"), exist_ok=True)
+    # What each healthy sample gives, as the baseline (Gemini itself sends some tool results twice).
+    base = {name: oracle.resume(a.app, os.path.join(a.samples, name), s["id"]) for name, s in samples}
     r = random.Random(a.seed)
     results = open(os.path.join(a.out, f"results-{a.app}.jsonl"), "a")
     summary = {}
@@ -260,13 +265,16 @@ def main():
                 if lost:
                     dis.append("heal-loses")
                     case["heal_lost"] = lost[:6]
-                if A.get("ok") and (not H.get("ok") or (H.get("dups") or 0) > (A.get("dups") or 0)):
+                dups = max(A.get("dups") or 0, base[name].get("dups") or 0)
+                if A.get("ok") and (not H.get("ok") or (H.get("dups") or 0) > dups):
                     dis.append("heal-breaks")
                 if not A.get("ok") and H.get("ok"):
                     case["note"] = "the app refused the damaged file and resumes the healed one"
             if verdict == "damaged" and klass in CLEAN and A.get("ok") and not A.get("dropped"):
                 dis.append("false-damage")
-            why = explained(a.app, klass, case.get("detail"))
+            case["dis"] = dis
+            why = explained(a.app, klass, case, s.get("healthy_messages", 0))
+            del case["dis"]
             if dis and why:
                 case["explained"], case["explained_as"], dis = why, dis, []
             case["disagreements"] = dis
