@@ -176,20 +176,12 @@ def policy(path, preset, root, state):
         f.write(f"version: 1\nstate_dir: {state}\nrules:\n  - {{name: c, preset: {preset}, paths: [{root}]}}\n")
 
 
-def check(binary, home, preset, sub, work):
-    pol = os.path.join(work, "check.yaml")
-    policy(pol, preset, os.path.join(home, sub), os.path.join(work, "check-state"))
-    rc, out, err = sm(binary, ["check", "-json", "-config", pol])
-    reps = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
-    return rc, reps, err
-
-
-def heal(binary, home, preset, sub, work):
-    pol = os.path.join(work, "heal.yaml")
-    policy(pol, preset, os.path.join(home, sub), os.path.join(work, "heal-state"))
-    rc, out, err = sm(binary, ["heal", "-json", "-config", pol])
-    reps = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
-    return rc, reps, err
+def run_sm(binary, command, home, preset, sub, work):
+    """sessionmedic `command -json` with the app's preset over home: exit code, reports, stderr."""
+    pol = os.path.join(work, command + ".yaml")
+    policy(pol, preset, os.path.join(home, sub), os.path.join(work, command + "-state"))
+    rc, out, err = sm(binary, [command, "-json", "-config", pol])
+    return rc, [json.loads(l) for l in out.splitlines() if l.startswith("{")], err
 
 
 def main():
@@ -238,7 +230,7 @@ def main():
                 f.write(dmg)
             healed = os.path.join(work, "healed")
             shutil.copytree(home, healed, symlinks=True)
-            _, reps, err = check(a.bin, home, preset, sub, work)
+            _, reps, err = run_sm(a.bin, "check", home, preset, sub, work)
             rep = next((x for x in reps if x.get("path", "").endswith(s["file"])), None)
             verdict = rep["verdict"] if rep else "none"
             warnings = rep.get("warnings") or [] if rep else []
@@ -248,7 +240,7 @@ def main():
                     "warnings": warnings, "app": {k: A.get(k) for k in ("ok", "messages", "dropped", "dups", "file_items", "error")}}
             H = None
             if verdict == "damaged":
-                _, hreps, _ = heal(a.bin, healed, preset, sub, work)
+                _, hreps, _ = run_sm(a.bin, "heal", healed, preset, sub, work)
                 hrep = next((x for x in hreps if x.get("path", "").endswith(s["file"])), None)
                 case["action"] = hrep.get("action") if hrep else None
                 case["strategy"] = hrep.get("strategy") if hrep else None
