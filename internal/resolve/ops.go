@@ -48,8 +48,7 @@ func At(path, op string, fn func(dfd int, name string) error) error {
 		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer syscall.Close(dfd)
-	_, ok, root := confinedRootOf(path)
-	if ok && root.uid > 0 && ActsAsOwner && os.Geteuid() == 0 {
+	if _, ok, root := confinedRootOf(path); actsAs(ok, root) {
 		err = AsUser(root.uid, root.gid, func() error { return fn(dfd, name) })
 	} else {
 		err = fn(dfd, name)

@@ -124,15 +124,7 @@ func Confine(root string) {
 		return
 	}
 	root = filepath.Clean(root)
-	real, err := evalRoot(root)
-	var refused *UnsafeLinkError
-	if !errors.As(err, &refused) {
-		refused = nil
-	}
-	if err != nil {
-		real = ""
-	}
-	uid, gid := ownerOf(real)
+	real, uid, gid, refused := resolveRoot(root)
 	confinement.Lock()
 	defer confinement.Unlock()
 	if confinement.byGiven == nil {
@@ -144,10 +136,22 @@ func Confine(root string) {
 		confinement.byGiven[root] = r
 	}
 	setReal(r, real, uid, gid)
-	r.refused = nil
-	if refused != nil {
-		r.refused = refused
+	r.refused = refused
+}
+
+// resolveRoot resolves the rule root given (evalRoot): its real path and owner (ownerOf), or
+// "" when it is not there, or why it is refused ([UnsafeLinkError]).
+func resolveRoot(given string) (real string, uid, gid int, refused error) {
+	real, err := evalRoot(given)
+	var unsafe *UnsafeLinkError
+	if errors.As(err, &unsafe) {
+		return "", -1, -1, unsafe
 	}
+	if err != nil {
+		return "", -1, -1, nil
+	}
+	uid, gid = ownerOf(real)
+	return real, uid, gid, nil
 }
 
 // setReal gives r its real path and owner (under the write lock).
@@ -167,7 +171,7 @@ func Confined(path string) (string, bool) {
 	return real, ok
 }
 
-// confinedRootOf is confined, also returning the root it is below (a copy).
+// confinedRootOf is Confined, also returning the root it is below (a copy).
 func confinedRootOf(path string) (string, bool, confinedRoot) {
 	if !filepath.IsAbs(path) {
 		return path, false, confinedRoot{}
@@ -198,16 +202,14 @@ func confinedRootOf(path string) (string, bool, confinedRoot) {
 		return path, true, r
 	}
 	if r.real == "" {
-		real, err := evalRoot(r.given)
-		var unsafe *UnsafeLinkError
-		if errors.As(err, &unsafe) {
-			r.refused = unsafe
+		real, uid, gid, refused := resolveRoot(r.given)
+		if refused != nil {
+			r.refused = refused
 			return path, true, r
 		}
-		if err != nil {
+		if real == "" {
 			return path, true, r // the root is not there: opening below it fails as it should
 		}
-		uid, gid := ownerOf(real)
 		confinement.Lock()
 		if cur := confinement.byGiven[r.given]; cur != nil && cur.real == "" {
 			setReal(cur, real, uid, gid)
@@ -228,11 +230,17 @@ func RealPath(path string) string {
 	return real
 }
 
+// actsAs: below root (ok: below a confined root at all), this process acts as the root's
+// owner — it runs as root, and another user owns the root.
+func actsAs(ok bool, root confinedRoot) bool {
+	return ok && root.uid > 0 && ActsAsOwner && os.Geteuid() == 0
+}
+
 // ErrForeignLink: a file with more than one link whose owner is not its directory's. The
 // tree's user may have hard-linked another user's file into it; it is never read.
 var ErrForeignLink = errors.New("a hard link to a file its directory's owner does not own: not read")
 
-// openPath opens path with flags (O_NOFOLLOW and O_CLOEXEC are added), through the resolver
+// Open opens path with flags (O_NOFOLLOW and O_CLOEXEC are added), through the resolver
 // when it is below a confined root. A symlink met anywhere on the way there is refused:
 // ELOOP, as O_NOFOLLOW gives for a final one.
 //
@@ -244,7 +252,7 @@ func Open(path string, flags int, perm uint32) (int, error) {
 	if root.refused != nil {
 		return -1, root.refused
 	}
-	asOwner := ok && root.uid > 0 && ActsAsOwner && os.Geteuid() == 0
+	asOwner := actsAs(ok, root)
 	for {
 		var fd int
 		var err error
