@@ -72,22 +72,30 @@ func judgeLine(r lineRules, off int64, line []byte, terminated bool) (body []byt
 	if len(trimmed) == 0 {
 		return body, true, nil
 	}
-	verr := jsonv.Valid(body, r.d)
-	if verr == nil && trimmed[0] != '{' && !r.anyValue {
+	f, _ = r.judge(off, int64(len(line)), jsonv.Valid(body, r.d), trimmed[0], terminated)
+	return body, false, f
+}
+
+// judge is the fault (nil: none) of a line that is not blank, n bytes at off, whose body's
+// syntax check gave verr and whose first byte past leading whitespace is first; record says
+// the body is a record whatever its ending ([ValidRecord]). judgeLine and judgeLong both
+// judge so.
+func (r lineRules) judge(off, n int64, verr error, first byte, terminated bool) (f *lineFault, record bool) {
+	if verr == nil && first != '{' && !r.anyValue {
 		verr = ErrNotObject // as Inspect: an unterminated one is a torn last line
 	}
 	switch {
 	case verr != nil && !terminated:
-		return body, false, &lineFault{KindTruncated, off, "torn last line %d: %v", verr}
+		return &lineFault{KindTruncated, off, "torn last line %d: %v", verr}, false
 	case verr != nil:
 		if e, ok := verr.(*jsonv.Error); ok && e.Kind == jsonv.ErrInvalidUTF8 {
-			return body, false, &lineFault{KindInvalidUTF8, off + e.Offset, "line %d: %s", e.Msg}
+			return &lineFault{KindInvalidUTF8, off + e.Offset, "line %d: %s", e.Msg}, false
 		}
-		return body, false, &lineFault{KindMalformedRecord, off, "line %d: %v", verr}
+		return &lineFault{KindMalformedRecord, off, "line %d: %v", verr}, false
 	case !terminated && !r.openLast:
-		return body, false, &lineFault{KindTruncated, off + int64(len(line)), "last line %d has no terminating newline", nil}
+		return &lineFault{KindTruncated, off + n, "last line %d has no terminating newline", nil}, true
 	}
-	return body, false, nil
+	return nil, true
 }
 
 // walker walks the lines of a range of bytes that start in [from, limit). With skip, from

@@ -109,22 +109,7 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 	if verr != nil && !errors.As(verr, &je) {
 		return nil, verr // a read error
 	}
-	if verr == nil && first != '{' && !lj.r.anyValue {
-		verr = ErrNotObject
-	}
-	ll.record = verr == nil
-	switch {
-	case verr != nil && !ll.terminated:
-		ll.fault = &lineFault{KindTruncated, start, "torn last line %d: %v", verr}
-	case verr != nil:
-		if je != nil && je.Kind == jsonv.ErrInvalidUTF8 {
-			ll.fault = &lineFault{KindInvalidUTF8, start + je.Offset, "line %d: %s", je.Msg}
-		} else {
-			ll.fault = &lineFault{KindMalformedRecord, start, "line %d: %v", verr}
-		}
-	case !ll.terminated && !lj.r.openLast:
-		ll.fault = &lineFault{KindTruncated, start + ll.n, "last line %d has no terminating newline", nil}
-	}
+	ll.fault, ll.record = lj.r.judge(start, ll.n, verr, byte(first), ll.terminated)
 	if ll.fault == nil && lj.skel {
 		br := bufio.NewReaderSize(io.NewSectionReader(r, start, body), min(64<<10, bufSize))
 		ll.skel, err = jsonv.Skeleton(br, SkeletonString, maxSkeleton)
