@@ -143,25 +143,19 @@ func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id 
 		}
 	}
 	grown := id.Size - prev.size
+	valid := true
 	if grown > StreamBuf {
-		// A large append is judged streaming, never held (AppendedValidAt).
-		if !AppendedValidAt(t, f, prev.size, grown) {
-			return id, false
-		}
-		if fi2, err := f.Stat(); err != nil || !fsio.IdentityOf(fi2).Same(id) {
-			return id, false
-		}
-	} else {
+		valid = AppendedValidAt(t, f, prev.size, grown) // judged streaming, never held
+	} else if grown > 0 {
 		tail := make([]byte, grown)
-		if n, err := f.ReadAt(tail, prev.size); (err != nil && err != io.EOF) || int64(n) != int64(len(tail)) {
-			return id, false
-		}
-		if fi2, err := f.Stat(); err != nil || !fsio.IdentityOf(fi2).Same(id) {
-			return id, false
-		}
-		if len(tail) > 0 && !AppendedValid(t, tail) {
-			return id, false
-		}
+		n, err := f.ReadAt(tail, prev.size)
+		valid = (err == nil || err == io.EOF) && int64(n) == grown && AppendedValid(t, tail)
+	}
+	if !valid {
+		return id, false
+	}
+	if fi2, err := f.Stat(); err != nil || !fsio.IdentityOf(fi2).Same(id) {
+		return id, false
 	}
 	next := prev
 	next.size, next.passes = id.Size, prev.passes+1

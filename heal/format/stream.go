@@ -261,27 +261,8 @@ func EachLine(r io.Reader, fn func(start int64, line []byte, terminated bool) er
 // AppendedValid: every line of tail, appended to a file of an append-only profile after its
 // first record, is a complete record the profile's checklist accepts.
 func AppendedValid(p Profile, tail []byte) bool {
-	if tail[len(tail)-1] != '\n' {
-		return false
-	}
-	rc, _ := p.(RecordChecker)
-	ok := true
-	jsonv.Lines(tail, func(_ int, line []byte, _ bool) bool {
-		body := bytes.TrimSuffix(line, []byte("\r"))
-		if len(bytes.TrimSpace(body)) == 0 {
-			return true
-		}
-		if jsonv.Valid(body, p.Dialect()) != nil || (bytes.TrimSpace(body)[0] != '{' && !rulesOf(p).anyValue) {
-			ok = false
-			return false
-		}
-		if rc != nil && !rc.AppendedOK(body) {
-			ok = false
-			return false
-		}
-		return true
-	})
-	return ok
+	n := int64(len(tail))
+	return n == 0 || tail[n-1] == '\n' && appendedLines(p, memWalker(tail), n)
 }
 
 // AppendedValidAt is [AppendedValid] of the n bytes of r at off, read streaming: a line is
@@ -299,10 +280,16 @@ func appendedValidAt(p Profile, r io.ReaderAt, off, n int64, window int) bool {
 	if _, err := r.ReadAt(last, off+n-1); err != nil || last[0] != '\n' {
 		return false
 	}
+	_, rc := p.(RecordChecker)
+	lj := &longJudge{r: rulesOf(p), window: window, skel: rc}
+	return appendedLines(p, readWalker(io.NewSectionReader(r, off, n), n, min(StreamBuf, window), MaxLine, lj), n)
+}
+
+// appendedLines: every line walk gives of n appended bytes is blank or a record p's
+// checklist accepts appended.
+func appendedLines(p Profile, walk walker, n int64) bool {
 	rc, _ := p.(RecordChecker)
 	d := rulesOf(p)
-	lj := &longJudge{r: d, window: window, skel: rc != nil}
-	walk := readWalker(io.NewSectionReader(r, off, n), n, min(StreamBuf, window), MaxLine, lj)
 	err := walk(0, n, false, func(start int64, line []byte, terminated bool, long *longLine) error {
 		body, blank, f := judgeAny(d, start, line, terminated, long)
 		switch {
