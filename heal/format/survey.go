@@ -62,7 +62,10 @@ type SurveyResult struct {
 // a number over [MaxLine] is [ErrNoStream].
 func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*SurveyCand) (SurveyResult, error) {
 	var res SurveyResult
+	// Each candidate's lines (without '\r'); the long ones (that a long line of the original
+	// may be) also by hash, as a long line of the original is never held.
 	kept := make([]map[string]bool, len(cands))
+	longKept := make([]map[[sha256.Size]byte]bool, len(cands))
 	prefix := make([]*fsio.PrefixMatch, len(cands))
 	oldH := sha256.New()
 	ws := []io.Writer{oldH}
@@ -70,9 +73,13 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		prefix[i] = &fsio.PrefixMatch{Data: c.Data}
 		ws = append(ws, prefix[i])
 		if p.JSONL() {
-			kept[i] = map[string]bool{}
+			kept[i], longKept[i] = map[string]bool{}, map[[sha256.Size]byte]bool{}
 			for _, l := range Split(c.Data, p) {
-				kept[i][string(bytes.TrimRight(l.Raw, "\r"))] = true
+				k := bytes.TrimRight(l.Raw, "\r")
+				kept[i][string(k)] = true
+				if len(k) > lineWindow/2 {
+					longKept[i][sha256.Sum256(k)] = true
+				}
 			}
 		}
 	}
@@ -101,15 +108,6 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	if p.JSONL() {
 		// A line longer than LineWindow is judged from the file, never held: its bytes are
 		// hashed from the file, and it is compared with the candidates' long lines by hash.
-		longKept := make([]map[[sha256.Size]byte]bool, len(cands))
-		for i, c := range cands {
-			longKept[i] = map[[sha256.Size]byte]bool{}
-			for _, l := range Split(c.Data, p) {
-				if k := bytes.TrimRight(l.Raw, "\r"); len(k) > lineWindow/2 {
-					longKept[i][sha256.Sum256(k)] = true
-				}
-			}
-		}
 		lj := &longJudge{r: rulesOf(p), window: lineWindow}
 		walk := readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj)
 		err = walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
