@@ -245,7 +245,7 @@ func geminiMetaProblem(v *jsonv.Value) string {
 func geminiRecordProblem(v *jsonv.Value) string {
 	set, rw := v.Get("$set"), v.Get("$rewindTo")
 	switch {
-	case isStr(v.Get("id")), isObj(set), isStr(rw), geminiPartialMeta(v):
+	case geminiKindOf(v) != geminiIgnoredRecord:
 		return ""
 	case set != nil:
 		return "$set is not an object"
@@ -260,9 +260,29 @@ func geminiPartialMeta(v *jsonv.Value) bool {
 	return isStr(v.Get("sessionId")) && isStr(v.Get("projectHash"))
 }
 
-// geminiIgnored: a record the loader ignores (none of its four kinds).
-func geminiIgnored(v *jsonv.Value) bool {
-	return !isStr(v.Get("id")) && !isObj(v.Get("$set")) && !isStr(v.Get("$rewindTo")) && !geminiPartialMeta(v)
+// geminiKind is what the loader takes a record after line 1 for, tried in its order.
+type geminiKind int
+
+const (
+	geminiRewind geminiKind = iota
+	geminiMessage
+	geminiSet
+	geminiMetaRecord
+	geminiIgnoredRecord
+)
+
+func geminiKindOf(v *jsonv.Value) geminiKind {
+	switch {
+	case isStr(v.Get("$rewindTo")):
+		return geminiRewind
+	case isStr(v.Get("id")):
+		return geminiMessage
+	case isObj(v.Get("$set")):
+		return geminiSet
+	case geminiPartialMeta(v):
+		return geminiMetaRecord
+	}
+	return geminiIgnoredRecord
 }
 
 // geminiIgnoredWarning is the warning of n records the loader ignores.
@@ -295,7 +315,7 @@ func checkGemini(path string, lines []format.Line) format.Verdict {
 		if p := geminiRecordProblem(l.Val); p != "" {
 			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
 		}
-		if geminiIgnored(l.Val) {
+		if geminiKindOf(l.Val) == geminiIgnoredRecord {
 			ignored++
 		}
 		m = m.merge(l.Val)

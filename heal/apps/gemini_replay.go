@@ -110,12 +110,10 @@ func geminiMetaOf(v *jsonv.Value) geminiMeta {
 // metadata record's replace those they name (a $rewindTo and a message change nothing).
 func (m geminiMeta) merge(v *jsonv.Value) geminiMeta {
 	var src *jsonv.Value
-	switch {
-	case isStr(v.Get("$rewindTo")), isStr(v.Get("id")):
-		return m
-	case isObj(v.Get("$set")):
+	switch geminiKindOf(v) {
+	case geminiSet:
 		src = v.Get("$set")
-	case geminiPartialMeta(v):
+	case geminiMetaRecord:
 		src = v
 	default:
 		return m
@@ -185,7 +183,7 @@ func (s *geminiSequence) Record(rec []byte) string {
 		s.meta = &m
 		return ""
 	}
-	if geminiIgnored(v) {
+	if geminiKindOf(v) == geminiIgnoredRecord {
 		s.ignored++
 	}
 	*s.meta = s.meta.merge(v)
