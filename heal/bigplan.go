@@ -122,9 +122,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		case policy.Normalize:
 			if bomLess {
 				p = bigPlan(s, fsio.Range{Off: 3, N: size - 3}, sv.NormSHA, size-3, false)
-				p.lostBytes = 3
+				// A byte order mark is no history: nothing is lost.
 				if c.typ.JSONL() {
-					p.total, p.lostRecords, p.keep = sv.Total, 1, sv.Total-1
+					p.total, p.keep = sv.Total, sv.Total-1
 					if !sv.Line1Blank {
 						p.keep++
 					}
@@ -144,7 +144,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 					p.total, p.lostRecords, p.lostBytes = sv.Total, mc.Lost, mc.LostBytes
 				} else {
 					// The damaged document does not parse: it holds no record to lose.
-					p.lostBytes = max(size-mc.PrefixN, 0)
+					p.lostBytes = max(size-mc.PrefixN-mc.SuffixN, 0)
 				}
 			}
 		}

@@ -231,8 +231,8 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 	p := &plan{strategy: strategy, edits: []edit{{path: in.ctx.path, old: in.data, oldID: in.id, missing: in.missing, data: data}}}
 	p.keep = format.Records(in.ctx.typ, data)
 	p.total, p.lostRecords, p.lostBytes = format.Loss(in.ctx.typ, in.ctx.path, in.data, data, p.keep)
-	if strategy == "normalize" {
-		p.lostBytes = int64(len(in.data) - len(data))
+	if strategy == policy.Normalize {
+		p.lostRecords, p.lostBytes = 0, 0 // a byte order mark is no history
 	}
 	if strategy == policy.AddOrdinals && insertsOnly(in.data, data) {
 		p.lostRecords, p.lostBytes = 0, 0 // every record kept, with its number added

@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"hash/maphash"
 	"strings"
 
@@ -24,68 +25,284 @@ func Salvage(p Profile, path string, data []byte) []byte {
 }
 
 // Loss counts what a repair's bytes (data, holding keep records) drop of the damaged file's
-// (old): the records of old, those lost, and the bytes lost.
+// (old): the records old held, those the user loses, and their bytes. A record is lost when
+// the result holds neither its line nor, in its place, a whole version of it (the line a
+// backup or the last-good copy has where old has a torn or garbled one); a damaged line
+// counts the records it held (two glued records are two); a NUL run, blank line or byte
+// order mark is no record and costs nothing.
 func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecords int, lostBytes int64) {
 	if !p.JSONL() {
 		total = Records(p, old)
 		if lost := total - keep; lost > 0 {
 			lostRecords = lost
 		}
-		lostBytes = int64(len(old) - fsio.CommonPrefix(old, data))
-		if lostBytes < 0 {
-			lostBytes = 0
-		}
-		return total, lostRecords, lostBytes
+		return total, lostRecords, docLostBytes(old, data)
 	}
-	kept := newLineSet(data)
 	var gone func(*jsonv.Value) bool
 	if s, ok := p.(Superseder); ok {
 		gone = s.Superseded(path)
 	}
+	m := newLossMeter(p, data, false)
 	for _, l := range split(old, p, gone != nil) {
-		if l.Blank {
-			continue
+		if !l.Blank {
+			m.line(l.Raw, l.Val != nil, l.Terminated, int64(l.End-l.Start), l.Val != nil && gone != nil && gone(l.Val))
 		}
-		if NULRun(l.Raw) {
-			// A run of NULs (a power cut's zeroed pages) held no record: its bytes go, no
-			// history with them.
-			if !kept.has(l.Raw) {
-				lostBytes += int64(l.End - l.Start)
-			}
-			continue
-		}
-		total++
-		if kept.has(l.Raw) || (l.Val == nil && !l.Terminated && bytes.Contains(data, l.Raw)) {
-			continue // kept, or a torn last record whose whole version the result holds
-		}
-		if l.Val == nil && !p.Plain() && kept.hasPrefixed(l.Raw) {
-			// A torn line the repair replaced by its whole version (a rebuilt or restored
-			// header). Plain profiles are measured as the streamed survey measures them.
-			continue
-		}
-		if l.Val != nil && gone != nil && gone(l.Val) {
-			continue // preserved in a finished archive
-		}
-		if l.Val == nil {
-			if recs := SplitLine(p, l.Raw); recs != nil {
-				// Split: what is lost is the bytes around the whole records kept.
-				kept := 0
-				for _, r := range recs {
-					if bytes.Contains(data, r) {
-						kept += len(r)
-					}
-				}
-				if lost := bytes.Count(l.Raw, []byte{0}); len(bytes.TrimSuffix(l.Raw, []byte("\r")))-lost > kept {
-					lostRecords++
-				}
-				lostBytes += int64(len(l.Raw) - kept)
-				continue
-			}
-		}
-		lostRecords++
-		lostBytes += int64(l.End - l.Start)
 	}
-	return total, lostRecords, lostBytes
+	m.end()
+	return m.total, m.lost, m.lostBytes
+}
+
+// lossMeter measures, line by line of a damaged file, what a repair (data) loses of it, as
+// [Loss] counts.
+type lossMeter struct {
+	p      Profile
+	data   []byte
+	res    lineSet
+	long   map[[sha256.Size]byte][]int // the long lines of data by hash, when asked
+	a      aligner                     // damaged lines since the last line data holds in order
+	pieces [][]byte                    // the lines of the hunk split into records
+
+	total, lost int
+	lostBytes   int64
+}
+
+func newLossMeter(p Profile, data []byte, long bool) *lossMeter {
+	m := &lossMeter{p: p, data: data, res: newLineSet(data)}
+	if long {
+		m.long = map[[sha256.Size]byte][]int{}
+		for i, l := range m.res.all {
+			if len(l) > lineWindow/2 {
+				k := sha256.Sum256(l)
+				m.long[k] = append(m.long[k], i)
+			}
+		}
+	}
+	return m
+}
+
+// line measures a non-blank line of the damaged file, of ll bytes with its '\n': a valid
+// record or not, terminated or not, preserved elsewhere (a finished archive) or not.
+func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved bool) {
+	if NULRun(raw) {
+		return
+	}
+	if i := m.res.indexFrom(raw, m.a.next); i >= 0 {
+		m.total++
+		m.settle(i)
+		return
+	}
+	if valid {
+		m.total++
+		if !m.res.has(raw) && !preserved {
+			m.lost++
+			m.lostBytes += ll
+		}
+		return
+	}
+	if !terminated && bytes.Contains(m.data, raw) {
+		m.total += heldRecords(m.p, raw)
+		return // a torn last record whose whole version the result holds
+	}
+	if recs := SplitLine(m.p, raw); recs != nil {
+		// Split: each whole record kept or lost, and the bytes around them (a stub) one
+		// record more.
+		held, kept := 0, 0
+		for _, r := range recs {
+			held += len(r)
+			m.total++
+			if bytes.Contains(m.data, r) {
+				kept += len(r)
+			} else {
+				m.lost++
+			}
+		}
+		lost := m.lost
+		if len(bytes.Trim(bytes.TrimPrefix(bytes.TrimSuffix(raw, []byte("\r")), BOM), " \t\x00")) > held {
+			m.total++
+			m.lost++
+		}
+		if m.lost > lost {
+			m.lostBytes += ll - int64(kept) // the bytes around the records kept
+		}
+		m.pieces = append(m.pieces, raw)
+		return
+	}
+	n := heldRecords(m.p, raw)
+	m.total += n
+	m.a.add(n, ll, raw)
+}
+
+// longLine measures a line too long to hold, by the hash of its bytes without '\r': a
+// damaged one counts one record, and a torn one is not looked for in the result.
+func (m *lossMeter) longLine(key [sha256.Size]byte, valid bool, ll int64) {
+	m.total++
+	for _, i := range m.long[key] {
+		if i >= m.a.next {
+			m.settle(i)
+			return
+		}
+	}
+	if valid {
+		if len(m.long[key]) == 0 {
+			m.lost++
+			m.lostBytes += ll
+		}
+		return
+	}
+	m.a.add(1, ll, nil)
+}
+
+// settle ends the hunk at the result's line to, which matches the damaged file's line: the
+// result's lines in the hunk's place (but the pieces split out of its lines) may be whole
+// versions of its damaged records.
+func (m *lossMeter) settle(to int) {
+	var gap [][]byte
+	for _, r := range m.res.all[m.a.next:to] {
+		if !containedIn(m.pieces, r) {
+			gap = append(gap, r)
+		}
+	}
+	n, b := m.a.settle(gap, to)
+	m.lost += n
+	m.lostBytes += b
+	m.pieces = m.pieces[:0]
+}
+
+// end ends the last hunk at the result's end.
+func (m *lossMeter) end() {
+	m.settle(len(m.res.all))
+}
+
+// docLostBytes is what a JSON document's repair (data) drops of the damaged one (old): the
+// bytes between what they share at the start and at the end.
+func docLostBytes(old, data []byte) int64 {
+	pre := fsio.CommonPrefix(old, data)
+	suf := 0
+	for suf < len(old)-pre && suf < len(data)-pre && old[len(old)-1-suf] == data[len(data)-1-suf] {
+		suf++
+	}
+	return int64(max(len(old)-pre-suf, 0))
+}
+
+// heldRecords is how many records a damaged line held: its whole values one after another
+// and a torn or garbled rest, or, for a profile that knows how its records start, one more
+// than the records that start right after another ends ("}{"), whole or not; at least one.
+func heldRecords(p Profile, raw []byte) int {
+	b := bytes.Trim(bytes.TrimSuffix(raw, []byte("\r")), " \t\x00")
+	n := 0
+	for rest := b; len(rest) > 0 && n < maxSplitStarts; {
+		n++
+		end, err := jsonv.FirstValue(rest, p.Dialect())
+		if err != nil || end <= 0 {
+			break
+		}
+		rest = bytes.Trim(rest[end:], " \t\x00")
+	}
+	if s, ok := p.(Splitter); ok {
+		starts := 1
+		for i := bytes.Index(b, []byte("}{")); i >= 0 && starts < maxSplitStarts; {
+			for _, m := range s.RecordStarts() {
+				if bytes.HasPrefix(b[i+1:], m) {
+					starts++
+					break
+				}
+			}
+			j := bytes.Index(b[i+1:], []byte("}{"))
+			if j < 0 {
+				break
+			}
+			i += 1 + j
+		}
+		n = max(n, starts)
+	}
+	return max(n, 1)
+}
+
+// aligner follows a damaged file's lines against a repair's, in order: a damaged line
+// between two lines both hold (in a hunk) is made good by a line of the repair in the same
+// place that is its whole version (see [wholeVersion]).
+type aligner struct {
+	next    int // the repair's line after the last one matched
+	pending []hunkLine
+}
+
+// hunkLine is a damaged line of a hunk: the records and bytes it held, and its ends.
+type hunkLine struct {
+	records int
+	bytes   int64
+	n       int    // its length without '\r'
+	head    []byte // its first bytes
+	tail    []byte // ... and last, up to hunkEnds each
+}
+
+const (
+	maxHunk  = 4096 // lines a hunk remembers one by one; past it they are added up, and lost
+	hunkEnds = 256
+	maxAhead = 1024 // lines of the repair a damaged line's whole version is looked for in
+)
+
+func (a *aligner) add(records int, ll int64, raw []byte) {
+	if len(a.pending) == maxHunk {
+		a.pending[maxHunk-1].records += records
+		a.pending[maxHunk-1].bytes += ll
+		a.pending[maxHunk-1].n = -1
+		return
+	}
+	raw = bytes.TrimRight(raw, "\r")
+	a.pending = append(a.pending, hunkLine{records: records, bytes: ll, n: len(raw),
+		head: bytes.Clone(raw[:min(len(raw), hunkEnds)]), tail: bytes.Clone(raw[max(len(raw)-hunkEnds, 0):])})
+}
+
+// settle ends the hunk at the repair's line at, gap being the repair's lines in its place:
+// each damaged line's records are made good by as many whole versions of it in gap, in
+// order; the records left are lost, with their line's bytes.
+func (a *aligner) settle(gap [][]byte, at int) (lost int, lostBytes int64) {
+	j := 0
+	for _, h := range a.pending {
+		left := h.records
+		for k := j; k < len(gap) && k < j+maxAhead && left > 0; k++ {
+			if h.wholeVersion(gap[k]) {
+				left--
+				j = k + 1
+			}
+		}
+		if left > 0 {
+			lost += left
+			lostBytes += h.bytes
+		}
+	}
+	a.pending, a.next = a.pending[:0], at+1
+	return lost, lostBytes
+}
+
+// wholeVersion: c may be the whole version of the damaged line h (or of one of the records
+// glued in it): what they share at the start and at the end is at least half of the shorter
+// (a torn line is its whole version's start; a flipped byte, a NUL run or a byte order mark
+// spoils a few bytes of it).
+func (h hunkLine) wholeVersion(c []byte) bool {
+	if h.n < 0 {
+		return false
+	}
+	short := min(h.n, len(c))
+	if short == 0 {
+		return false
+	}
+	pre := fsio.CommonPrefix(h.head, c)
+	suf := 0
+	for suf < len(h.tail) && suf < len(c) && h.tail[len(h.tail)-1-suf] == c[len(c)-1-suf] {
+		suf++
+	}
+	// The ends stored are at most hunkEnds each: a long line is judged on them.
+	return pre+suf >= max(min(short, 2*hunkEnds)/2, min(short, 8))
+}
+
+func containedIn(in [][]byte, b []byte) bool {
+	for _, s := range in {
+		if bytes.Contains(s, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // NULRun: a line (its '\r' aside) of NUL bytes only, what a power cut leaves where pages were
@@ -95,21 +312,21 @@ func NULRun(raw []byte) bool {
 	return len(b) > 0 && AllNUL(b)
 }
 
-// lineSet is the set of a file's lines (without '\r'), as slices of its bytes: a big file's
-// lines are not copied to be looked up.
+// lineSet is a file's non-blank lines (without '\r') in order, as slices of its bytes, and
+// where each is: a big file's lines are not copied to be looked up.
 type lineSet struct {
 	seed  maphash.Seed
-	lines map[uint64][][]byte
+	lines map[uint64][]int // a line's hash: the indexes in all of the lines with it
 	all   [][]byte
 }
 
 func newLineSet(data []byte) lineSet {
-	s := lineSet{seed: maphash.MakeSeed(), lines: map[uint64][][]byte{}}
+	s := lineSet{seed: maphash.MakeSeed(), lines: map[uint64][]int{}}
 	jsonv.Lines(data, func(_ int, line []byte, _ bool) bool {
 		line = bytes.TrimRight(line, "\r")
 		if len(bytes.TrimSpace(line)) > 0 {
 			h := maphash.Bytes(s.seed, line)
-			s.lines[h] = append(s.lines[h], line)
+			s.lines[h] = append(s.lines[h], len(s.all))
 			s.all = append(s.all, line)
 		}
 		return true
@@ -118,28 +335,18 @@ func newLineSet(data []byte) lineSet {
 }
 
 func (s lineSet) has(line []byte) bool {
-	line = bytes.TrimRight(line, "\r")
-	for _, l := range s.lines[maphash.Bytes(s.seed, line)] {
-		if bytes.Equal(l, line) {
-			return true
-		}
-	}
-	return false
+	return s.indexFrom(line, 0) >= 0
 }
 
-// hasPrefixed: a line of the set starts with the bytes of raw (a torn record whose whole
-// version the set holds).
-func (s lineSet) hasPrefixed(raw []byte) bool {
-	raw = bytes.TrimRight(raw, "\r")
-	if len(raw) == 0 {
-		return false
-	}
-	for _, l := range s.all {
-		if bytes.HasPrefix(l, raw) {
-			return true
+// indexFrom is the index of the first line at or after from equal to line, or -1.
+func (s lineSet) indexFrom(line []byte, from int) int {
+	line = bytes.TrimRight(line, "\r")
+	for _, i := range s.lines[maphash.Bytes(s.seed, line)] {
+		if i >= from && bytes.Equal(s.all[i], line) {
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // recordKey identifies a JSONL record across versions of a file.

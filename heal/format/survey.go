@@ -28,6 +28,7 @@ type SurveyCand struct {
 	Data []byte
 	// Filled by Survey:
 	PrefixN   int64 // how much of Data the original starts with
+	SuffixN   int64 // JSON: how much of Data past PrefixN the original ends with
 	Lost      int   // JSONL: the original's records Data does not hold
 	LostBytes int64 // ... and their bytes, each with its '\n'
 }
@@ -62,10 +63,9 @@ type SurveyResult struct {
 // a number over [MaxLine] is [ErrNoStream].
 func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*SurveyCand) (SurveyResult, error) {
 	var res SurveyResult
-	// Each candidate's lines (without '\r'); the long ones (that a long line of the original
-	// may be) also by hash, as a long line of the original is never held.
-	kept := make([]map[string]bool, len(cands))
-	longKept := make([]map[[sha256.Size]byte]bool, len(cands))
+	// Each candidate's loss, measured line by line; its long lines (that a long line of the
+	// original may be) also by hash, as a long line of the original is never held.
+	meters := make([]*lossMeter, len(cands))
 	prefix := make([]*fsio.PrefixMatch, len(cands))
 	oldH := sha256.New()
 	ws := []io.Writer{oldH}
@@ -73,14 +73,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		prefix[i] = &fsio.PrefixMatch{Data: c.Data}
 		ws = append(ws, prefix[i])
 		if p.JSONL() {
-			kept[i], longKept[i] = map[string]bool{}, map[[sha256.Size]byte]bool{}
-			for _, l := range Split(c.Data, p) {
-				k := bytes.TrimRight(l.Raw, "\r")
-				kept[i][string(k)] = true
-				if len(k) > lineWindow/2 {
-					longKept[i][sha256.Sum256(k)] = true
-				}
-			}
+			meters[i] = newLossMeter(p, c.Data, true)
 		}
 	}
 	normH := fsio.NewRangeHash(3, size)
@@ -99,6 +92,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		droppedBefore bool
 		torn          []byte // an unterminated invalid last line
 		tornLen       int64
+		tornN         int
 		salvLines     = sha256.New()
 	)
 	res.SalvPrefix = true
@@ -112,7 +106,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		walk := readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj)
 		err = walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
 			if long != nil {
-				return surveyLong(&res, f, start, long, cands, longKept, salvLines, &droppedBefore)
+				return surveyLong(&res, f, start, long, meters, salvLines, &droppedBefore)
 			}
 			ll := int64(len(line))
 			if terminated {
@@ -137,31 +131,22 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 			if len(bytes.TrimSpace(body)) == 0 {
 				return nil
 			}
-			key := string(bytes.TrimRight(line, "\r"))
+			for _, m := range meters {
+				m.line(line, valid, terminated, ll, false)
+			}
 			if NULRun(line) {
-				// No record (as Loss counts): bytes lost, no history.
-				res.SalvLostBytes += ll
-				for i, c := range cands {
-					if !kept[i][key] {
-						c.LostBytes += ll
-					}
-				}
+				return nil // no record, no history (as Loss counts)
+			}
+			if valid {
+				res.Total++
 				return nil
 			}
-			res.Total++
-			if !valid {
-				res.SalvLost++
-				res.SalvLostBytes += ll
-				if !terminated {
-					torn, tornLen = bytes.Clone(line), ll
-				}
-			}
-			for i, c := range cands {
-				if kept[i][key] || (!valid && !terminated && bytes.Contains(c.Data, line)) {
-					continue
-				}
-				c.Lost++
-				c.LostBytes += ll
+			n := heldRecords(p, line)
+			res.Total += n
+			res.SalvLost += n
+			res.SalvLostBytes += ll
+			if !terminated {
+				torn, tornLen, tornN = bytes.Clone(line), ll, n
 			}
 			return nil
 		})
@@ -185,12 +170,21 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 			return SurveyResult{}, err
 		}
 		if cw.Found {
-			res.SalvLost--
+			res.SalvLost -= tornN
 			res.SalvLostBytes -= tornLen
 		}
 	}
 	for i, c := range cands {
 		c.PrefixN = prefix[i].N
+		if !p.JSONL() {
+			if c.SuffixN, err = commonSuffix(f, size, c.Data, c.PrefixN); err != nil {
+				return SurveyResult{}, err
+			}
+		}
+		if m := meters[i]; m != nil {
+			m.end()
+			c.Lost, c.LostBytes = m.lost, m.lostBytes
+		}
 	}
 	res.SalvSHA = hex.EncodeToString(salvLines.Sum(nil))
 	if opt.BOMLess {
@@ -200,6 +194,29 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		res.ValueSHA, res.ValueFirst = valueH.Sum(), *valueFirst
 	}
 	return res, nil
+}
+
+// commonSuffix is how many bytes the original (size bytes of f) and data share at their
+// ends, neither reaching into the first from bytes they share at the start (as a JSON
+// repair's loss is measured).
+func commonSuffix(f io.ReaderAt, size int64, data []byte, from int64) (int64, error) {
+	limit := min(size, int64(len(data))) - from
+	var buf [4096]byte
+	var n int64
+	for n < limit {
+		k := min(int64(len(buf)), limit-n)
+		b := buf[:k]
+		if _, err := f.ReadAt(b, size-n-k); err != nil && err != io.EOF {
+			return 0, err
+		}
+		for i := k - 1; i >= 0; i-- {
+			if b[i] != data[int64(len(data))-n-k+i] {
+				return n + (k - 1 - i), nil
+			}
+		}
+		n += k
+	}
+	return n, nil
 }
 
 // JSONRecords is [Records] for a valid generic JSON document whose first byte is known.
@@ -213,7 +230,7 @@ func JSONRecords(f fsio.FirstNonWS) int {
 // surveyLong is Survey's measure of a line too long to hold (judged streaming): its bytes
 // are read again from f for the salvage's hash and its key's; a torn one is counted lost
 // (its whole version is not searched for in the salvage, nor in the candidates).
-func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, cands []*SurveyCand, longKept []map[[sha256.Size]byte]bool, salvLines hash.Hash, droppedBefore *bool) error {
+func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, meters []*lossMeter, salvLines hash.Hash, droppedBefore *bool) error {
 	ll := long.n
 	if long.terminated {
 		ll++
@@ -242,15 +259,14 @@ func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, c
 		return nil
 	}
 	if long.nul {
-		res.SalvLostBytes += ll
-	} else {
-		res.Total++
-		if !long.record {
-			res.SalvLost++
-			res.SalvLostBytes += ll
-		}
+		return nil
 	}
-	if len(cands) == 0 {
+	res.Total++
+	if !long.record {
+		res.SalvLost++
+		res.SalvLostBytes += ll
+	}
+	if len(meters) == 0 {
 		return nil
 	}
 	// The key: the line without its trailing '\r's, hashed from f.
@@ -273,14 +289,8 @@ func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, c
 	}
 	var key [sha256.Size]byte
 	kh.Sum(key[:0])
-	for i, c := range cands {
-		if longKept[i][key] {
-			continue
-		}
-		if !long.nul {
-			c.Lost++
-		}
-		c.LostBytes += ll
+	for _, m := range meters {
+		m.longLine(key, long.record, ll)
 	}
 	return nil
 }
