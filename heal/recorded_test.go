@@ -27,6 +27,8 @@ func TestRecordedByTheApps(t *testing.T) {
 		// Codex 0.169.0 wrote it; without one record's timestamp, it resumes without that record.
 		{"codex/healthy", "codex", ".codex", ""},
 		{"codex/assistant-no-timestamp", "codex", ".codex", "Codex skips them"},
+		// serde_json's recursion limit: a line nested 127 levels deep loads.
+		{"codex/depth-127", "codex", ".codex", ""},
 		// ... and here it resumes without the assistant message whose content is null.
 		{"claude-code/assistant-content-null", "claude-code", ".claude", "Claude skips them"},
 	} {
@@ -71,5 +73,29 @@ func TestNULRunIsNeverSpliced(t *testing.T) {
 		if !healthy[l] {
 			t.Errorf("line %d of the healed file is no line Claude wrote: %.120q", i+1, l)
 		}
+	}
+}
+
+// A Codex line nested 128 levels deep is past serde_json's recursion limit: Codex resumes
+// the rollout without that message (14 of 15, with the oracle). It is damage, and the salvage
+// drops that line only.
+func TestCodexLineTooDeep(t *testing.T) {
+	src := filepath.Join(recorded, "codex/depth-128")
+	root := filepath.Join(t.TempDir(), "home")
+	copyTree(t, src, root)
+	e := testEngine(t, "codex", filepath.Join(root, ".codex"))
+	reports := runAll(t, e, true)
+	if len(reports) != 1 {
+		t.Fatalf("reports: %+v", reports)
+	}
+	r := reports[0]
+	if r.Verdict != Damaged || !strings.Contains(r.Detail, "line 23") || !strings.Contains(r.Detail, "depth") ||
+		r.Action != ActionHealed || r.LostRecords != 1 {
+		t.Fatalf("%s %s %q: %s %s, lost %d", r.Verdict, r.Kind, r.Detail, r.Action, r.Strategy, r.LostRecords)
+	}
+	want := strings.Split(string(read(t, filepath.Join(src, r.Path[len(root):]))), "\n")
+	want = append(want[:22], want[23:]...)
+	if got := string(read(t, r.Path)); got != strings.Join(want, "\n") {
+		t.Errorf("healed file is not the rollout without line 23")
 	}
 }

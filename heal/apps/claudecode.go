@@ -31,8 +31,10 @@ func addClaudeCode(r *format.Registry) {
 
 // nodeDialect is what an app on Node reads: its file decoded as UTF-8 lossily (a byte that is
 // not UTF-8 becomes U+FFFD), then JSON.parse. A record with such a byte in a string loads
-// (Claude Code 2.1.330, seen with the oracle; Gemini CLI reads with readline, alike).
-var nodeDialect = jsonv.Dialect{Lossy: true}
+// (Claude Code 2.1.330, seen with the oracle; Gemini CLI reads with readline, alike). V8's
+// JSON.parse has no nesting limit short of memory (Node 20 parses 5,000,000 levels), so
+// neither has this one, short of 2^24.
+var nodeDialect = jsonv.Dialect{Lossy: true, MaxDepth: 1 << 24}
 
 // claudeCodeLog is a session's (or a subagent's) transcript.
 type claudeCodeLog struct{ format.Log }

@@ -38,7 +38,12 @@ func addCodex(r *format.Registry) {
 type codexLog struct{ format.Log }
 
 func (codexLog) Name() string           { return "codex" }
-func (codexLog) Dialect() jsonv.Dialect { return jsonv.Dialect{} } // serde_json
+// codexDialect is serde_json's, which Codex reads each line with: strict UTF-8, and a
+// recursion limit of 128 — a line nested 128 levels deep is skipped (Codex 0.169.0 resumed
+// a rollout with one at 127 whole and dropped the message at 128, seen with the oracle).
+var codexDialect = jsonv.Dialect{MaxDepth: 127}
+
+func (codexLog) Dialect() jsonv.Dialect { return codexDialect }
 func (codexLog) EmptyIsDamage() bool    { return true }
 func (codexLog) AppendOnly() bool       { return true }
 func (codexLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
@@ -49,7 +54,7 @@ func (codexLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
 // there is one, that is a non-negative integer. The sequence of ordinals, the last record's
 // ordinal and the header's id against the file name need the whole file (Inspect).
 func (codexLog) RecordProblem(rec []byte, first bool) string {
-	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 2) // the record's and its payload's members
+	v, err := jsonv.ParseDepth(rec, codexDialect, 2) // the record's and its payload's members
 	if err != nil {
 		return err.Error()
 	}
@@ -71,7 +76,7 @@ func (codexLog) NoRecords() format.Verdict {
 // the appended ordinals continue the file's sequence is not checked here: the periodic full
 // pass of an append-only file re-checks it.
 func (codexLog) AppendedOK(rec []byte) bool {
-	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1)
+	v, err := jsonv.ParseDepth(rec, codexDialect, 1)
 	return err == nil && codexOrdinal(v.Get("ordinal")) && strOf(v.Get("type")) != "session_meta"
 }
 
@@ -279,7 +284,7 @@ func (codexLog) RebuildHeader(path string, data []byte) []byte {
 	case strOf(first.Val.Get("type")) == "session_meta":
 		return nil
 	default: // the salvage dropped line 1: the file's own, if torn
-		if l, _ := fsio.FirstLine(path, codexLine1Max); jsonv.Valid(l, jsonv.Dialect{}) != nil {
+		if l, _ := fsio.FirstLine(path, codexLine1Max); jsonv.Valid(l, codexDialect) != nil {
 			torn = l
 		}
 	}
@@ -341,10 +346,10 @@ func (codexLog) RebuildHeader(path string, data []byte) []byte {
 // members of its payload, each its raw bytes (see [jsonv.PrefixMembers]).
 func codexPrefixMembers(b []byte) map[string][]byte {
 	out := map[string][]byte{}
-	if string(jsonv.PrefixMembers(b, jsonv.Dialect{})["type"]) != `"session_meta"` {
+	if string(jsonv.PrefixMembers(b, codexDialect)["type"]) != `"session_meta"` {
 		return out
 	}
-	for k, v := range jsonv.PrefixMembers(b, jsonv.Dialect{}, "payload") {
+	for k, v := range jsonv.PrefixMembers(b, codexDialect, "payload") {
 		if v[0] == '"' {
 			out[k] = v
 		}
@@ -371,7 +376,7 @@ func (codexLog) KeptPrefix(path string) int64 {
 			if !complete || !bytes.Contains(line, []byte(id)) {
 				return nil
 			}
-			v, _ := jsonv.Parse(line, jsonv.Dialect{}) // nil when not valid: no history_base
+			v, _ := jsonv.Parse(line, codexDialect) // nil when not valid: no history_base
 			hb := v.Get("payload").Get("history_base")
 			if end := hb.Get("end_byte_offset"); strOf(hb.Get("thread_id")) == id && codexOrdinal(end) {
 				keep = max(keep, end.Int)
@@ -411,7 +416,7 @@ func (s *codexSequence) Record(rec []byte) string {
 	if s.n == 0 {
 		depth = 3 // the header's payload.history_base
 	}
-	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, depth)
+	v, err := jsonv.ParseDepth(rec, codexDialect, depth)
 	if err != nil {
 		return err.Error()
 	}

@@ -47,6 +47,17 @@ type Dialect struct {
 	// file lossily before it parses (Node's utf8 decoding, then JSON.parse), so such a byte
 	// is a U+FFFD in a string it loads. Outside a string it is still an error.
 	Lossy bool
+	// MaxDepth, when over 0, is the deepest nesting the app's parser accepts in place of
+	// [MaxDepth] (serde_json's 127, V8's millions).
+	MaxDepth int
+}
+
+// maxDepth is the nesting d accepts.
+func (d Dialect) maxDepth() int {
+	if d.MaxDepth > 0 {
+		return d.MaxDepth
+	}
+	return MaxDepth
 }
 
 // ErrKind is the kind of a syntax problem.
@@ -92,8 +103,10 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s at offset %d: %s", e.Kind, e.Offset, e.Msg)
 }
 
-// MaxDepth is the deepest nesting of arrays and objects that is accepted; the (MaxDepth+1)th
-// open bracket is an ErrTooDeep error. It matches encoding/json and jsontext.
+// MaxDepth is the deepest nesting of arrays and objects that is accepted unless a dialect
+// says otherwise; the (MaxDepth+1)th open bracket is an ErrTooDeep error. It matches
+// encoding/json and jsontext. A tree ([Parse]) is built no deeper: a container nested deeper
+// is a Value of its type and bounds without children.
 const MaxDepth = 10000
 
 func newError(k ErrKind, off int, msg string) *Error {

@@ -79,7 +79,9 @@ func Parse(b []byte, d Dialect) (*Value, error) {
 	if err := Valid(b, d); err != nil {
 		return nil, err
 	}
-	p := builder{b: b, src: string(b), surr: d.Surrogates}
+	// No deeper than MaxDepth: a dialect that accepts more (V8's) is not built into a tree
+	// past it, so the build's recursion stays bounded.
+	p := builder{b: b, src: string(b), surr: d.Surrogates, d: d, max: MaxDepth}
 	p.chunk = min(max(len(b)/32, 8), 1024)
 	v, _ := p.value(skipWS(b, 0))
 	return v, nil
@@ -93,7 +95,10 @@ func ParseDepth(b []byte, d Dialect, depth int) (*Value, error) {
 	if err := Valid(b, d); err != nil {
 		return nil, err
 	}
-	p := builder{b: b, src: string(b), surr: d.Surrogates, d: d, max: depth}
+	p := builder{b: b, src: string(b), surr: d.Surrogates, d: d, max: MaxDepth}
+	if depth > 0 && depth < MaxDepth {
+		p.max = depth
+	}
 	p.chunk = 16
 	v, _ := p.value(skipWS(b, 0))
 	return v, nil

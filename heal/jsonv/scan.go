@@ -60,7 +60,7 @@ func scan(b []byte, d Dialect, k kernel) (int, *Error) {
 		i     int
 		depth int
 		small uint64
-		deep  *[MaxDepth/64 + 1]uint64
+		deep  []uint64
 		e     *Error
 	)
 value:
@@ -74,7 +74,7 @@ value:
 			return i, e
 		}
 	case '{', '[':
-		if depth >= MaxDepth {
+		if depth >= d.maxDepth() {
 			return i, newError(ErrTooDeep, i, "exceeded max depth")
 		}
 		obj := b[i] == '{'
@@ -188,8 +188,8 @@ key:
 }
 
 // openContainer records the kind of the container opened at depth: the first 64 levels in
-// small, deeper ones in deep, allocated on first use.
-func openContainer(depth int, obj bool, small *uint64, deep **[MaxDepth/64 + 1]uint64) {
+// small, deeper ones in deep, grown as the nesting is.
+func openContainer(depth int, obj bool, small *uint64, deep *[]uint64) {
 	if depth < 64 {
 		if obj {
 			*small |= 1 << depth
@@ -198,8 +198,8 @@ func openContainer(depth int, obj bool, small *uint64, deep **[MaxDepth/64 + 1]u
 		}
 		return
 	}
-	if *deep == nil {
-		*deep = new([MaxDepth/64 + 1]uint64)
+	for len(*deep) <= depth>>6 {
+		*deep = append(*deep, 0)
 	}
 	if obj {
 		(*deep)[depth>>6] |= 1 << (depth & 63)
@@ -209,7 +209,7 @@ func openContainer(depth int, obj bool, small *uint64, deep **[MaxDepth/64 + 1]u
 }
 
 // inObject reports whether the innermost open container (depth >= 1) is an object.
-func inObject(depth int, small uint64, deep *[MaxDepth/64 + 1]uint64) bool {
+func inObject(depth int, small uint64, deep []uint64) bool {
 	k := depth - 1
 	if k < 64 {
 		return small&(1<<k) != 0

@@ -366,3 +366,54 @@ func TestNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// A dialect's own nesting limit (serde_json's 127, V8's millions) holds for every walk —
+// in memory, streamed — and a tree of a value deeper than MaxDepth is built no deeper than it.
+func TestDialectDepth(t *testing.T) {
+	deep := func(n int) []byte { return []byte(strings.Repeat("[", n) + strings.Repeat("]", n)) }
+	serde := Dialect{MaxDepth: 127}
+	v8 := Dialect{Lossy: true, MaxDepth: 1 << 24}
+	for _, c := range []struct {
+		name string
+		d    Dialect
+		n    int
+		ok   bool
+	}{
+		{"serde at its limit", serde, 127, true},
+		{"serde one past", serde, 128, false},
+		{"v8 past MaxDepth", v8, 3 * MaxDepth, true},
+		{"v8 deep", v8, 1 << 20, true},
+		{"default past MaxDepth", Dialect{}, MaxDepth + 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := deep(c.n)
+			err := Valid(in, c.d)
+			if (err == nil) != c.ok || (!c.ok && err.(*Error).Kind != ErrTooDeep) {
+				t.Fatalf("Valid: %v", err)
+			}
+			if _, err := ValidReader(bytes.NewReader(in), c.d, 4096, 1<<20); (err == nil) != c.ok {
+				t.Errorf("ValidReader: %v", err)
+			}
+			v, err := Parse(in, c.d)
+			if (err == nil) != c.ok {
+				t.Fatalf("Parse: %v", err)
+			}
+			if !c.ok {
+				return
+			}
+			// The arrays of the tree: every level up to MaxDepth, then one without children
+			// that spans the rest.
+			levels := 0
+			for v != nil && v.Type == Array {
+				levels++
+				if len(v.Items) == 0 {
+					break
+				}
+				v = v.Items[0]
+			}
+			if want := min(c.n, MaxDepth+1); levels != want || v.End-v.Start != 2*(c.n-levels+1) {
+				t.Errorf("tree of %d levels, the last %d bytes; want %d", levels, v.End-v.Start, want)
+			}
+		})
+	}
+}

@@ -234,7 +234,7 @@ func (s *stream) scan(d Dialect) (int64, *Error) {
 		i     int
 		depth int
 		small uint64
-		deep  *[MaxDepth/64 + 1]uint64
+		deep  []uint64
 		e     *Error
 	)
 	num := func(b []byte, i int) (int, *Error) { return scanNumber(b, i, d) }
@@ -252,7 +252,7 @@ value:
 			return e.Offset, e
 		}
 	case '{', '[':
-		if depth >= MaxDepth {
+		if depth >= d.maxDepth() {
 			return s.base + int64(i), &Error{Kind: ErrTooDeep, Offset: s.base + int64(i), Msg: "exceeded max depth"}
 		}
 		obj := s.buf[i] == '{'
