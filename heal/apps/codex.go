@@ -37,7 +37,8 @@ func addCodex(r *format.Registry) {
 
 type codexLog struct{ format.Log }
 
-func (codexLog) Name() string           { return "codex" }
+func (codexLog) Name() string { return "codex" }
+
 // codexDialect is serde_json's, which Codex reads each line with: strict UTF-8, and a
 // recursion limit of 128 — a line nested 128 levels deep is skipped (Codex 0.169.0 resumed
 // a rollout with one at 127 whole and dropped the message at 128, seen with the oracle).
