@@ -35,14 +35,14 @@ func addCodex(r *format.Registry) {
 	r.AddLock(string(policy.LockCodex), lockCodex)
 }
 
-type codexLog struct{ format.Log }
-
-func (codexLog) Name() string { return "codex" }
-
 // codexDialect is serde_json's, which Codex reads each line with: strict UTF-8, and a
 // recursion limit of 128 — a line nested 128 levels deep is skipped (Codex 0.169.0 resumed
 // a rollout with one at 127 whole and dropped the message at 128, seen with the oracle).
 var codexDialect = jsonv.Dialect{MaxDepth: 127}
+
+type codexLog struct{ format.Log }
+
+func (codexLog) Name() string { return "codex" }
 
 func (codexLog) Dialect() jsonv.Dialect { return codexDialect }
 func (codexLog) EmptyIsDamage() bool    { return true }
