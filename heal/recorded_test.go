@@ -24,6 +24,8 @@ func TestRecordedByTheApps(t *testing.T) {
 		{"claude-code/no-uuid-no-sessionid", "claude-code", ".claude", "Claude bridges the chain"},
 		{"claude-code/assistant-no-uuid", "claude-code", ".claude", "Claude bridges the chain"},
 		{"claude-code/parentuuid-number", "claude-code", ".claude", ""},
+		// V8's JSON.parse has no nesting limit to speak of: a record 20,000 levels deep loads.
+		{"claude-code/depth-20000", "claude-code", ".claude", ""},
 		// Codex 0.169.0 wrote it; without one record's timestamp, it resumes without that record.
 		{"codex/healthy", "codex", ".codex", ""},
 		{"codex/assistant-no-timestamp", "codex", ".codex", "Codex skips them"},
