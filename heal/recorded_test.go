@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,5 +100,48 @@ func TestCodexLineTooDeep(t *testing.T) {
 	want = append(want[:22], want[23:]...)
 	if got := string(read(t, r.Path)); got != strings.Join(want, "\n") {
 		t.Errorf("healed file is not the rollout without line 23")
+	}
+}
+
+// A power cut while Gemini CLI resumed a chat: the resume had written its metadata record, a
+// $set.messages checkpoint holding only the session context and a $set.sessionId, and the
+// checkpoint with the whole history was torn (the rest of the file NUL). Kept as it is, the
+// salvage ends on the context-only checkpoint: the loader finds no resumable message and the
+// start-up sweep deletes the chat (case gemini-7 of the campaign). The heal drops that
+// checkpoint too, so the chat resumes with its history as before that resume (the oracle:
+// 12 messages, where the damaged file and the plain salvage were deleted).
+func TestGeminiTornResumeCheckpoint(t *testing.T) {
+	src := filepath.Join(recorded, "gemini-cli/resumed")
+	root := filepath.Join(t.TempDir(), "home")
+	copyTree(t, src, root)
+	e := testEngine(t, "gemini-cli", filepath.Join(root, ".gemini"))
+	reports := runAll(t, e, false)
+	if len(reports) != 1 {
+		t.Fatalf("reports: %+v", reports)
+	}
+	path := reports[0].Path
+	orig := read(t, path)
+	lines := strings.SplitAfter(string(orig), "\n")
+	if !strings.HasPrefix(lines[43], `{"$set":{"messages":`) || !strings.HasPrefix(lines[41], `{"$set":{"messages":`) {
+		t.Fatalf("lines 42 and 44 are not the resume's checkpoints")
+	}
+	damaged := []byte(string(orig))
+	cut := len(strings.Join(lines[:43], "")) + len(lines[43])/2
+	for i := cut; i < len(damaged); i++ {
+		damaged[i] = 0
+	}
+	if err := os.WriteFile(path, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runAll(t, e, true)[0]
+	if r.Action != ActionHealed || r.Strategy != "salvage" {
+		t.Fatalf("%s %s: %s %s %s", r.Verdict, r.Kind, r.Action, r.Strategy, r.Reason)
+	}
+	want := strings.Join(lines[:41], "") + lines[42] // without the context-only checkpoint
+	if got := string(read(t, path)); got != want {
+		t.Errorf("healed file: %d lines, want lines 1-41 and 43 of the chat", strings.Count(got, "\n"))
+	}
+	if r := runAll(t, e, false)[0]; r.Verdict != Healthy || len(r.Warnings) != 0 {
+		t.Errorf("healed file: %s %v", r.Verdict, r.Warnings)
 	}
 }

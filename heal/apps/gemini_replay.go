@@ -204,3 +204,62 @@ func (s *geminiSequence) End() string {
 
 // Warnings are the whole-file pass's warnings, once End has run.
 func (s *geminiSequence) Warnings() []string { return s.warnings }
+
+// FinishSalvage: a resume begins with a metadata record and a $set.messages checkpoint that
+// holds only the session context, then writes the whole history as a second checkpoint. When
+// that one was torn (a power cut during the resume), the salvage ends on the context-only
+// checkpoint: the loader finds no resumable message and the start-up sweep deletes the
+// session. The checkpoints without a resumable message after the last resumable point are
+// dropped when the history before them is resumable, as it was before that resume.
+func (geminiLog) FinishSalvage(_ string, data []byte) []byte {
+	lines := format.Split(data, geminiLog{})
+	replay := func(skip map[int]bool) bool {
+		var r geminiReplay
+		first := true
+		for i, l := range lines {
+			if l.Blank || l.Val == nil || skip[i] {
+				continue
+			}
+			if first {
+				first = false
+				continue // the metadata record
+			}
+			r.apply(l.Val)
+		}
+		return r.resumable()
+	}
+	if replay(nil) {
+		return data
+	}
+	drop := map[int]bool{}
+	for i := len(lines) - 1; i > 0; i-- {
+		v := lines[i].Val
+		if v == nil {
+			continue
+		}
+		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
+			resumable := false
+			for _, m := range arrOf(msgs) {
+				resumable = resumable || geminiResumable(m)
+			}
+			if resumable {
+				break
+			}
+			drop[i] = true
+			continue
+		}
+		if isStr(v.Get("id")) && geminiResumable(v) {
+			break
+		}
+	}
+	if len(drop) == 0 || !replay(drop) {
+		return data
+	}
+	var out []byte
+	for i, l := range lines {
+		if !drop[i] {
+			out = append(out, data[l.Start:l.End]...)
+		}
+	}
+	return out
+}

@@ -76,6 +76,12 @@ type Reconciler interface {
 	Reconcile(path string, data []byte, kind string) []byte
 }
 
+// SalvageFinisher is a JSONL Profile whose app needs more of a salvage than whole records:
+// FinishSalvage returns the salvaged bytes the app can resume (salvaged itself when they are).
+type SalvageFinisher interface {
+	FinishSalvage(path string, salvaged []byte) []byte
+}
+
 // Superseder is a JSONL Profile some of whose live records are already kept elsewhere (an
 // archive): a salvage drops them, and dropping them loses nothing. Superseded returns nil
 // when no record is.

@@ -21,7 +21,11 @@ func Salvage(p Profile, path string, data []byte) []byte {
 		}
 		return data[:end]
 	}
-	return KeepLines(p, path, data)
+	out := KeepLines(p, path, data)
+	if f, ok := p.(SalvageFinisher); ok && out != nil {
+		out = f.FinishSalvage(path, out)
+	}
+	return out
 }
 
 // Loss counts what a repair's bytes (data, holding keep records) drop of the damaged file's
