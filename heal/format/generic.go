@@ -45,8 +45,15 @@ func KeepLines(p Profile, path string, data []byte) []byte {
 		gone = s.Superseded(path)
 	}
 	var out []byte
-	for _, l := range split(data, p, gone != nil) {
+	lines := split(data, p, gone != nil)
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
 		if l.Val == nil && !l.Blank {
+			if rec, n := RejoinLines(p, lines, i); rec != nil {
+				out = append(append(out, rec...), '\n')
+				i += n - 1
+				continue
+			}
 			for _, rec := range SplitLine(p, l.Raw) {
 				out = append(append(out, rec...), '\n')
 			}

@@ -200,6 +200,15 @@ type Splitter interface {
 	Whole(rec *jsonv.Value) bool
 }
 
+// Rejoiner is a Splitter whose app's writer may put a raw newline inside a string (an
+// unescaped "\n" in a tool's output), splitting one record over several lines the loader
+// each rejects: its salvage joins such lines back, the raw newlines escaped, when and only
+// when the result is one whole record ([RejoinLines]).
+type Rejoiner interface {
+	Splitter
+	RejoinsSplitRecords() bool
+}
+
 // PrefixJudge is a JSONL Profile whose app itself legitimately removes its last records: a
 // healthy file that is a line-aligned prefix of its last-good copy is truncated only when
 // the missing tail (last-good's bytes after it) says so; otherwise the verdict is healthy

@@ -137,9 +137,14 @@ func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved
 }
 
 // longLine measures a line too long to hold, by the hash of its bytes without '\r': a
-// damaged one counts one record, and a torn one is not looked for in the result.
-func (m *lossMeter) longLine(key [sha256.Size]byte, valid bool, ll int64) {
-	m.total++
+// damaged one counts one record if it starts as an object does (obj), and a torn one is not
+// looked for in the result.
+func (m *lossMeter) longLine(key [sha256.Size]byte, valid, obj bool, ll int64) {
+	records := 0
+	if valid || obj {
+		records = 1
+	}
+	m.total += records
 	for _, i := range m.long[key] {
 		if i >= m.a.next {
 			m.settle(i)
@@ -153,7 +158,7 @@ func (m *lossMeter) longLine(key [sha256.Size]byte, valid bool, ll int64) {
 		}
 		return
 	}
-	m.a.add(1, ll, nil)
+	m.a.add(records, ll, nil)
 }
 
 // settle ends the hunk at the result's line to, which matches the damaged file's line: the
@@ -188,22 +193,31 @@ func docLostBytes(old, data []byte) int64 {
 	return int64(max(len(old)-pre-suf, 0))
 }
 
-// heldRecords is how many records a damaged line held: its whole values one after another
+// heldRecords is how many records a damaged line held: its whole objects one after another
 // and a torn or garbled rest, or, for a profile that knows how its records start, one more
-// than the records that start right after another ends ("}{"), whole or not; at least one.
+// than the records that start right after another ends ("}{"), whole or not. A line that
+// does not start as an object is the piece of a record (one a raw newline split) or
+// garbage: none, its bytes lost with the record's.
 func heldRecords(p Profile, raw []byte) int {
-	b := bytes.Trim(bytes.TrimSuffix(raw, []byte("\r")), " \t\x00")
+	b := bytes.TrimRight(recordFrom(raw), " \t\r\x00")
 	n := 0
-	for rest := b; len(rest) > 0 && n < maxSplitStarts; {
-		n++
+	rest := b
+	for len(rest) > 0 && rest[0] == '{' && n < maxSplitStarts {
 		end, err := jsonv.FirstValue(rest, p.Dialect())
 		if err != nil || end <= 0 {
 			break
 		}
+		n++
 		rest = bytes.Trim(rest[end:], " \t\x00")
 	}
+	if len(rest) > 0 && (n > 0 || rest[0] == '{') {
+		n++ // a torn or garbled record
+	}
 	if s, ok := p.(Splitter); ok {
-		starts := 1
+		starts := 0
+		if len(b) > 0 && b[0] == '{' {
+			starts = 1
+		}
 		for i := bytes.Index(b, []byte("}{")); i >= 0 && starts < maxSplitStarts; {
 			for _, m := range s.RecordStarts() {
 				if bytes.HasPrefix(b[i+1:], m) {
@@ -219,7 +233,19 @@ func heldRecords(p Profile, raw []byte) int {
 		}
 		n = max(n, starts)
 	}
-	return max(n, 1)
+	return n
+}
+
+// recordFrom is a damaged line from where a record would start: past a byte order mark,
+// blanks, '\r's and NULs.
+func recordFrom(raw []byte) []byte {
+	return bytes.TrimLeft(bytes.TrimPrefix(bytes.TrimLeft(raw, " \t\r\x00"), BOM), " \t\r\x00")
+}
+
+// startsRecord: a damaged line (its first bytes, head) starts as an object does.
+func startsRecord(head []byte) bool {
+	b := recordFrom(head)
+	return len(b) > 0 && b[0] == '{'
 }
 
 // aligner follows a damaged file's lines against a repair's, in order: a damaged line
@@ -261,13 +287,20 @@ func (a *aligner) add(records int, ll int64, raw []byte) {
 // each damaged line's records are made good by as many whole versions of it in gap, in
 // order; the records left are lost, with their line's bytes.
 func (a *aligner) settle(gap [][]byte, at int) (lost int, lostBytes int64) {
-	j := 0
+	j, last := 0, -1
 	for _, h := range a.pending {
 		left := h.records
+		if last >= 0 && h.within(gap[last]) {
+			continue // a piece of the record last matched (one a raw newline split, rejoined)
+		}
+		if left == 0 {
+			lostBytes += h.bytes // the piece of a record, or garbage
+			continue
+		}
 		for k := j; k < len(gap) && k < j+maxAhead && left > 0; k++ {
 			if h.wholeVersion(gap[k]) {
 				left--
-				j = k + 1
+				j, last = k+1, k
 			}
 		}
 		if left > 0 {
@@ -277,6 +310,11 @@ func (a *aligner) settle(gap [][]byte, at int) (lost int, lostBytes int64) {
 	}
 	a.pending, a.next = a.pending[:0], at+1
 	return lost, lostBytes
+}
+
+// within: the damaged line h is part of c (its ends, all of a short line, are in c).
+func (h hunkLine) within(c []byte) bool {
+	return h.n > 0 && bytes.Contains(c, h.head) && bytes.Contains(c, h.tail)
 }
 
 // wholeVersion: c may be the whole version of the damaged line h (or of one of the records

@@ -86,3 +86,41 @@ func wholeRecords(p Profile, s Splitter, b []byte) [][]byte {
 	}
 	return out
 }
+
+// maxRejoin is how many lines a record split by raw newlines is looked for over.
+const maxRejoin = 16
+
+// RejoinLines: lines[i], a line that is no record, and the lines after it are one record a
+// raw newline (or several) split: the record, with each newline escaped as \n, and how many
+// lines it took; nil when no join of up to maxRejoin lines, none of them a record, is one
+// whole record of p. A join parses only where each newline was inside a string (a backslash
+// anywhere else is no JSON), so it never guesses: the bytes are the record's, and the
+// newline within its string was the writer's.
+func RejoinLines(p Profile, lines []Line, i int) ([]byte, int) {
+	r, ok := p.(Rejoiner)
+	if !ok || !r.RejoinsSplitRecords() || lines[i].Val != nil || !lines[i].Terminated {
+		return nil, 0
+	}
+	first := bytes.TrimSuffix(lines[i].Raw, []byte("\r"))
+	if len(first) == 0 || first[0] != '{' || bytes.IndexByte(first, 0) >= 0 {
+		return nil, 0
+	}
+	joined := bytes.Clone(first)
+	for k := i + 1; k < len(lines) && k <= i+maxRejoin; k++ {
+		l := lines[k]
+		if l.Val != nil || bytes.IndexByte(l.Raw, 0) >= 0 {
+			return nil, 0
+		}
+		joined = append(append(joined, '\\', 'n'), bytes.TrimSuffix(l.Raw, []byte("\r"))...)
+		if v, err := jsonv.Parse(joined, p.Dialect()); err == nil {
+			if !r.Whole(v) {
+				return nil, 0
+			}
+			return joined, k - i + 1
+		}
+		if !l.Terminated {
+			return nil, 0
+		}
+	}
+	return nil, 0
+}

@@ -261,9 +261,21 @@ func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, m
 	if long.nul {
 		return nil
 	}
-	res.Total++
+	// A damaged line counts one record if it starts as an object does (as heldRecords
+	// counts a line held, but for the records glued in it).
+	var head [4096]byte
+	k, err := f.ReadAt(head[:min(int64(len(head)), long.n)], start)
+	if err != nil && err != io.EOF {
+		return err
+	}
+	obj := startsRecord(head[:k])
+	if long.record || obj {
+		res.Total++
+	}
 	if !long.record {
-		res.SalvLost++
+		if obj {
+			res.SalvLost++
+		}
 		res.SalvLostBytes += ll
 	}
 	if len(meters) == 0 {
@@ -290,7 +302,7 @@ func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, m
 	var key [sha256.Size]byte
 	kh.Sum(key[:0])
 	for _, m := range meters {
-		m.longLine(key, long.record, ll)
+		m.longLine(key, long.record, obj, ll)
 	}
 	return nil
 }
