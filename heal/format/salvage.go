@@ -197,7 +197,8 @@ func docLostBytes(old, data []byte) int64 {
 // and a torn or garbled rest, or, for a profile that knows how its records start, one more
 // than the records that start right after another ends ("}{"), whole or not. A line that
 // does not start as an object is the piece of a record (one a raw newline split) or
-// garbage: none, its bytes lost with the record's.
+// garbage: none, its bytes lost with the record's — but in JSON Lines, where any value is a
+// record, any line holds one.
 func heldRecords(p Profile, raw []byte) int {
 	b := bytes.TrimRight(recordFrom(raw), " \t\r\x00")
 	n := 0
@@ -210,8 +211,8 @@ func heldRecords(p Profile, raw []byte) int {
 		n++
 		rest = bytes.Trim(rest[end:], " \t\x00")
 	}
-	if len(rest) > 0 && (n > 0 || rest[0] == '{') {
-		n++ // a torn or garbled record
+	if len(rest) > 0 && (n > 0 || rest[0] == '{' || rulesOf(p).anyValue) {
+		n++ // a torn or garbled record (any value is one in JSON Lines)
 	}
 	if s, ok := p.(Splitter); ok {
 		starts := 0
@@ -242,10 +243,11 @@ func recordFrom(raw []byte) []byte {
 	return bytes.TrimLeft(bytes.TrimPrefix(bytes.TrimLeft(raw, " \t\r\x00"), BOM), " \t\r\x00")
 }
 
-// startsRecord: a damaged line (its first bytes, head) starts as an object does.
-func startsRecord(head []byte) bool {
+// startsRecord: a damaged line (its first bytes, head) starts as a record of p does (an
+// object; in JSON Lines, anything).
+func startsRecord(p Profile, head []byte) bool {
 	b := recordFrom(head)
-	return len(b) > 0 && b[0] == '{'
+	return len(b) > 0 && (b[0] == '{' || rulesOf(p).anyValue)
 }
 
 // aligner follows a damaged file's lines against a repair's, in order: a damaged line

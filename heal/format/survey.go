@@ -106,7 +106,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		walk := readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj)
 		err = walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
 			if long != nil {
-				return surveyLong(&res, f, start, long, meters, salvLines, &droppedBefore)
+				return surveyLong(p, &res, f, start, long, meters, salvLines, &droppedBefore)
 			}
 			ll := int64(len(line))
 			if terminated {
@@ -230,7 +230,7 @@ func JSONRecords(f fsio.FirstNonWS) int {
 // surveyLong is Survey's measure of a line too long to hold (judged streaming): its bytes
 // are read again from f for the salvage's hash and its key's; a torn one is counted lost
 // (its whole version is not searched for in the salvage, nor in the candidates).
-func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, meters []*lossMeter, salvLines hash.Hash, droppedBefore *bool) error {
+func surveyLong(p Profile, res *SurveyResult, f io.ReaderAt, start int64, long *longLine, meters []*lossMeter, salvLines hash.Hash, droppedBefore *bool) error {
 	ll := long.n
 	if long.terminated {
 		ll++
@@ -268,7 +268,7 @@ func surveyLong(res *SurveyResult, f io.ReaderAt, start int64, long *longLine, m
 	if err != nil && err != io.EOF {
 		return err
 	}
-	obj := startsRecord(head[:k])
+	obj := startsRecord(p, head[:k])
 	if long.record || obj {
 		res.Total++
 	}
