@@ -2,6 +2,7 @@ package format
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -46,8 +47,19 @@ func KeepLines(p Profile, path string, data []byte) []byte {
 	}
 	var out []byte
 	lines := split(data, p, gone != nil)
+	var seen map[string]bool // the record lines kept, when later copies are dropped
+	if d, ok := p.(DuplicateDropper); ok && d.DropsDuplicateLines() {
+		seen = map[string]bool{}
+	}
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
+		if seen != nil && l.Val != nil {
+			k := string(bytes.TrimRight(l.Raw, "\r"))
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
 		if l.Val == nil && !l.Blank {
 			if rec, n := RejoinLines(p, lines, i); rec != nil {
 				out = append(append(out, rec...), '\n')
@@ -111,4 +123,21 @@ func (c ValidLines) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// FirstDuplicate is the first line of data (its index in lines) that is byte for byte an
+// earlier record line ('\r' aside), or -1.
+func FirstDuplicate(lines []Line) int {
+	seen := map[string]bool{}
+	for i, l := range lines {
+		if l.Val == nil {
+			continue
+		}
+		k := string(bytes.TrimRight(l.Raw, "\r"))
+		if seen[k] {
+			return i
+		}
+		seen[k] = true
+	}
+	return -1
 }

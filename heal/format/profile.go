@@ -209,6 +209,13 @@ type Rejoiner interface {
 	RejoinsSplitRecords() bool
 }
 
+// DuplicateDropper is a JSONL Profile whose app sends a re-appended record twice (it does
+// not key records by id): its salvage keeps the first of byte-identical lines only
+// ([FirstDuplicate] finds them).
+type DuplicateDropper interface {
+	DropsDuplicateLines() bool
+}
+
 // PrefixJudge is a JSONL Profile whose app itself legitimately removes its last records: a
 // healthy file that is a line-aligned prefix of its last-good copy is truncated only when
 // the missing tail (last-good's bytes after it) says so; otherwise the verdict is healthy

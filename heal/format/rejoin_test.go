@@ -56,3 +56,33 @@ func TestRejoinSplitRecord(t *testing.T) {
 		})
 	}
 }
+
+type deduper struct{ rejoiner }
+
+func (deduper) DropsDuplicateLines() bool { return true }
+
+// A profile whose app sends a re-appended line twice: the salvage keeps its first copy only,
+// and loses nothing; a profile that keys records by id keeps every copy.
+func TestDropDuplicateLines(t *testing.T) {
+	a := `{"type":"user","text":"one"}` + "\n"
+	b := `{"type":"gemini","text":"two"}` + "\n"
+	in := a + b + b + "{\"type\":\"x" + "\n" + a
+	d := deduper{rejoiner{plain{jsonl: true}}}
+	lines := Split([]byte(in), d)
+	if i := FirstDuplicate(lines); i != 2 {
+		t.Errorf("FirstDuplicate = %d, want 2", i)
+	}
+	got := KeepLines(d, "f.jsonl", []byte(in))
+	if string(got) != a+b {
+		t.Fatalf("salvage:\n%s", got)
+	}
+	if _, lost, _ := Loss(d, "f.jsonl", []byte(in), got, 2); lost != 1 {
+		t.Errorf("lost %d records, want the torn one", lost)
+	}
+	if got := KeepLines(rejoiner{plain{jsonl: true}}, "f.jsonl", []byte(in)); string(got) != a+b+b+a {
+		t.Errorf("a profile that keeps copies: %s", got)
+	}
+	if i := FirstDuplicate(Split([]byte(a+b), d)); i != -1 {
+		t.Errorf("FirstDuplicate without copies = %d", i)
+	}
+}

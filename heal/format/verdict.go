@@ -34,6 +34,9 @@ const (
 	KindWipedPlaceholder  = "wiped-placeholder"
 	KindBOM               = "bom"
 	KindNULFilled         = "nul-filled"
+	// KindDuplicateRecord: a line is byte for byte an earlier one (a re-append), and the
+	// app's loader sends it twice.
+	KindDuplicateRecord = "duplicate-record"
 )
 
 // Verdict says whether a file is healthy and, if not, where it breaks.
