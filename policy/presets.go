@@ -7,7 +7,7 @@ import (
 )
 
 // The presets, in the order of the embedded default; qwenpaw is an alias of copaw.
-var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli"}
+var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi"}
 
 var presetAliases = map[string]string{"qwenpaw": "copaw"}
 
@@ -24,12 +24,14 @@ const (
 	LockCodex LockProtocol = "codex"
 	// LockGeminiCLI: no lock; a project is live while a Gemini process runs in its root.
 	LockGeminiCLI LockProtocol = "gemini-cli"
+	// LockPi: no lock; a session is live while a pi process has it open or names it.
+	LockPi LockProtocol = "pi"
 )
 
 var appLocks = []struct {
 	protocol LockProtocol
 	stale    bool
-}{{LockNanobot, false}, {LockOpenViking, true}, {LockOpenClaw, true}, {LockClaudeCode, false}, {LockCodex, false}, {LockGeminiCLI, false}}
+}{{LockNanobot, false}, {LockOpenViking, true}, {LockOpenClaw, true}, {LockClaudeCode, false}, {LockCodex, false}, {LockGeminiCLI, false}, {LockPi, false}}
 
 func appLockProtocols() []LockProtocol {
 	var out []LockProtocol
@@ -43,7 +45,7 @@ func appLockProtocols() []LockProtocol {
 // locations.
 var presetEnv = []string{"QWENPAW_WORKING_DIR", "COPAW_WORKING_DIR", "PRAISONAI_HOME",
 	"OPENVIKING_CONFIG_FILE", "OPENCLAW_HOME", "OPENCLAW_STATE_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
-	"GEMINI_CLI_HOME"}
+	"GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"}
 
 // PresetEnv returns the environment variables the presets read to find their apps (a
 // harness that must not see real app data drops them).
@@ -54,7 +56,7 @@ func Presets() []string { return slices.Clone(presetNames) }
 
 // PresetChoices lists every accepted preset name, aliases included, for error messages.
 func PresetChoices() []string {
-	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli"}
+	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi"}
 }
 
 // PresetRule returns the full rule of a preset (an alias gives its preset), named after it,
@@ -152,6 +154,13 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Temps = []string{"*.jsonl.tmp-*"}
 		r.Lock = Lock{Protocol: LockGeminiCLI}
 		r.Strategies = []Strategy{Salvage, LastGoodCopy, RebuildHeader}
+	case "pi":
+		// <agent>/sessions/--<cwd>--/<ts>_<uuid>.jsonl; models.json, auth.json and
+		// settings.json are the app's config, never touched.
+		r.Paths = piPaths(env)
+		r.Match = []string{"**/--*--/*.jsonl"}
+		r.Lock = Lock{Protocol: LockPi}
+		r.Strategies = []Strategy{Salvage, LastGoodCopy, RebuildHeader}
 	default:
 		return Rule{}, false
 	}
@@ -211,6 +220,24 @@ func geminiPaths(env Env) []string {
 		return nil
 	}
 	return homePaths(env, ".gemini")
+}
+
+// piPaths: $PI_CODING_AGENT_SESSION_DIR (the sessions root), else
+// $PI_CODING_AGENT_DIR/sessions, else ~/.pi/agent/sessions.
+func piPaths(env Env) []string {
+	if v := env.getenv("PI_CODING_AGENT_SESSION_DIR"); v != "" {
+		if p := appPath(v, env.Home); p != "" {
+			return []string{p}
+		}
+		return nil
+	}
+	if v := env.getenv("PI_CODING_AGENT_DIR"); v != "" {
+		if p := appPath(v, env.Home); p != "" {
+			return []string{filepath.Join(p, "sessions")}
+		}
+		return nil
+	}
+	return homePaths(env, ".pi/agent/sessions")
 }
 
 // copawPaths: $QWENPAW_WORKING_DIR or $COPAW_WORKING_DIR; else ~/.copaw if it exists;

@@ -253,10 +253,10 @@ func TestDaemonStartsWithAMissingRoot(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	out, errOut, code := sm(t, t.TempDir(), "demo")
-	if code != 0 || !strings.Contains(out, "summary: 8 of 8 damaged sessions healed") {
+	if code != 0 || !strings.Contains(out, "summary: 9 of 9 damaged sessions healed") {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, app := range []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli"} {
+	for _, app := range []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi"} {
 		if !strings.Contains(out, app) {
 			t.Errorf("demo output lacks %s", app)
 		}

@@ -109,6 +109,17 @@ func demoApps() []demoApp {
 		`{"id":"b83b78a4-3a19-4c14-a4b9-cbb523166db0","timestamp":"2026-11-22T21:40:58.120Z","type":"gemini","content":"Three fixes and one new flag.","model":"gemini-3.1-pro-preview"}` + "\n" +
 		`{"$set":{"lastUpdated":"2026-11-22T21:40:58.120Z"}}` + "\n"
 
+	const piID = "01a20d45-b047-74a5-9793-8344620699e6"
+	piFile := "--srv-app--/2026-11-24T11-16-40-647Z_" + piID + ".jsonl"
+	piLines := []string{
+		`{"type":"session","version":3,"id":"` + piID + `","timestamp":"2026-11-24T11:16:40.647Z","cwd":"/srv/app"}`,
+		`{"type":"model_change","id":"cc67a33f","parentId":null,"timestamp":"2026-11-24T11:16:40.650Z","provider":"mock","modelId":"mock-model"}`,
+		`{"type":"message","id":"729b929a","parentId":"cc67a33f","timestamp":"2026-11-24T11:16:41.002Z","message":{"role":"user","content":[{"type":"text","text":"Summarise the changelog"}],"timestamp":1795518201002}}`,
+		`{"type":"message","id":"6ea95459","parentId":"729b929a","timestamp":"2026-11-24T11:16:43.517Z","message":{"role":"assistant","content":[{"type":"text","text":"Three fixes and one new flag."}],"provider":"mock","model":"mock-model","stopReason":"stop","timestamp":1795518203517}}`,
+		`{"type":"message","id":"bd477c85","parentId":"6ea95459","timestamp":"2026-11-24T11:16:50.120Z","message":{"role":"user","content":[{"type":"text","text":"Which flag?"}],"timestamp":1795518210120}}`,
+	}
+	pi := strings.Join(piLines, "\n") + "\n"
+
 	return []demoApp{
 		{preset: "copaw", file: "sessions/console/default_console--default.json", how: "two writers race: a shorter save lands over a longer one",
 			files: map[string]string{"sessions/console/default_console--default.json": copawShort},
@@ -158,6 +169,12 @@ func demoApps() []demoApp {
 			files: map[string]string{gmFile: gm, "tmp/app/.project_root": "/srv/app"},
 			damage: func(root string) error {
 				return os.WriteFile(filepath.Join(root, gmFile), []byte(gm[:100]+"\n"+gm[strings.IndexByte(gm, '\n')+1:]), 0o644)
+			}},
+		{preset: "pi", file: piFile, how: "an entry lands glued to the one before (pi would drop it and everything before it)",
+			files: map[string]string{piFile: pi},
+			damage: func(root string) error {
+				glued := strings.Join(piLines[:3], "\n") + "\n" + piLines[3] + strings.Join(piLines[4:], "\n") + "\n"
+				return os.WriteFile(filepath.Join(root, piFile), []byte(glued), 0o644)
 			}},
 	}
 }

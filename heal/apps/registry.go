@@ -25,6 +25,7 @@ func Registry() *format.Registry {
 	addClaudeCode(r)
 	addCodex(r)
 	addGeminiCLI(r)
+	addPi(r)
 	return r
 }
 
