@@ -145,3 +145,27 @@ func TestGeminiTornResumeCheckpoint(t *testing.T) {
 		t.Errorf("healed file: %s %v", r.Verdict, r.Warnings)
 	}
 }
+
+// A glued line Gemini CLI skipped whole: a torn update of the gemini message that makes a tool
+// call, and then the user record with that call's result. Gemini alone resumes without both
+// (12 messages); a split that kept the result alone made Gemini send a tool result without its
+// call, which the model's API rejects (case gemini-465 of the campaign). The heal drops the
+// whole line, as Gemini does, and the oracle resumes the healed chat (12 messages, ok).
+func TestGeminiSplitKeepsNoOrphanToolResult(t *testing.T) {
+	src := filepath.Join(recorded, "gemini-cli/glued-tool-result")
+	root := filepath.Join(t.TempDir(), "home")
+	copyTree(t, src, root)
+	e := testEngine(t, "gemini-cli", filepath.Join(root, ".gemini"))
+	reports := runAll(t, e, true)
+	if len(reports) != 1 || reports[0].Action != ActionHealed || reports[0].Strategy != "salvage" {
+		t.Fatalf("reports: %+v", reports)
+	}
+	lines := strings.SplitAfter(string(read(t, filepath.Join(src, reports[0].Path[len(root):]))), "\n")
+	if !strings.Contains(lines[14], `"functionResponse"`) {
+		t.Fatal("line 15 is not the glued call and result")
+	}
+	want := strings.Join(lines[:14], "") + strings.Join(lines[15:], "")
+	if got := string(read(t, reports[0].Path)); got != want {
+		t.Errorf("healed chat is not the damaged one without its glued line 15")
+	}
+}

@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -211,7 +212,13 @@ func (s *geminiSequence) Warnings() []string { return s.warnings }
 // checkpoint: the loader finds no resumable message and the start-up sweep deletes the
 // session. The checkpoints without a resumable message after the last resumable point are
 // dropped when the history before them is resumable, as it was before that resume.
-func (geminiLog) FinishSalvage(_ string, data []byte) []byte {
+//
+// A record the split recovered from a glued line (one the loader skipped whole) that answers
+// a tool call no kept record makes is dropped too: its call was in the torn stub, and a
+// result without its call is a request the model's API rejects, where the app alone, which
+// skipped both, resumed (case gemini-465 of the campaign).
+func (geminiLog) FinishSalvage(_ string, damaged, data []byte) []byte {
+	data = geminiDropOrphanResults(damaged, data)
 	lines := format.Split(data, geminiLog{})
 	replay := func(skip map[int]bool) bool {
 		var r geminiReplay
@@ -262,4 +269,73 @@ func (geminiLog) FinishSalvage(_ string, data []byte) []byte {
 		}
 	}
 	return out
+}
+
+// geminiDropOrphanResults is salvaged without the records that are no whole line of damaged
+// (a split recovered them) and answer a tool call that no other kept record makes.
+func geminiDropOrphanResults(damaged, salvaged []byte) []byte {
+	whole := map[string]bool{}
+	for _, l := range format.Split(damaged, geminiLog{}) {
+		if l.Val != nil {
+			whole[string(bytes.TrimRight(l.Raw, "\r"))] = true
+		}
+	}
+	lines := format.Split(salvaged, geminiLog{})
+	calls := map[string]bool{}
+	recovered := map[int][]string{} // a recovered record's tool results' ids
+	for i, l := range lines {
+		if l.Val == nil {
+			continue
+		}
+		var results []string
+		geminiToolIDs(l.Val, "", calls, &results)
+		if len(results) > 0 && !whole[string(bytes.TrimRight(l.Raw, "\r"))] {
+			recovered[i] = results
+		}
+	}
+	drop := map[int]bool{}
+	for i, ids := range recovered {
+		for _, id := range ids {
+			if !calls[id] {
+				drop[i] = true
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return salvaged
+	}
+	var out []byte
+	for i, l := range lines {
+		if !drop[i] {
+			out = append(out, salvaged[l.Start:l.End]...)
+		}
+	}
+	return out
+}
+
+// geminiToolIDs walks v (under the member key) for the ids of the tool calls it makes (a
+// functionCall's, a toolCalls entry's) into calls, and of the results it holds (a
+// functionResponse's) into results.
+func geminiToolIDs(v *jsonv.Value, key string, calls map[string]bool, results *[]string) {
+	switch v.Type {
+	case jsonv.Object:
+		if id := v.Get("id"); isStr(id) {
+			switch key {
+			case "functionCall":
+				calls[id.Str] = true
+			case "functionResponse":
+				*results = append(*results, id.Str)
+			}
+		}
+		for _, m := range v.Keys {
+			geminiToolIDs(m.Val, m.Key, calls, results)
+		}
+	case jsonv.Array:
+		for _, it := range v.Items {
+			if key == "toolCalls" && isStr(it.Get("id")) {
+				calls[it.Get("id").Str] = true
+			}
+			geminiToolIDs(it, "", calls, results)
+		}
+	}
 }

@@ -77,9 +77,10 @@ type Reconciler interface {
 }
 
 // SalvageFinisher is a JSONL Profile whose app needs more of a salvage than whole records:
-// FinishSalvage returns the salvaged bytes the app can resume (salvaged itself when they are).
+// FinishSalvage returns the salvaged bytes (of the damaged file's, damaged) the app can
+// resume: salvaged itself when they are.
 type SalvageFinisher interface {
-	FinishSalvage(path string, salvaged []byte) []byte
+	FinishSalvage(path string, damaged, salvaged []byte) []byte
 }
 
 // Superseder is a JSONL Profile some of whose live records are already kept elsewhere (an

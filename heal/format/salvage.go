@@ -23,7 +23,7 @@ func Salvage(p Profile, path string, data []byte) []byte {
 	}
 	out := KeepLines(p, path, data)
 	if f, ok := p.(SalvageFinisher); ok && out != nil {
-		out = f.FinishSalvage(path, out)
+		out = f.FinishSalvage(path, data, out)
 	}
 	return out
 }
