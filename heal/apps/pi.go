@@ -73,7 +73,7 @@ func (piLog) NoRecords() format.Verdict {
 // under its current leaf, so an append breaks the tree only through a torn line, which the
 // syntax check catches; the periodic full pass checks the rest.
 func (piLog) AppendedOK(rec []byte) bool {
-	v, err := jsonv.ParseDepth(rec, nodeDialect, 1)
+	v, err := jsonv.ParseDepth(rec, nodeDialect, piDepth)
 	return err == nil && piEntryTypeProblem(v) == "" && piEntryProblem(v) == ""
 }
 
@@ -349,17 +349,34 @@ func piEntryTypeProblem(v *jsonv.Value) string {
 	switch {
 	case !isStr(t):
 		return "entry has no string type"
-	case t.Str == "session":
-		return "a second session header: pi does not index it"
 	}
 	return ""
 }
+
+// piDepth is how deep an entry is read: its message's content blocks' members.
+const piDepth = 4
 
 // piEntryProblem: what an entry of a version 2 or 3 file needs (a version 1 file's entries
 // have no ids: pi gives them fresh ones when it migrates the file).
 func piEntryProblem(v *jsonv.Value) string {
 	if !isStr(v.Get("id")) {
 		return "entry has no string id"
+	}
+	if strOf(v.Get("type")) == "message" {
+		m := v.Get("message")
+		if !isObj(m) {
+			// Seen with the oracle (campaign case pi-204): a byte of the key "message"
+			// changed, and pi 0.73.1 exits 1 on resume.
+			return "a message entry without a message object: pi fails to resume"
+		}
+		for _, c := range arrOf(m.Get("content")) {
+			if strOf(c.Get("type")) == "text" && !isStr(c.Get("text")) {
+				// Seen with the oracle (cases pi-503, pi-139): a text block whose key
+				// "text" changed fails pi's resume in a user message, and is dropped in a
+				// tool result.
+				return "a text block without its text: pi fails to resume or drops it"
+			}
+		}
 	}
 	if p := v.Get("parentId"); p == nil || (p.Type != jsonv.Null && p.Type != jsonv.String) {
 		return "entry parentId is neither a string nor null"
@@ -400,6 +417,7 @@ type piSeq struct {
 	ents    map[string]piEnt
 	order   []string // the ids, in the order they first appear
 	dups    int      // entries that repeat an id with other bytes
+	headers int      // session headers after line 1 (a duplicated line 1): pi ignores them
 	seed    maphash.Seed
 }
 
@@ -419,7 +437,7 @@ func newPiSeq(path string) *piSeq {
 
 // Record is add of a record's bytes.
 func (s *piSeq) Record(rec []byte) string {
-	v, err := jsonv.ParseDepth(rec, nodeDialect, 1)
+	v, err := jsonv.ParseDepth(rec, nodeDialect, piDepth)
 	if err != nil {
 		return err.Error()
 	}
@@ -441,6 +459,12 @@ func (s *piSeq) add(v *jsonv.Value, raw []byte) string {
 	}
 	if p := piEntryTypeProblem(v); p != "" {
 		return p
+	}
+	if strOf(v.Get("type")) == "session" {
+		// pi indexes no header but the first: a duplicated line 1 resumes whole (campaign
+		// case pi-196, with the oracle).
+		s.headers++
+		return ""
 	}
 	if s.version < 2 {
 		return ""
@@ -472,7 +496,7 @@ func (s *piSeq) add(v *jsonv.Value, raw []byte) string {
 // entry's parent was an earlier one when it was read, so only an id repeated later can close
 // one; pi's walk to the root would never end on it.
 func (s *piSeq) End() string {
-	if s.dups == 0 && len(s.ents) == s.n-1 {
+	if s.dups == 0 && len(s.ents) == s.n-1-s.headers {
 		return ""
 	}
 	state := map[string]int8{} // 1: on the current walk, 2: reaches a root
@@ -503,6 +527,9 @@ func (s *piSeq) Warnings() []string {
 	var out []string
 	if s.version == 1 || s.version == 2 {
 		out = append(out, fmt.Sprintf("session version %d: pi migrates it on load and rewrites the file in place", s.version))
+	}
+	if s.headers > 0 {
+		out = append(out, fmt.Sprintf("%d session header(s) after line 1: pi ignores them", s.headers))
 	}
 	if s.dups > 0 {
 		out = append(out, fmt.Sprintf("%d entry line(s) repeat an earlier entry's id with other content: pi keeps only the last", s.dups))

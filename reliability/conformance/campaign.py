@@ -2,7 +2,7 @@
 """Differential conformance campaign: sessionmedic's verdicts and heals against the real apps.
 
 usage: campaign.py APP N [--samples DIR] [--seed S] [--out DIR] [--bin PATH] [--oracles DIR]
-  APP      cc | codex | gemini (the apps ../shared/oracles can run)
+  APP      cc | codex | gemini | pi (the apps ../shared/oracles can run)
   N        cases to run
   --samples  healthy sessions recorded with the oracles' make_samples.py (its manifest.json)
   --out    where results.jsonl, summary.json and the disagreements' reproductions go
@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 
-PRESET = {"cc": ("claude-code", ".claude"), "codex": ("codex", ".codex"), "gemini": ("gemini-cli", ".gemini")}
+PRESET = {"cc": ("claude-code", ".claude"), "codex": ("codex", ".codex"), "gemini": ("gemini-cli", ".gemini"), "pi": ("pi", ".pi")}
 
 # Damage classes (the format docs' own, plus random ones). Each takes the file's bytes and a
 # random source and returns the damaged bytes, or None when it does not apply.
