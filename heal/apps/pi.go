@@ -298,7 +298,7 @@ func jsonString(s string) ([]byte, error) {
 // lockPi waits until no pi process has the session (lock.Pi): its id is the file name's, its
 // cwd the header's.
 func lockPi(ctx context.Context, path string, _ format.Profile, lp format.LockParams) (format.Lock, error) {
-	s := lock.PiSession{Path: path}
+	s := lock.AppSession{Path: path}
 	if m := piFileRe.FindStringSubmatch(filepath.Base(path)); m != nil {
 		s.ID = m[5]
 	}

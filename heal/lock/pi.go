@@ -14,8 +14,9 @@ import (
 // /proc/<pid>/cmdline, so the directory and the open file are what tell in practice; the
 // arguments still tell for a process that kept them (a wrapper, a fork under another title).
 
-// PiSession is what tells a pi session's processes apart from the others.
-type PiSession struct {
+// AppSession is what tells the processes that have an app's session apart from the others
+// (pi's, Qwen Code's: apps that take no lock).
+type AppSession struct {
 	Path string // the session file, absolute
 	ID   string // the session id (the uuid of the file name); "" when unknown
 	Cwd  string // the header's cwd, absolute; "" when unknown
@@ -25,9 +26,19 @@ type PiSession struct {
 // file open, names the file or its id in its arguments, or its current directory is the
 // session's cwd. why names the process and the reason. Where the system offers no view of
 // other processes (anything but Linux) it is always false.
-func PiLive(s PiSession) (live bool, why string) {
-	if s.Path == "" || !filepath.IsAbs(s.Path) {
+func PiLive(s AppSession) (live bool, why string) {
+	s, ok := s.clean()
+	if !ok {
 		return false, ""
+	}
+	return appLive(s, "pi", PiArgv)
+}
+
+// clean is s with its paths cleaned and a relative cwd dropped; ok is false when its path
+// is not absolute.
+func (s AppSession) clean() (AppSession, bool) {
+	if s.Path == "" || !filepath.IsAbs(s.Path) {
+		return s, false
 	}
 	s.Path = filepath.Clean(s.Path)
 	if s.Cwd != "" {
@@ -37,14 +48,14 @@ func PiLive(s PiSession) (live bool, why string) {
 			s.Cwd = filepath.Clean(s.Cwd)
 		}
 	}
-	return piLive(s)
+	return s, true
 }
 
 // Pi waits, polling within o.Wait, until no pi process has the session (see [PiLive]): nil
 // once none has, an error matching [ErrBusy] when one still has at the deadline, ctx.Err()
 // when the context ends first. Nothing is held: pi's next append may start right after the
 // last look, which is why the caller also waits for the file to be quiet.
-func Pi(ctx context.Context, s PiSession, o Options) error {
+func Pi(ctx context.Context, s AppSession, o Options) error {
 	_, err := acquire(ctx, o, s.Path, func() (Held, error) {
 		if live, why := PiLive(s); live {
 			return nil, busy(s.Path, why)
@@ -84,7 +95,7 @@ func PiArgv(argv []string) bool {
 // session: its path (as given, or relative to the process's directory cwd), its file name,
 // or its id, whole or as the partial id pi's --session resolves (at least 8 characters of
 // it). A "--flag=value" argument is read as its value.
-func PiNamesSession(argv []string, cwd string, s PiSession) bool {
+func PiNamesSession(argv []string, cwd string, s AppSession) bool {
 	base := filepath.Base(s.Path)
 	for _, a := range argv[min(1, len(argv)):] {
 		v := a
@@ -111,7 +122,7 @@ func PiNamesSession(argv []string, cwd string, s PiSession) bool {
 // PiWorksIn reports whether a process whose current directory is dir (as /proc reads it)
 // works in the session's cwd, or in the directory that cwd resolves to (resolved, "" when
 // the same).
-func PiWorksIn(dir string, s PiSession, resolved string) bool {
+func PiWorksIn(dir string, s AppSession, resolved string) bool {
 	if s.Cwd == "" || dir == "" {
 		return false
 	}

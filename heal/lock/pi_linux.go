@@ -7,10 +7,11 @@ import (
 	"syscall"
 )
 
-// piLive scans /proc for a pi process that has the session (see [PiLive]). Processes whose
-// directory, descriptors or command line cannot be read (another user's) do not count: pi
-// runs as the user whose home holds its sessions.
-func piLive(s PiSession) (bool, string) {
+// appLive scans /proc for a process of the app (isApp of its command line; app names it in
+// the reason) that has the session (see [PiLive]). Processes whose directory, descriptors or
+// command line cannot be read (another user's) do not count: the apps run as the user whose
+// home holds their sessions.
+func appLive(s AppSession, app string, isApp func([]string) bool) (bool, string) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return false, ""
@@ -31,17 +32,17 @@ func piLive(s PiSession) (bool, string) {
 		}
 		dir := "/proc/" + e.Name()
 		argv := procArgv(dir)
-		if !PiArgv(argv) || procZombie(pid) {
+		if !isApp(argv) || procZombie(pid) {
 			continue
 		}
 		cwd, _ := os.Readlink(dir + "/cwd")
 		switch {
 		case PiNamesSession(argv, cwd, s):
-			return true, "pi process " + e.Name() + " names the session in its arguments"
+			return true, app + " process " + e.Name() + " names the session in its arguments"
 		case PiWorksIn(cwd, s, resolved):
-			return true, "pi process " + e.Name() + " works in the session's directory " + s.Cwd
+			return true, app + " process " + e.Name() + " works in the session's directory " + s.Cwd
 		case haveFile && procHolds(pid, uint64(st.Dev), st.Ino):
-			return true, "pi process " + e.Name() + " has the session file open"
+			return true, app + " process " + e.Name() + " has the session file open"
 		}
 	}
 	return false, ""

@@ -38,7 +38,7 @@ func TestPiArgv(t *testing.T) {
 }
 
 func TestPiNamesSession(t *testing.T) {
-	s := PiSession{
+	s := AppSession{
 		Path: "/h/.pi/agent/sessions/--tmp-p--/2026-11-24T23-24-56-267Z_01a20fe0-6e4b-74a6-a8ea-61958601a7c1.jsonl",
 		ID:   "01a20fe0-6e4b-74a6-a8ea-61958601a7c1",
 	}
@@ -65,7 +65,7 @@ func TestPiNamesSession(t *testing.T) {
 }
 
 func TestPiWorksIn(t *testing.T) {
-	s := PiSession{Path: "/x.jsonl", Cwd: "/tmp/demo/proj"}
+	s := AppSession{Path: "/x.jsonl", Cwd: "/tmp/demo/proj"}
 	for _, c := range []struct {
 		dir, resolved string
 		want          bool
@@ -80,7 +80,7 @@ func TestPiWorksIn(t *testing.T) {
 			t.Errorf("PiWorksIn(%q, %q) = %v, want %v", c.dir, c.resolved, got, c.want)
 		}
 	}
-	if PiWorksIn("/tmp/demo/proj", PiSession{Path: "/x.jsonl"}, "") {
+	if PiWorksIn("/tmp/demo/proj", AppSession{Path: "/x.jsonl"}, "") {
 		t.Error("a session of unknown cwd matched a directory")
 	}
 }
@@ -147,7 +147,7 @@ func TestPiLiveWithARealProcess(t *testing.T) {
 	}
 	cwd, other := t.TempDir(), t.TempDir()
 	path := filepath.Join(t.TempDir(), "2026-11-24T23-24-56-267Z_01a20fe0-6e4b-74a6-a8ea-61958601a7c1.jsonl")
-	s := PiSession{Path: path, ID: "01a20fe0-6e4b-74a6-a8ea-61958601a7c1", Cwd: cwd}
+	s := AppSession{Path: path, ID: "01a20fe0-6e4b-74a6-a8ea-61958601a7c1", Cwd: cwd}
 	if live, why := PiLive(s); live {
 		t.Fatalf("live before any pi process runs: %s", why)
 	}
@@ -160,10 +160,10 @@ func TestPiLiveWithARealProcess(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if live, why := PiLive(PiSession{Path: path, ID: s.ID, Cwd: other}); live {
+	if live, why := PiLive(AppSession{Path: path, ID: s.ID, Cwd: other}); live {
 		t.Errorf("a session whose cwd no pi process works in is live: %s", why)
 	}
-	if live, _ := PiLive(PiSession{Path: "relative.jsonl", Cwd: cwd}); live {
+	if live, _ := PiLive(AppSession{Path: "relative.jsonl", Cwd: cwd}); live {
 		t.Error("a relative path is live")
 	}
 	err := Pi(context.Background(), s, Options{})
@@ -175,7 +175,7 @@ func TestPiLiveWithARealProcess(t *testing.T) {
 	if err := Pi(ctx, s, Options{Wait: time.Second}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
-	if err := Pi(context.Background(), PiSession{Path: path, Cwd: other}, Options{}); err != nil {
+	if err := Pi(context.Background(), AppSession{Path: path, Cwd: other}, Options{}); err != nil {
 		t.Errorf("free session: %v", err)
 	}
 
