@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // The pi samples (samples/pi/README.md): one agent home per case, the session cut from
@@ -84,21 +85,22 @@ func piDropStub(stub, n int) func(t *testing.T, orig, healed []byte) {
 	}
 }
 
-// TestPiSamples runs the pi cases as TestSamples runs its table: check writes nothing and
+// TestPiSamples runs the pi cases as TestSamples runs its table (runAppSampleCase): check writes nothing and
 // gives the verdict; heal gives the strategy and the exact bytes, keeps the original in
 // quarantine and touches nothing else; a second heal changes nothing; and with a last-good
 // copy seeded from healthy, the last-good strategy restores it.
 func TestPiSamples(t *testing.T) {
 	for _, sc := range piSampleCases() {
-		t.Run(sc.app+"/"+sc.src, func(t *testing.T) { runPiSampleCase(t, sc) })
+		t.Run(sc.app+"/"+sc.src, func(t *testing.T) { runAppSampleCase(t, sc) })
 	}
 }
 
-func runPiSampleCase(t *testing.T, sc sampleCase) {
+// runAppSampleCase runs one case of a coding agent's samples (one session file per case).
+func runAppSampleCase(t *testing.T, sc sampleCase) {
 	src := filepath.Join(samples, sc.app, sc.src)
 	root := filepath.Join(t.TempDir(), sc.src)
 	copyTree(t, src, root)
-	e := testEngine(t, sc.preset, root)
+	e := sampleEngine(t, sc.preset, root)
 	exp := map[string]fileExp{}
 	for _, f := range sc.files {
 		exp[f.file] = f
@@ -163,7 +165,7 @@ func runPiSampleCase(t *testing.T, sc sampleCase) {
 		}
 		root2 := filepath.Join(t.TempDir(), sc.src)
 		copyTree(t, src, root2)
-		e2 := testEngine(t, sc.preset, root2)
+		e2 := sampleEngine(t, sc.preset, root2)
 		p := filepath.Join(root2, f.file)
 		if err := os.WriteFile(p, read(t, filepath.Join(samples, f.lgFrom)), 0o644); err != nil {
 			t.Fatal(err)
@@ -181,4 +183,24 @@ func runPiSampleCase(t *testing.T, sc sampleCase) {
 			t.Errorf("with last-good, %s differs from %s", f.file, f.lgWant)
 		}
 	}
+}
+
+// sampleEngine is testEngine, but for the apps whose liveness is a look at the machine's
+// processes (pi, Qwen Code: no lock file), without that look: a real pi or Qwen run on this
+// machine that names a sample's session id or works in its cwd (an oracle campaign) would
+// make the case busy. Their liveness is tested in heal/lock and heal/apps, and in the race
+// suite.
+func sampleEngine(t *testing.T, preset, root string) *Engine {
+	t.Helper()
+	if preset != "pi" && preset != "qwen-code" {
+		return testEngine(t, preset, root)
+	}
+	r, ok := policy.PresetRule(preset, policy.Env{Home: t.TempDir(), Getenv: func(string) string { return "" }, Exists: func(string) bool { return false }})
+	if !ok {
+		t.Fatalf("no preset %s", preset)
+	}
+	r.Name, r.Paths = preset, []string{root}
+	r.Lock = policy.Lock{Protocol: "none"}
+	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{r}}
+	return New(cfg, Options{})
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // The presets, in the order of the embedded default; qwenpaw is an alias of copaw.
-var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi"}
+var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "qwen-code"}
 
 var presetAliases = map[string]string{"qwenpaw": "copaw"}
 
@@ -26,12 +26,15 @@ const (
 	LockGeminiCLI LockProtocol = "gemini-cli"
 	// LockPi: no lock; a session is live while a pi process has it open or names it.
 	LockPi LockProtocol = "pi"
+	// LockQwenCode: no lock; a session is live while a Qwen Code process has it open, names
+	// it, works in its project, or runs its scheduler.
+	LockQwenCode LockProtocol = "qwen-code"
 )
 
 var appLocks = []struct {
 	protocol LockProtocol
 	stale    bool
-}{{LockNanobot, false}, {LockOpenViking, true}, {LockOpenClaw, true}, {LockClaudeCode, false}, {LockCodex, false}, {LockGeminiCLI, false}, {LockPi, false}}
+}{{LockNanobot, false}, {LockOpenViking, true}, {LockOpenClaw, true}, {LockClaudeCode, false}, {LockCodex, false}, {LockGeminiCLI, false}, {LockPi, false}, {LockQwenCode, false}}
 
 func appLockProtocols() []LockProtocol {
 	var out []LockProtocol
@@ -45,7 +48,7 @@ func appLockProtocols() []LockProtocol {
 // locations.
 var presetEnv = []string{"QWENPAW_WORKING_DIR", "COPAW_WORKING_DIR", "PRAISONAI_HOME",
 	"OPENVIKING_CONFIG_FILE", "OPENCLAW_HOME", "OPENCLAW_STATE_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
-	"GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"}
+	"GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_RUNTIME_DIR", "QWEN_HOME"}
 
 // PresetEnv returns the environment variables the presets read to find their apps (a
 // harness that must not see real app data drops them).
@@ -56,7 +59,7 @@ func Presets() []string { return slices.Clone(presetNames) }
 
 // PresetChoices lists every accepted preset name, aliases included, for error messages.
 func PresetChoices() []string {
-	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi"}
+	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "qwen-code"}
 }
 
 // PresetRule returns the full rule of a preset (an alias gives its preset), named after it,
@@ -161,6 +164,13 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Match = []string{"**/--*--/*.jsonl"}
 		r.Lock = Lock{Protocol: LockPi}
 		r.Strategies = []Strategy{Salvage, LastGoodCopy, RebuildHeader}
+	case "qwen-code":
+		// <runtime>/projects/<project>/chats/<sessionId>.jsonl and chats/archive/; meta.json,
+		// extract-cursor.json, memory/, *.worktree.json and the scheduler lock are the app's.
+		r.Paths = qwenPaths(env)
+		r.Match = []string{"**/projects/*/chats/*.jsonl", "**/projects/*/chats/archive/*.jsonl"}
+		r.Lock = Lock{Protocol: LockQwenCode}
+		r.Strategies = []Strategy{Salvage, LastGoodCopy}
 	default:
 		return Rule{}, false
 	}
@@ -238,6 +248,19 @@ func piPaths(env Env) []string {
 		return nil
 	}
 	return homePaths(env, ".pi/agent/sessions")
+}
+
+// qwenPaths: $QWEN_RUNTIME_DIR, else $QWEN_HOME, else ~/.qwen.
+func qwenPaths(env Env) []string {
+	for _, k := range []string{"QWEN_RUNTIME_DIR", "QWEN_HOME"} {
+		if v := env.getenv(k); v != "" {
+			if p := appPath(v, env.Home); p != "" {
+				return []string{p}
+			}
+			return nil
+		}
+	}
+	return homePaths(env, ".qwen")
 }
 
 // copawPaths: $QWENPAW_WORKING_DIR or $COPAW_WORKING_DIR; else ~/.copaw if it exists;

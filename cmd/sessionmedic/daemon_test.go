@@ -253,7 +253,7 @@ func TestDaemonStartsWithAMissingRoot(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	out, errOut, code := sm(t, t.TempDir(), "demo")
-	if code != 0 || !strings.Contains(out, "summary: 9 of 9 damaged sessions healed") {
+	if code != 0 || !strings.Contains(out, "summary: 10 of 10 damaged sessions healed") {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, app := range []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi"} {

@@ -120,6 +120,23 @@ func demoApps() []demoApp {
 	}
 	pi := strings.Join(piLines, "\n") + "\n"
 
+	const qwID = "5c1e0d2a-7b3f-4e8a-9d6c-2f4b8a0e1c3d"
+	qwFile := "projects/-srv-app/chats/" + qwID + ".jsonl"
+	qwRec := func(uuid, parent, typ, ts, rest string) string {
+		if parent != "null" {
+			parent = strconv.Quote(parent)
+		}
+		return fmt.Sprintf(`{"uuid":%q,"parentUuid":%s,"sessionId":%q,"timestamp":"2026-11-25T03:10:%sZ","type":%q,"cwd":"/srv/app","version":"0.24.4",%s}`,
+			uuid, parent, qwID, ts, typ, rest)
+	}
+	qwLines := []string{
+		qwRec("d2095b93-8c1e-4d7a-9f3b-1a2b3c4d5e6f", "null", "user", "41.100", `"provenance":"real_user","message":{"role":"user","parts":[{"text":"What is in notes.txt?"}]}`),
+		qwRec("c6738418-2d4f-4e6a-8b1c-3d4e5f6a7b8c", "d2095b93-8c1e-4d7a-9f3b-1a2b3c4d5e6f", "assistant", "43.250", `"provenance":"assistant_output","model":"qwen3-coder","message":{"role":"model","parts":[{"functionCall":{"id":"call_1","name":"read_file","args":{"file_path":"/srv/app/notes.txt"}}}]}`),
+		qwRec("be695539-fabc-48c0-b605-1ef6fc330c90", "c6738418-2d4f-4e6a-8b1c-3d4e5f6a7b8c", "tool_result", "43.410", `"provenance":"tool_result","message":{"role":"user","parts":[{"functionResponse":{"id":"call_1","name":"read_file","response":{"output":"ship on Friday\nthen rest\n"}}}]}`),
+		qwRec("b0560aa6-4e5f-4a6b-8c7d-5e6f7a8b9c0d", "be695539-fabc-48c0-b605-1ef6fc330c90", "assistant", "45.020", `"provenance":"assistant_output","model":"qwen3-coder","message":{"role":"model","parts":[{"text":"It says to ship on Friday, then rest."}]}`),
+	}
+	qw := strings.Join(qwLines, "\n") + "\n"
+
 	return []demoApp{
 		{preset: "copaw", file: "sessions/console/default_console--default.json", how: "two writers race: a shorter save lands over a longer one",
 			files: map[string]string{"sessions/console/default_console--default.json": copawShort},
@@ -175,6 +192,11 @@ func demoApps() []demoApp {
 			damage: func(root string) error {
 				glued := strings.Join(piLines[:3], "\n") + "\n" + piLines[3] + strings.Join(piLines[4:], "\n") + "\n"
 				return os.WriteFile(filepath.Join(root, piFile), []byte(glued), 0o644)
+			}},
+		{preset: "qwen-code", file: qwFile, how: "a tool's output lands with a raw newline (Qwen would drop the record and everything before it)",
+			files: map[string]string{qwFile: qw},
+			damage: func(root string) error {
+				return os.WriteFile(filepath.Join(root, qwFile), []byte(strings.Replace(qw, `Friday\nthen`, "Friday\nthen", 1)), 0o644)
 			}},
 	}
 }

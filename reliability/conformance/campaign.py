@@ -2,7 +2,7 @@
 """Differential conformance campaign: sessionmedic's verdicts and heals against the real apps.
 
 usage: campaign.py APP N [--samples DIR] [--seed S] [--out DIR] [--bin PATH] [--oracles DIR]
-  APP      cc | codex | gemini | pi (the apps ../shared/oracles can run)
+  APP      cc | codex | gemini | pi | qwen | copilot (the apps ../shared/oracles can run)
   N        cases to run
   --samples  healthy sessions recorded with the oracles' make_samples.py (its manifest.json)
   --out    where results.jsonl, summary.json and the disagreements' reproductions go
@@ -35,7 +35,8 @@ import sys
 import tempfile
 import time
 
-PRESET = {"cc": ("claude-code", ".claude"), "codex": ("codex", ".codex"), "gemini": ("gemini-cli", ".gemini"), "pi": ("pi", ".pi")}
+PRESET = {"cc": ("claude-code", ".claude"), "codex": ("codex", ".codex"), "gemini": ("gemini-cli", ".gemini"), "pi": ("pi", ".pi"),
+          "qwen": ("qwen-code", ".qwen"), "copilot": ("copilot-cli", ".copilot")}
 
 # Damage classes (the format docs' own, plus random ones). Each takes the file's bytes and a
 # random source and returns the damaged bytes, or None when it does not apply.
@@ -126,6 +127,16 @@ def invalid_utf8_in_string(b, r):
     return b[:i] + r.choice([b"\xff", b"\xe2\x28", b"\xc3", b"\xed\xa0\x80"]) + b[i:]
 
 
+def raw_newline(b, r):
+    # a record split by a raw newline: one "\n" escape inside a string written as the byte
+    # itself (a writer that did not escape a tool's output: Copilot #2649)
+    spots = [i for i in range(1, len(b) - 1) if b[i:i + 2] == b"\\n" and b[i - 1:i] != b"\\"]
+    if not spots:
+        return None
+    i = r.choice(spots)
+    return b[:i] + b"\n" + b[i + 2:]
+
+
 def random_byte(b, r):
     i = r.randrange(0, len(b))
     return b[:i] + bytes([r.randrange(0, 256)]) + b[i + 1:]
@@ -139,7 +150,7 @@ CLASSES = {
     "torn_tail": torn_tail, "torn_middle": torn_middle, "glued": glued, "torn_glued": torn_glued,
     "nul_tail": nul_tail, "nul_middle": nul_middle, "all_nul": all_nul, "prefix_lines": prefix_lines,
     "no_final_newline": no_final_newline, "dup_line": dup_line, "invalid_utf8_in_string": invalid_utf8_in_string,
-    "random_byte": random_byte, "empty": empty,
+    "random_byte": random_byte, "empty": empty, "raw_newline": raw_newline,
 }
 # Classes that leave no broken bytes behind: a file damaged only so is what an app may write or
 # keep, and a "damaged" verdict on it while the app resumes it whole is a false damage. (A last
@@ -156,6 +167,9 @@ EXPLAINED = [
     ("gemini", "invalid_utf8_in_string", lambda c, healthy: "silent-loss" in c["dis"] and c["app"]["messages"] >= healthy,
      "the damaged copy is in an earlier $set.messages checkpoint that a later one replaces (the loader keeps the last): "
      "the app sends every message, from the later copy; the oracle's lenient scan counts the damaged copy as an item of its own"),
+    ("qwen", "dup_line", lambda c, healthy: "false-damage" in c["dis"] and c.get("doubled"),
+     "qwen-code.md: a repeated user or assistant record is a second fragment of its uuid; Qwen concatenates the parts and "
+     "sends the text twice in one message, which the oracle's dups (items sent twice) does not count"),
 ]
 
 
@@ -238,6 +252,9 @@ def main():
             case = {"n": n, "class": klass, "sample": name, "verdict": verdict, "kind": rep.get("kind") if rep else None,
                     "detail": rep.get("detail") if rep else None,
                     "warnings": warnings, "app": {k: A.get(k) for k in ("ok", "messages", "dropped", "dups", "file_items", "error")}}
+            # A text sent doubled within one item (Qwen concatenates a repeated record's parts).
+            case["doubled"] = [m for m in (A.get("sent") or []) if m.startswith("t:") and len(m) > 3 and
+                               len(m[2:]) % 2 == 0 and m[2:len(m[2:]) // 2 + 2] * 2 == m[2:]][:3]
             H = None
             if verdict == "damaged":
                 _, hreps, _ = run_sm(a.bin, "heal", healed, preset, sub, work)
@@ -262,7 +279,8 @@ def main():
                     dis.append("heal-breaks")
                 if not A.get("ok") and H.get("ok"):
                     case["note"] = "the app refused the damaged file and resumes the healed one"
-            if verdict == "damaged" and klass in CLEAN and A.get("ok") and not A.get("dropped"):
+            if verdict == "damaged" and klass in CLEAN and A.get("ok") and not A.get("dropped") and \
+                    (A.get("dups") or 0) <= (base[name].get("dups") or 0):
                 dis.append("false-damage")
             case["dis"] = dis
             why = explained(a.app, klass, case, s.get("healthy_messages", 0))

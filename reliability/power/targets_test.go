@@ -213,6 +213,11 @@ func newEngine(tg target, dir string, hook func(op, path string) error, later bo
 	}
 	for i := range cfg.Rules {
 		cfg.Rules[i].Lock.Wait = time.Nanosecond // a busy lock is not waited for
+		if p := cfg.Rules[i].Lock.Protocol; p == policy.LockPi || p == policy.LockQwenCode {
+			// Their liveness is a look at this machine's processes: a real pi or Qwen run
+			// (an oracle campaign) naming a sample's session would make the case busy.
+			cfg.Rules[i].Lock = policy.Lock{Protocol: "none"}
+		}
 	}
 	ahead := time.Hour
 	if later {

@@ -5,7 +5,7 @@
 //	go test -race ./reliability/race -count=1 -v                      # CI: ~7s of writing per daemon mode
 //	go test -race ./reliability/race -count=1 -v -long -timeout 30m   # 3 minutes per mode
 //	flags: -duration D (writing time per mode), -modes binary,inproc, -seed N (0: the clock),
-//	       -styles copaw,praisonai,nanobot,openviking,agent (the writers)
+//	       -styles copaw,praisonai,nanobot,openviking,agent,claude-code,codex,pi,qwen-code (the writers)
 //
 // The daemon runs twice: as the real binary (`sessionmedic run`, built in TestMain, with -race
 // when the tests are) and in process (daemon.Run, where the race detector sees it), with a
@@ -59,7 +59,7 @@ var (
 	duration = flag.Duration("duration", 0, "how long the writers write per daemon mode (default 7s, 3m with -long)")
 	modes    = flag.String("modes", "binary,inproc", "daemon modes to run: binary, inproc")
 	seed     = flag.Int64("seed", 0, "random seed (0: from the clock; the figure names it)")
-	styles   = flag.String("styles", "copaw,praisonai,nanobot,openviking,agent,claude-code,codex", "app styles that write")
+	styles   = flag.String("styles", "copaw,praisonai,nanobot,openviking,agent,claude-code,codex,pi,qwen-code", "app styles that write")
 )
 
 var binary string

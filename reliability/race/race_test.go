@@ -93,6 +93,8 @@ func raceOnce(t *testing.T, mode string) {
 		"codex":       filepath.Join(root, "codex", ".codex"),
 		"codex-day":   filepath.Join(root, "codex", ".codex", "sessions", "2026", "11", "22"),
 		"codex-locks": filepath.Join(root, "codex", ".codex", "thread-writer-locks"),
+		"pi":          filepath.Join(root, "pi", ".pi", "agent", "sessions", "--tmp-demo-proj--"),
+		"qwen-code":   filepath.Join(root, "qwen", ".qwen", "projects", "-tmp-demo-proj", "chats"),
 	}
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -111,9 +113,12 @@ rules:
   - {name: agent, format: jsonl, match: ["**/*.jsonl"], paths: [%s], %s}
   - {name: claude-code, preset: claude-code, paths: [%s], %s}
   - {name: codex, preset: codex, paths: [%s], %s}
+  - {name: pi, preset: pi, paths: [%s], %s}
+  - {name: qwen-code, preset: qwen-code, paths: [%s], %s}
 `, state, filepath.Join(root, "copaw"), timing, dirs["praisonai"], timing, filepath.Join(root, "nanobot"), timing,
 		filepath.Join(root, "openviking", "workspace"), timing, filepath.Join(root, "agent"), timing,
-		filepath.Join(root, "claude", ".claude"), timing, dirs["codex"], timing)
+		filepath.Join(root, "claude", ".claude"), timing, dirs["codex"], timing,
+		filepath.Join(root, "pi", ".pi", "agent", "sessions"), timing, filepath.Join(root, "qwen", ".qwen"), timing)
 	policyFile := filepath.Join(root, "policy.yaml")
 	if err := os.WriteFile(policyFile, []byte(policyText), 0o644); err != nil {
 		t.Fatal(err)
@@ -149,6 +154,8 @@ rules:
 			writerSpec{&agent{dir: dirs["agent"], tag: tag, host: e}, "ag" + tag},
 			writerSpec{&claude{dir: dirs["claude-code"], tag: tag, host: e}, "cc" + tag},
 			writerSpec{&codex{home: dirs["codex"], tag: tag, host: e}, "cx" + tag},
+			writerSpec{&perRecord{app: "pi", dir: dirs["pi"], tag: tag, host: e}, "pi" + tag},
+			writerSpec{&perRecord{app: "qwen-code", dir: dirs["qwen-code"], tag: tag, host: e}, "qw" + tag},
 		)
 	}
 	for _, sp := range specs {
@@ -353,7 +360,7 @@ func explained(e *env, ev event) bool {
 		if answers(ev, inj) {
 			return true
 		}
-		if inj.racing && (inj.style == "agent" || inj.style == "claude-code" || inj.style == "codex") && !ev.Time.Before(inj.at) && (inj.resolved.IsZero() || ev.Time.Before(inj.resolved.Add(2*time.Second))) {
+		if inj.racing && (inj.style == "agent" || inj.style == "claude-code" || inj.style == "codex" || inj.style == "pi" || inj.style == "qwen-code") && !ev.Time.Before(inj.at) && (inj.resolved.IsZero() || ev.Time.Before(inj.resolved.Add(2*time.Second))) {
 			return true
 		}
 	}
