@@ -68,11 +68,15 @@ func (e *Engine) inspect(t Target) *inspection {
 		in.verdict = format.Inspect(in.ctx.typ, in.ctx.file(), data)
 		if in.verdict.Status == Damaged && in.ctx.typ.Plain() && id.Size > e.bigAbove() {
 			// Planned streaming: the bytes read are let go, the plan reads the file again.
+			lastGood := in.ctx.lastGood
 			*in = inspection{ctx: in.ctx}
 			in.ctx.lastGood = nil
 			if e.inspectBig(t, in) {
 				return in
 			}
+			// Judged whole after all (a healthy stream the whole-file checks may yet call
+			// damaged, such as a strict line-aligned prefix of the last-good copy).
+			in.ctx.lastGood = lastGood
 			in.data, in.id = data, id
 			in.verdict = format.Inspect(in.ctx.typ, in.ctx.file(), data)
 		}
