@@ -183,11 +183,12 @@ func (s *qwenSeq) add(v *jsonv.Value, raw []byte) string {
 		// compares the bytes themselves. A repeated user or assistant record is a second
 		// fragment of its uuid: Qwen 0.24.4 concatenates the parts, and sends the text
 		// twice ("ack fifth turnack fifth turn", seen with the oracle); a repeated
-		// tool_result is sent once, a system record not at all (campaign cases
-		// qwen-15, qwen-127): those are warnings.
-		if t := v.Get("type").Str; t == "user" || t == "assistant" {
+		// tool_result, or an assistant record of function calls only, is sent once, a
+		// system record not at all (campaign cases qwen-15, qwen-127; dup_line seed 2):
+		// those are warnings.
+		if t := v.Get("type").Str; (t == "user" || t == "assistant") && qwenHasText(raw) {
 			s.dup = true
-			return "a " + t + " record repeats an earlier one byte for byte (a re-append): Qwen Code sends its text twice"
+			return "a " + t + " record with text repeats an earlier one byte for byte (a re-append): Qwen Code sends its text twice"
 		}
 		s.repeats++
 		return ""
@@ -203,6 +204,20 @@ func (s *qwenSeq) add(v *jsonv.Value, raw []byte) string {
 		}
 	}
 	return ""
+}
+
+// qwenHasText: the record's message has a part with a text (read only for a repeated line).
+func qwenHasText(raw []byte) bool {
+	v, err := jsonv.ParseDepth(raw, nodeDialect, 4)
+	if err != nil {
+		return false
+	}
+	for _, p := range arrOf(v.Get("message").Get("parts")) {
+		if isStr(p.Get("text")) {
+			return true
+		}
+	}
+	return false
 }
 
 // End: every parent named is a record of the file (qwen-code.md "What valid means" 3), but
@@ -224,7 +239,7 @@ func (s *qwenSeq) Warnings() []string {
 		out = append(out, fmt.Sprintf("the first record's parent %q is not in the file: the records before it are gone, Qwen Code starts the history there", s.rootGap))
 	}
 	if s.repeats > 0 {
-		out = append(out, fmt.Sprintf("%d tool_result or system line(s) repeat an earlier one byte for byte (a re-append): Qwen Code sends them once", s.repeats))
+		out = append(out, fmt.Sprintf("%d line(s) without text (tool results, function calls, system records) repeat an earlier one byte for byte (a re-append): Qwen Code sends them once", s.repeats))
 	}
 	return out
 }

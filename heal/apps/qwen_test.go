@@ -58,6 +58,7 @@ func TestQwenChecklist(t *testing.T) {
 		{name: "a re-appended assistant line", data: a + b + c + c, kind: format.KindDuplicateRecord, streamKind: format.KindSchema},
 		{name: "a re-appended user line", data: a + a + b, kind: format.KindDuplicateRecord, streamKind: format.KindSchema},
 		{name: "a re-appended system line (Qwen sends it once)", data: a + b + b + c, warn: "repeat an earlier one"},
+		{name: "a re-appended function call (Qwen sends it once)", data: a + b + strings.Replace(c, `{"text":"hi cccccccc"}`, `{"functionCall":{"id":"call_1","name":"read_file","args":{}}}`, 1) + strings.Replace(c, `{"text":"hi cccccccc"}`, `{"functionCall":{"id":"call_1","name":"read_file","args":{}}}`, 1), warn: "repeat an earlier one"},
 		{name: "a re-appended tool_result line (Qwen sends it once)", data: a + qwenRec("bbbbbbbb", "aaaaaaaa", "tool_result") + qwenRec("bbbbbbbb", "aaaaaaaa", "tool_result"), warn: "repeat an earlier one"},
 		{name: "a record of another session", data: a + strings.Replace(b, qwenTestID, "617f6bc0-e061-4d1b-a3fb-ffc4054acc49", 1), kind: format.KindSchema},
 		{name: "record without uuid", data: a + strings.Replace(b, `"uuid":"bbbbbbbb",`, ``, 1), kind: format.KindSchema},
