@@ -167,6 +167,14 @@ func compareBig(t *testing.T, c bigCase) {
 			}
 			r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote = "", "", nil, nil
 			r1.Path, r2.Path = "", ""
+			if r1.Strategy == "salvage+last-good" && big2 {
+				// The union is not planned for a big file (bigplan.go): the streamed heal
+				// is one of the other strategies, and heals all the same.
+				if r2.Action != ActionHealed || r2.Verdict != r1.Verdict || r2.Kind != r1.Kind {
+					t.Fatalf("in memory %+v\nstreamed  %+v", r1, r2)
+				}
+				return
+			}
 			if !equalReports(r1, r2) {
 				t.Fatalf("reports differ:\nin memory %+v\nstreamed  %+v", r1, r2)
 			}
