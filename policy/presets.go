@@ -7,7 +7,7 @@ import (
 )
 
 // The presets, in the order of the embedded default; qwenpaw is an alias of copaw.
-var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "qwen-code"}
+var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code"}
 
 var presetAliases = map[string]string{"qwenpaw": "copaw"}
 
@@ -26,6 +26,9 @@ const (
 	LockGeminiCLI LockProtocol = "gemini-cli"
 	// LockPi: no lock; a session is live while a pi process has it open or names it.
 	LockPi LockProtocol = "pi"
+	// LockCopilotCLI: a session is live while an inuse.<pid>.hold in its directory is
+	// flocked; a heal also holds Copilot's per-session operation flock.
+	LockCopilotCLI LockProtocol = "copilot-cli"
 	// LockQwenCode: no lock; a session is live while a Qwen Code process has it open, names
 	// it, works in its project, or runs its scheduler.
 	LockQwenCode LockProtocol = "qwen-code"
@@ -34,7 +37,7 @@ const (
 var appLocks = []struct {
 	protocol LockProtocol
 	stale    bool
-}{{LockNanobot, false}, {LockOpenViking, true}, {LockOpenClaw, true}, {LockClaudeCode, false}, {LockCodex, false}, {LockGeminiCLI, false}, {LockPi, false}, {LockQwenCode, false}}
+}{{LockNanobot, false}, {LockOpenViking, true}, {LockOpenClaw, true}, {LockClaudeCode, false}, {LockCodex, false}, {LockGeminiCLI, false}, {LockPi, false}, {LockCopilotCLI, false}, {LockQwenCode, false}}
 
 func appLockProtocols() []LockProtocol {
 	var out []LockProtocol
@@ -48,7 +51,7 @@ func appLockProtocols() []LockProtocol {
 // locations.
 var presetEnv = []string{"QWENPAW_WORKING_DIR", "COPAW_WORKING_DIR", "PRAISONAI_HOME",
 	"OPENVIKING_CONFIG_FILE", "OPENCLAW_HOME", "OPENCLAW_STATE_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
-	"GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_RUNTIME_DIR", "QWEN_HOME"}
+	"GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "COPILOT_HOME", "QWEN_RUNTIME_DIR", "QWEN_HOME"}
 
 // PresetEnv returns the environment variables the presets read to find their apps (a
 // harness that must not see real app data drops them).
@@ -59,7 +62,7 @@ func Presets() []string { return slices.Clone(presetNames) }
 
 // PresetChoices lists every accepted preset name, aliases included, for error messages.
 func PresetChoices() []string {
-	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "qwen-code"}
+	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code"}
 }
 
 // PresetRule returns the full rule of a preset (an alias gives its preset), named after it,
@@ -164,6 +167,16 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Match = []string{"**/--*--/*.jsonl"}
 		r.Lock = Lock{Protocol: LockPi}
 		r.Strategies = []Strategy{Salvage, LastGoodCopy, RebuildHeader}
+	case "copilot-cli":
+		// <home>/session-state/<id>/events.jsonl. Copilot's own backups
+		// (events.jsonl.backup-before-recovery-<sha256>) are evidence, never healed; its
+		// temps, inuse.* liveness files, operation locks, workspace.yaml and
+		// session-store.db are never touched.
+		r.Paths = copilotPaths(env)
+		r.Match = []string{"**/session-state/*/events.jsonl"}
+		r.Temps = []string{"events.jsonl.tmp.*", "events.jsonl.backup-before-recovery-*.tmp.*"}
+		r.Lock = Lock{Protocol: LockCopilotCLI, Wait: DefaultLockWait}
+		r.Strategies = []Strategy{Salvage, LastGoodCopy, DropInvalidEntries, RebuildHeader}
 	case "qwen-code":
 		// <runtime>/projects/<project>/chats/<sessionId>.jsonl and chats/archive/; meta.json,
 		// extract-cursor.json, memory/, *.worktree.json and the scheduler lock are the app's.
@@ -248,6 +261,17 @@ func piPaths(env Env) []string {
 		return nil
 	}
 	return homePaths(env, ".pi/agent/sessions")
+}
+
+// copilotPaths: $COPILOT_HOME/session-state, else ~/.copilot/session-state.
+func copilotPaths(env Env) []string {
+	if v := env.getenv("COPILOT_HOME"); v != "" {
+		if p := appPath(v, env.Home); p != "" {
+			return []string{filepath.Join(p, "session-state")}
+		}
+		return nil
+	}
+	return homePaths(env, ".copilot/session-state")
 }
 
 // qwenPaths: $QWEN_RUNTIME_DIR, else $QWEN_HOME, else ~/.qwen.

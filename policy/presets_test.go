@@ -11,7 +11,7 @@ import (
 )
 
 func TestPresetNames(t *testing.T) {
-	if got := Presets(); !slices.Equal(got, []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "qwen-code"}) {
+	if got := Presets(); !slices.Equal(got, []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code"}) {
 		t.Fatalf("Presets() = %v", got)
 	}
 	for _, name := range PresetChoices() {
@@ -90,6 +90,7 @@ var sessionFile = map[string]*regexp.Regexp{
 	"codex":       regexp.MustCompile(`^[^/]+/home/\.codex/sessions/2026/11/22/rollout-[0-9T-]+-[0-9a-f-]{36}\.jsonl$`),
 	"gemini-cli":  regexp.MustCompile(`^[^/]+/home/\.gemini/tmp/proj/chats/session-[0-9T-]+-[0-9a-f]{8}\.jsonl$`),
 	"pi":          regexp.MustCompile(`^[^/]+/home/\.pi/agent/sessions/--tmp-demo-proj--/[0-9T-]+Z_[0-9a-f-]{36}\.jsonl$`),
+	"copilot-cli": regexp.MustCompile(`^[^/]+/home/\.copilot/session-state/[0-9a-f-]{36}/events\.jsonl$`),
 	"qwen-code":   regexp.MustCompile(`^[^/]+/home/\.qwen/projects/-tmp-oracle-proj/chats/[0-9a-f-]{36}\.jsonl$`),
 }
 

@@ -26,6 +26,7 @@ func Registry() *format.Registry {
 	addCodex(r)
 	addGeminiCLI(r)
 	addPi(r)
+	addCopilotCLI(r)
 	addQwenCode(r)
 	return r
 }

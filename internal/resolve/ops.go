@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -79,4 +80,29 @@ func OpenFile(path string, flags int, perm uint32) (*os.File, error) {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	return os.NewFile(uintptr(fd), path), nil
+}
+
+// Names lists the names in the directory path, opened through the resolver, reading no more
+// than max entries (a directory its owner flooded costs no more than that): more is false
+// when the listing stopped at max. Unsorted.
+func Names(path string, max int) (names []string, more bool, err error) {
+	fd, err := Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, false, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	for len(names) < max {
+		batch, err := f.Readdirnames(min(256, max-len(names)))
+		names = append(names, batch...)
+		if err == io.EOF || (err == nil && len(batch) == 0) {
+			return names, false, nil
+		}
+		if err != nil {
+			return names, false, err
+		}
+	}
+	// Exactly max: one more read tells whether there is more.
+	batch, _ := f.Readdirnames(1)
+	return names, len(batch) > 0, nil
 }

@@ -1,0 +1,467 @@
+package apps
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// GitHub Copilot CLI 1.0.102 (copilot-cli.md): one append-only JSONL event log per session,
+// <home>/session-state/<id>/events.jsonl, appended in whole-line batches without fsync. Its
+// loader (Rust, serde) parses every line: a line that does not parse is dropped — and the
+// whole file then rewritten without it, the damaged bytes kept beside it in
+// events.jsonl.backup-before-recovery-<sha256> —, a line that parses but lacks a member its
+// event type requires makes the session refuse to load, and so does a first line that is not
+// a whole session.start. Events are not keyed by id: a re-appended turn is sent twice.
+
+var copilotIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// copilotDialect is serde_json's: strict UTF-8, its recursion limit.
+var copilotDialect = codexDialect
+
+const (
+	copilotLine1Max     = 64 << 10 // a first line longer than this is read no further
+	copilotWorkspaceMax = 64 << 10 // workspace.yaml is a dozen short lines
+)
+
+func addCopilotCLI(r *format.Registry) {
+	r.Add("copilot-cli", func(string) format.Profile { return copilotLog{} }, copilotLog{})
+	r.AddLock(string(policy.LockCopilotCLI), lockCopilotCLI)
+}
+
+// copilotSession is the session id of a path <…>/<id>/events.jsonl ("" for another shape).
+func copilotSession(path string) string {
+	if filepath.Base(path) != "events.jsonl" {
+		return ""
+	}
+	if id := filepath.Base(filepath.Dir(path)); copilotIDRe.MatchString(id) {
+		return id
+	}
+	return ""
+}
+
+// copilotLog is a Copilot CLI event log.
+type copilotLog struct{ format.Log }
+
+func (copilotLog) Name() string           { return "copilot-cli" }
+func (copilotLog) Dialect() jsonv.Dialect { return copilotDialect }
+func (copilotLog) EmptyIsDamage() bool    { return true }
+func (copilotLog) AppendOnly() bool       { return true }
+func (copilotLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return checkCopilot(f.Path, lines)
+}
+
+// RecordProblem: every event has its envelope and the data members its type requires in
+// the package's own schema; the first is a session.start.
+func (copilotLog) RecordProblem(rec []byte, first bool) string {
+	v, err := jsonv.ParseDepth(rec, copilotDialect, 2)
+	if err != nil {
+		return err.Error()
+	}
+	return copilotEventProblem(v, first)
+}
+
+func (copilotLog) NoRecords() format.Verdict {
+	return format.Damage(format.KindEmpty, 0, "session has no events: Copilot CLI says \"No session or task matched\"")
+}
+
+// AppendedOK: an event as Copilot appends one (not a session.start: that is line 1 only).
+func (copilotLog) AppendedOK(rec []byte) bool {
+	v, err := jsonv.ParseDepth(rec, copilotDialect, 2)
+	return err == nil && copilotEventProblem(v, false) == "" && strOf(v.Get("type")) != "session.start"
+}
+
+// NewSequence: the checks that span events (checkCopilot's, event by event).
+func (copilotLog) NewSequence(path string) format.Sequence { return newCopilotSeq(path) }
+
+// RecordStarts: Copilot serializes every event's type first.
+func (copilotLog) RecordStarts() [][]byte { return [][]byte{[]byte(`{"type":"`)} }
+
+// Whole: an event with its envelope and its type's required data, never a value that was
+// nested in a torn one.
+func (copilotLog) Whole(v *jsonv.Value) bool {
+	return copilotEventProblem(v, strOf(v.Get("type")) == "session.start") == ""
+}
+
+// RejoinsSplitRecords: an event a raw newline split (#2649) is joined back when the join is
+// one whole event (copilot-cli.md: byte-identical, 8/8).
+func (copilotLog) RejoinsSplitRecords() bool { return true }
+
+// DropsDuplicateLines: every event has its own id and timestamp, so a byte-identical line is
+// a re-append, which Copilot sends twice.
+func (copilotLog) DropsDuplicateLines() bool { return true }
+
+// RecordKey: an event is keyed by its id (a last-good copy and the salvaged events are
+// merged by it).
+func (copilotLog) RecordKey(rec *jsonv.Value) string { return idKey(rec) }
+
+// DropInvalid drops the events after line 1 that parse but lack what their type requires
+// (copilot-cli.md: Copilot refuses the whole session for one; without it, it loads, 7/8);
+// every other byte is kept. nil when there is no such event, or a line does not parse (the
+// salvage's to judge).
+func (copilotLog) DropInvalid(data []byte) []byte {
+	var out []byte
+	dropped := false
+	for i, l := range format.Split(data, copilotLog{}) {
+		if l.Blank {
+			out = append(out, data[l.Start:l.End]...)
+			continue
+		}
+		if l.Val == nil {
+			return nil
+		}
+		if i > 0 && copilotEventProblem(l.Val, false) != "" {
+			dropped = true
+			continue
+		}
+		out = append(out, data[l.Start:l.End]...)
+	}
+	if !dropped {
+		return nil
+	}
+	return out
+}
+
+// copilotEventProblem: what keeps v from being an event Copilot loads ("" for nothing).
+func copilotEventProblem(v *jsonv.Value, first bool) string {
+	switch {
+	case !isObj(v):
+		return "event is not an object"
+	case !isStr(v.Get("type")):
+		return "event has no string type"
+	case !isObj(v.Get("data")):
+		return "event has no object data"
+	case !isStr(v.Get("id")):
+		return "event has no string id"
+	case !isStr(v.Get("timestamp")):
+		return "event has no string timestamp"
+	}
+	if p := v.Get("parentId"); p == nil || (p.Type != jsonv.Null && p.Type != jsonv.String) {
+		return "event parentId is neither a string nor null"
+	}
+	t := v.Get("type").Str
+	if first && t != "session.start" {
+		return "line 1 is not session.start: Copilot CLI says \"Session file is corrupted or incompatible\""
+	}
+	fields, known := copilotEvents[t]
+	if !known {
+		return "" // a type this version's schema does not name: not judged
+	}
+	data := v.Get("data")
+	for _, f := range strings.Fields(fields) {
+		name, kinds, _ := strings.Cut(f, ":")
+		m := data.Get(name)
+		if m == nil {
+			return fmt.Sprintf("%s event's data has no %s: Copilot CLI refuses the session (missing field `%s`)", t, name, name)
+		}
+		if !copilotKind(m, kinds) {
+			return fmt.Sprintf("%s event's data.%s is not of the type Copilot CLI reads", t, name)
+		}
+	}
+	return ""
+}
+
+// copilotKind: m is one of kinds (see copilotEvents). A number with a fraction passes for an
+// integer: whether serde takes it depends on the field's Rust type, which the schema does
+// not tell, and a record the app may load is never called damaged.
+func copilotKind(m *jsonv.Value, kinds string) bool {
+	for _, k := range kinds {
+		switch {
+		case k == '*',
+			k == 's' && m.Type == jsonv.String,
+			(k == 'i' || k == 'n') && m.Type == jsonv.Number,
+			k == 'b' && m.Type == jsonv.Bool,
+			k == 'o' && m.Type == jsonv.Object,
+			k == 'a' && m.Type == jsonv.Array,
+			k == 'z' && m.Type == jsonv.Null:
+			return true
+		}
+	}
+	return false
+}
+
+// checkCopilot: copilot-cli.md "What valid means" 2–5 over valid lines.
+func checkCopilot(path string, lines []format.Line) format.Verdict {
+	s := newCopilotSeq(path)
+	var last int
+	for i, l := range lines {
+		if l.Val == nil {
+			continue
+		}
+		if p := s.add(l.Val, l.Raw); p != "" {
+			kind := format.KindSchema
+			if s.dup {
+				kind = format.KindDuplicateRecord
+			}
+			return format.Damage(kind, int64(l.Start), "line %d: %s", i+1, p)
+		}
+		last = l.Start
+	}
+	if s.n == 0 {
+		return copilotLog{}.NoRecords()
+	}
+	if p := s.End(); p != "" {
+		return format.Damage(format.KindSchema, int64(last), "%s", p)
+	}
+	v := format.OK()
+	v.Warnings = s.Warnings()
+	return v
+}
+
+// copilotSeq is one pass over a session's events: its id (the directory's), every event id
+// seen, and a hash of every line (a byte-identical repeat is damage).
+type copilotSeq struct {
+	path  string
+	id    string
+	n     int
+	ids   map[string]bool
+	lines map[uint64]bool
+	seed  maphash.Seed
+	dup   bool // the last problem is a repeated line
+}
+
+func newCopilotSeq(path string) *copilotSeq {
+	return &copilotSeq{path: path, id: copilotSession(path), ids: map[string]bool{}, lines: map[uint64]bool{}, seed: maphash.MakeSeed()}
+}
+
+// Record is add of an event's bytes.
+func (s *copilotSeq) Record(rec []byte) string {
+	v, err := jsonv.ParseDepth(rec, copilotDialect, 2)
+	if err != nil {
+		return err.Error()
+	}
+	return s.add(v, rec)
+}
+
+func (s *copilotSeq) add(v *jsonv.Value, raw []byte) string {
+	s.n++
+	s.dup = false
+	if p := copilotEventProblem(v, s.n == 1); p != "" {
+		return p
+	}
+	if s.n == 1 && s.id != "" {
+		if sid := v.Get("data").Get("sessionId"); !isStr(sid) || sid.Str != s.id {
+			return fmt.Sprintf("session.start names session %q in session %s's directory", strOf(sid), s.id)
+		}
+	}
+	h := maphash.Bytes(s.seed, trimCR(raw))
+	if s.lines[h] {
+		// A hash collision of two different lines is 2^-64: reported, a heal's KeepLines
+		// compares the bytes themselves.
+		s.dup = true
+		return "an event repeats an earlier one byte for byte (a re-append): Copilot CLI sends it twice"
+	}
+	s.lines[h] = true
+	id := v.Get("id").Str
+	if s.ids[id] {
+		return fmt.Sprintf("event id %q is an earlier event's: two writers appended to the session", id)
+	}
+	s.ids[id] = true
+	return ""
+}
+
+func (s *copilotSeq) End() string { return "" }
+
+// Warnings: Copilot's own repair, when it made one: the lines it dropped are only in its
+// backup beside the file (sessionmedic leaves that evidence alone).
+func (s *copilotSeq) Warnings() []string {
+	if s.id == "" {
+		return nil
+	}
+	names, _, err := resolve.Names(filepath.Dir(s.path), lock.CopilotMaxEntries)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "events.jsonl.backup-before-recovery-") && !strings.Contains(n, ".tmp.") {
+			out = append(out, "Copilot CLI repaired this session itself on a load and dropped the lines it could not parse; they are kept in "+n+" (report only: sessionmedic does not merge them back)")
+		}
+	}
+	return out
+}
+
+// RebuildHeader rebuilds a torn or missing session.start on line 1 as Copilot writes it
+// (copilot-cli.md "Heal guidance"): the session id from the directory, version 1, producer
+// copilot-agent, copilotVersion from the torn line's prefix, startTime, timestamp and the
+// context from workspace.yaml (created_at; cwd, git_root, branch), and as its id the
+// parentId the first kept event names. Every other byte of data is kept. nil when line 1 is
+// a session.start, no event follows it, the torn line names another session, its prefix no
+// longer holds the version, or workspace.yaml is not this session's.
+func (copilotLog) RebuildHeader(path string, data []byte) []byte {
+	id := copilotSession(path)
+	if id == "" {
+		return nil
+	}
+	lines := format.Split(data, copilotLog{})
+	fi := 0
+	for fi < len(lines) && lines[fi].Blank {
+		fi++
+	}
+	if fi == len(lines) {
+		return nil
+	}
+	first := lines[fi]
+	from := first.Start
+	var torn []byte
+	switch {
+	case first.Val == nil && !first.Terminated:
+		return nil
+	case first.Val == nil:
+		torn, from = first.Raw, first.End
+	case strOf(first.Val.Get("type")) == "session.start":
+		return nil
+	default:
+		if l, _ := fsio.FirstLine(path, copilotLine1Max); jsonv.Valid(l, copilotDialect) != nil {
+			torn = l
+		}
+	}
+	var parent *jsonv.Value
+	for _, l := range lines[fi:] {
+		if l.Val != nil && l.Start >= from {
+			parent = l.Val.Get("parentId")
+			break
+		}
+	}
+	if !isStr(parent) {
+		return nil
+	}
+	if m := copilotTornString(torn, "sessionId"); m != nil && *m != id {
+		return nil
+	}
+	version := copilotTornString(torn, "copilotVersion")
+	if version == nil {
+		return nil
+	}
+	ws := copilotWorkspace(filepath.Join(filepath.Dir(path), "workspace.yaml"))
+	if ws == nil || ws.ID != id || ws.CreatedAt == "" {
+		return nil
+	}
+	var ctx bytes.Buffer
+	for _, m := range [][2]string{{"cwd", ws.Cwd}, {"gitRoot", ws.GitRoot}, {"branch", ws.Branch}} {
+		if m[1] == "" {
+			continue
+		}
+		if ctx.Len() > 0 {
+			ctx.WriteByte(',')
+		}
+		ctx.WriteString(jsonQuote(m[0]) + ":" + jsonQuote(m[1]))
+	}
+	h := `{"type":"session.start","data":{"sessionId":` + jsonQuote(id) + `,"version":1,"producer":"copilot-agent","copilotVersion":` +
+		jsonQuote(*version) + `,"startTime":` + jsonQuote(ws.CreatedAt)
+	if ctx.Len() > 0 {
+		h += `,"context":{` + ctx.String() + `}`
+	}
+	h += `},"id":` + jsonQuote(parent.Str) + `,"timestamp":` + jsonQuote(ws.CreatedAt) + `,"parentId":null}` + "\n"
+	out := append(append([]byte{}, data[:first.Start]...), h...)
+	return append(out, data[from:]...)
+}
+
+// copilotTornRe finds a string member of session.start's data in a torn line; the value must
+// be whole (its closing quote there).
+var copilotTornRe = regexp.MustCompile(`"(sessionId|copilotVersion)":"((?:[^"\\]|\\.)*)"`)
+
+// copilotTornString is the value of data member name in the torn first line, nil when the
+// prefix no longer holds it whole.
+func copilotTornString(torn []byte, name string) *string {
+	if !bytes.HasPrefix(torn, []byte(`{"type":"session.start","data":{`)) {
+		return nil
+	}
+	for _, m := range copilotTornRe.FindAllSubmatch(torn, -1) {
+		if string(m[1]) != name {
+			continue
+		}
+		var s string
+		if json.Unmarshal(append(append([]byte{'"'}, m[2]...), '"'), &s) != nil {
+			return nil
+		}
+		return &s
+	}
+	return nil
+}
+
+// copilotWS is what the rebuild reads of workspace.yaml.
+type copilotWS struct {
+	ID        string `yaml:"id"`
+	Cwd       string `yaml:"cwd"`
+	GitRoot   string `yaml:"git_root"`
+	Branch    string `yaml:"branch"`
+	CreatedAt string `yaml:"created_at"`
+}
+
+// copilotWorkspace reads workspace.yaml (never through a symlink, a FIFO or past
+// copilotWorkspaceMax bytes); nil when it cannot be read whole.
+func copilotWorkspace(p string) *copilotWS {
+	f, err := resolve.OpenFile(p, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > copilotWorkspaceMax {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(f, copilotWorkspaceMax))
+	if err != nil {
+		return nil
+	}
+	var n yaml.Node
+	if yaml.Unmarshal(b, &n) != nil || len(n.Content) != 1 || n.Content[0].Kind != yaml.MappingNode {
+		return nil
+	}
+	var ws copilotWS
+	m := n.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if v.Kind != yaml.ScalarNode {
+			continue
+		}
+		switch k.Value { // scalar text as written: a timestamp stays the string Copilot wrote
+		case "id":
+			ws.ID = v.Value
+		case "cwd":
+			ws.Cwd = v.Value
+		case "git_root":
+			ws.GitRoot = v.Value
+		case "branch":
+			ws.Branch = v.Value
+		case "created_at":
+			ws.CreatedAt = v.Value
+		}
+	}
+	return &ws
+}
+
+// jsonQuote is s as a JSON string, as JSON.stringify and serde write it (no HTML escaping).
+func jsonQuote(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// lockCopilotCLI takes Copilot's operation lock for the session, after checking no Copilot
+// process has it open (lock.Copilot). A path that is no session's takes nothing.
+func lockCopilotCLI(ctx context.Context, path string, _ format.Profile, lp format.LockParams) (format.Lock, error) {
+	id := copilotSession(path)
+	if id == "" {
+		return format.Unlocked{}, nil
+	}
+	return lock.Copilot(ctx, filepath.Dir(path), id, lockOptions(lp))
+}
