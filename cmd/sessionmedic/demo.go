@@ -137,6 +137,17 @@ func demoApps() []demoApp {
 	}
 	qw := strings.Join(qwLines, "\n") + "\n"
 
+	const cpID = "568f5a60-7fc4-4a49-a663-724cd54a5984"
+	cpFile := "session-state/" + cpID + "/events.jsonl"
+	cpLines := []string{
+		`{"type":"session.start","data":{"sessionId":"` + cpID + `","version":1,"producer":"copilot-agent","copilotVersion":"1.0.102","startTime":"2026-11-25T03:11:26.010Z","selectedModel":"gpt-5","contextTier":null,"context":{"cwd":"/srv/app"},"alreadyInUse":false,"remoteSteerable":false},"id":"9275065e-3a4d-44dd-8be9-150df127f310","timestamp":"2026-11-25T03:11:26.061Z","parentId":null}`,
+		`{"type":"user.message","data":{"content":"Summarise the changelog","messageId":"70ef97c0-6f11-4349-817d-c79a299ac223","delivery":"idle","interactionId":"28ba648f-6367-4145-b815-df9b6f785163","turnId":"0"},"id":"750e4b5c-803d-45de-a48d-f00fc2cacfa7","timestamp":"2026-11-25T03:11:26.179Z","parentId":"9275065e-3a4d-44dd-8be9-150df127f310"}`,
+		`{"type":"assistant.turn_start","data":{"turnId":"0","interactionId":"28ba648f-6367-4145-b815-df9b6f785163"},"id":"81c6c8db-7b1c-4829-bdd0-e01052c0da6c","timestamp":"2026-11-25T03:11:26.194Z","parentId":"750e4b5c-803d-45de-a48d-f00fc2cacfa7"}`,
+		`{"type":"assistant.message","data":{"messageId":"ac52af5d-99a4-4bb9-9e49-12c7fcdd2a9f","content":"Three fixes and one new flag.","toolRequests":[],"interactionId":"28ba648f-6367-4145-b815-df9b6f785163","turnId":"0"},"id":"b257f839-52c5-472e-b5c4-5e1a857875e7","timestamp":"2026-11-25T03:11:26.301Z","parentId":"81c6c8db-7b1c-4829-bdd0-e01052c0da6c"}`,
+		`{"type":"assistant.turn_end","data":{"turnId":"0"},"id":"333fafa7-9677-432b-a02f-a23efe6e6a0d","timestamp":"2026-11-25T03:11:26.333Z","parentId":"b257f839-52c5-472e-b5c4-5e1a857875e7"}`,
+	}
+	cp := strings.Join(cpLines, "\n") + "\n"
+
 	return []demoApp{
 		{preset: "copaw", file: "sessions/console/default_console--default.json", how: "two writers race: a shorter save lands over a longer one",
 			files: map[string]string{"sessions/console/default_console--default.json": copawShort},
@@ -192,6 +203,12 @@ func demoApps() []demoApp {
 			damage: func(root string) error {
 				glued := strings.Join(piLines[:3], "\n") + "\n" + piLines[3] + strings.Join(piLines[4:], "\n") + "\n"
 				return os.WriteFile(filepath.Join(root, piFile), []byte(glued), 0o644)
+			}},
+		{preset: "copilot-cli", file: cpFile, how: "two writers race: an event lands glued to the one before (Copilot would drop both, then rewrite the file)",
+			files: map[string]string{cpFile: cp, "session-state/" + cpID + "/workspace.yaml": "id: " + cpID + "\ncwd: /srv/app\ncreated_at: 2026-11-25T03:11:26.010Z\n"},
+			damage: func(root string) error {
+				glued := strings.Join(cpLines[:3], "\n") + "\n" + cpLines[3] + strings.Join(cpLines[4:], "\n") + "\n"
+				return os.WriteFile(filepath.Join(root, cpFile), []byte(glued), 0o600)
 			}},
 		{preset: "qwen-code", file: qwFile, how: "a tool's output lands with a raw newline (Qwen would drop the record and everything before it)",
 			files: map[string]string{qwFile: qw},
