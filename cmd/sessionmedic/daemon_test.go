@@ -253,10 +253,10 @@ func TestDaemonStartsWithAMissingRoot(t *testing.T) {
 
 func TestDemo(t *testing.T) {
 	out, errOut, code := sm(t, t.TempDir(), "demo")
-	if code != 0 || !strings.Contains(out, "summary: 10 of 10 damaged sessions healed") {
+	if code != 0 || !strings.Contains(out, "summary: 11 of 11 damaged sessions healed") {
 		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, app := range []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi"} {
+	for _, app := range []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code"} {
 		if !strings.Contains(out, app) {
 			t.Errorf("demo output lacks %s", app)
 		}
