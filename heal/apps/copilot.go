@@ -227,13 +227,14 @@ func checkCopilot(path string, lines []format.Line) format.Verdict {
 // copilotSeq is one pass over a session's events: its id (the directory's), every event id
 // seen, and a hash of every line (a byte-identical repeat is damage).
 type copilotSeq struct {
-	path  string
-	id    string
-	n     int
-	ids   map[string]bool
-	lines map[uint64]bool
-	seed  maphash.Seed
-	dup   bool // the last problem is a repeated line
+	path    string
+	id      string
+	n       int
+	ids     map[string]bool
+	lines   map[uint64]bool
+	seed    maphash.Seed
+	dup     bool // the last problem is a repeated line
+	repeats int  // events repeating an earlier id that change nothing Copilot sends
 }
 
 func newCopilotSeq(path string) *copilotSeq {
@@ -261,19 +262,44 @@ func (s *copilotSeq) add(v *jsonv.Value, raw []byte) string {
 		}
 	}
 	h := maphash.Bytes(s.seed, trimCR(raw))
-	if s.lines[h] {
+	id := v.Get("id").Str
+	if s.lines[h] || s.ids[id] {
+		// An event repeating an earlier one's id (a re-append, two writers): Copilot 1.0.102
+		// sends a repeated user message twice, and a repeated tool request as a made-up
+		// second call answered "interrupted"; any other repeat changes nothing it sends
+		// (seen with the oracle: turn start and end, usage, resume, shutdown, system
+		// message, tool start and result, an answer without tool requests): a warning.
 		// A hash collision of two different lines is 2^-64: reported, a heal's KeepLines
 		// compares the bytes themselves.
-		s.dup = true
-		return "an event repeats an earlier one byte for byte (a re-append): Copilot CLI sends it twice"
+		if !copilotSent(v, raw) {
+			s.repeats++
+			return ""
+		}
+		if s.lines[h] {
+			s.dup = true
+			return "a " + v.Get("type").Str + " event repeats an earlier one byte for byte (a re-append): Copilot CLI sends it twice"
+		}
+		return fmt.Sprintf("a %s event has the id %q of an earlier event (two writers): Copilot CLI sends both", v.Get("type").Str, id)
 	}
 	s.lines[h] = true
-	id := v.Get("id").Str
-	if s.ids[id] {
-		return fmt.Sprintf("event id %q is an earlier event's: two writers appended to the session", id)
-	}
 	s.ids[id] = true
 	return ""
+}
+
+// copilotSent: a repeat of this event changes what Copilot sends — a user message, or an
+// assistant message with tool requests.
+func copilotSent(v *jsonv.Value, raw []byte) bool {
+	switch v.Get("type").Str {
+	case "user.message":
+		return true
+	case "assistant.message":
+		if w, err := jsonv.ParseDepth(raw, copilotDialect, 3); err == nil { // the requests' items
+			v = w
+		}
+		r := v.Get("data").Get("toolRequests")
+		return r == nil || r.Type != jsonv.Array || len(r.Items) > 0
+	}
+	return false
 }
 
 func (s *copilotSeq) End() string { return "" }
@@ -281,14 +307,17 @@ func (s *copilotSeq) End() string { return "" }
 // Warnings: Copilot's own repair, when it made one: the lines it dropped are only in its
 // backup beside the file (sessionmedic leaves that evidence alone).
 func (s *copilotSeq) Warnings() []string {
+	var out []string
+	if s.repeats > 0 {
+		out = append(out, fmt.Sprintf("%d event(s) repeat an earlier event's id (a re-append, or two writers): Copilot CLI loads them without sending anything twice", s.repeats))
+	}
 	if s.id == "" {
-		return nil
+		return out
 	}
 	names, _, err := resolve.Names(filepath.Dir(s.path), lock.CopilotMaxEntries)
 	if err != nil {
-		return nil
+		return out
 	}
-	var out []string
 	for _, n := range names {
 		if strings.HasPrefix(n, "events.jsonl.backup-before-recovery-") && !strings.Contains(n, ".tmp.") {
 			out = append(out, "Copilot CLI repaired this session itself on a load and dropped the lines it could not parse; they are kept in "+n+" (report only: sessionmedic does not merge them back)")

@@ -33,6 +33,8 @@ func TestCopilotChecklist(t *testing.T) {
 	s := copilotStart("e1")
 	u := copilotEv("user.message", `"content":"hello one","messageId":"m1"`, "e2", "e1")
 	a := copilotEv("assistant.message", `"messageId":"m2","content":"ack hello one","toolRequests":[]`, "e3", "e2")
+	tr := copilotEv("assistant.message", `"messageId":"m3","content":"","toolRequests":[{"toolCallId":"c1","name":"view","arguments":{"path":"/p"}}]`, "e4", "e3")
+	ts := copilotEv("assistant.turn_start", `"turnId":"0"`, "e5", "e4")
 	for _, tc := range []struct {
 		name, data, kind, warn string
 		streamKind             string // the streamed verdict's kind when it differs
@@ -56,7 +58,11 @@ func TestCopilotChecklist(t *testing.T) {
 		{name: "event without timestamp", data: s + strings.Replace(u, `"timestamp":"2026-11-25T03:11:27.000Z",`, ``, 1), kind: format.KindSchema},
 		{name: "event with a numeric parentId", data: s + strings.Replace(u, `"parentId":"e1"`, `"parentId":1`, 1), kind: format.KindSchema},
 		{name: "a re-appended turn", data: s + u + a + u + a, kind: format.KindDuplicateRecord, streamKind: format.KindSchema},
-		{name: "two events with one id", data: s + u + strings.Replace(a, `"id":"e3"`, `"id":"e2"`, 1), kind: format.KindSchema},
+		{name: "a user message with an earlier event's id", data: s + u + strings.Replace(u, `hello one`, `hello two`, 1), kind: format.KindSchema},
+		{name: "a re-appended tool request", data: s + u + tr + tr, kind: format.KindDuplicateRecord, streamKind: format.KindSchema},
+		{name: "a re-appended answer without tool requests (Copilot sends it once)", data: s + u + a + a, warn: "Copilot CLI loads them"},
+		{name: "a re-appended turn start (Copilot sends nothing of it)", data: s + u + ts + ts, warn: "1 event(s) repeat"},
+		{name: "an answer with an earlier event's id", data: s + u + strings.Replace(a, `"id":"e3"`, `"id":"e2"`, 1), warn: "1 event(s) repeat"},
 		{name: "torn tail", data: s + u + a[:50], kind: format.KindTruncated},
 		{name: "glued stub", data: s + u[:40] + u + a, kind: format.KindMalformedRecord},
 		{name: "a NUL-only line", data: s + strings.Repeat("\x00", 30) + "\n" + u, kind: format.KindMalformedRecord},
@@ -69,6 +75,9 @@ func TestCopilotChecklist(t *testing.T) {
 			v := copilotInspect(path, []byte(tc.data))
 			if got := verdictKindOf(v); got != tc.kind {
 				t.Fatalf("got %q (%s), want %q", got, v.Detail, tc.kind)
+			}
+			if tc.warn != "" && !strings.Contains(strings.Join(v.Warnings, "\n"), tc.warn) {
+				t.Errorf("warnings %q lack %q", v.Warnings, tc.warn)
 			}
 			if tc.warn == "" && len(v.Warnings) > 0 {
 				t.Errorf("unexpected warnings %q", v.Warnings)

@@ -170,6 +170,11 @@ EXPLAINED = [
     ("qwen", "dup_line", lambda c, healthy: "false-damage" in c["dis"] and c.get("doubled"),
      "qwen-code.md: a repeated user or assistant record is a second fragment of its uuid; Qwen concatenates the parts and "
      "sends the text twice in one message, which the oracle's dups (items sent twice) does not count"),
+    ("copilot", "invalid_utf8_in_string", lambda c, healthy: "false-damage" in c["dis"] and c["app"].get("rewritten"),
+     "copilot-cli.md: serde reads each line strictly; Copilot refuses the line and rewrites the file without it (its own "
+     "repair): the line was one whose loss the oracle cannot see (the system prompt, which Copilot sends anew)"),
+    ("copilot", "dup_line", lambda c, healthy: "false-damage" in c["dis"] and c["app"]["messages"] > healthy,
+     "a repeated tool request: Copilot sends a made-up second call answered \"interrupted\" (more items, none twice)"),
 ]
 
 
@@ -251,7 +256,7 @@ def main():
             A = oracle.resume(a.app, home, s["id"], markers=True)
             case = {"n": n, "class": klass, "sample": name, "verdict": verdict, "kind": rep.get("kind") if rep else None,
                     "detail": rep.get("detail") if rep else None,
-                    "warnings": warnings, "app": {k: A.get(k) for k in ("ok", "messages", "dropped", "dups", "file_items", "error")}}
+                    "warnings": warnings, "app": {k: A.get(k) for k in ("ok", "messages", "dropped", "dups", "file_items", "rewritten", "error")}}
             # A text sent doubled within one item (Qwen concatenates a repeated record's parts).
             case["doubled"] = [m for m in (A.get("sent") or []) if m.startswith("t:") and len(m) > 3 and
                                len(m[2:]) % 2 == 0 and m[2:len(m[2:]) // 2 + 2] * 2 == m[2:]][:3]
@@ -263,7 +268,7 @@ def main():
                 case["strategy"] = hrep.get("strategy") if hrep else None
                 if case["action"] == "healed":
                     H = oracle.resume(a.app, healed, s["id"], markers=True)
-                    case["healed_app"] = {k: H.get(k) for k in ("ok", "messages", "dropped", "dups", "file_items", "error")}
+                    case["healed_app"] = {k: H.get(k) for k in ("ok", "messages", "dropped", "dups", "file_items", "rewritten", "error")}
             # Disagreements.
             dis = []
             if verdict == "healthy" and not warnings and A.get("dropped"):
