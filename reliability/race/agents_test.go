@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // ---- pi and Qwen Code: one record a write, each through its own open(O_APPEND) + write +
@@ -125,3 +126,126 @@ func (p *perRecord) damage(ctx context.Context, rng *rand.Rand, s *session, raci
 
 // putBack: the app's own bytes, written in place.
 func (p *perRecord) putBack(s *session, b []byte) error { return writeInPlace(s.path, b) }
+
+// ---- Copilot CLI: a run (one turn) holds flock(LOCK_EX) on <session>/inuse.<pid>.hold for
+// its life and the session's operation flock while it loads and sends; each batch of events
+// goes through its own open(O_APPEND) + write + close, no fsync; at exit the inuse files are
+// unlinked ----
+
+type copilot struct {
+	state string // <home>/session-state
+	tag   string
+	n     int
+	host  *env
+}
+
+func (c *copilot) name() string          { return "copilot-cli" }
+func (c *copilot) keepsInode() bool      { return true }
+func (c *copilot) heldOpen() bool        { return false }
+func (c *copilot) hasLock() bool         { return true }
+func (c *copilot) close()                {}
+func (c *copilot) appendsPast() bool     { return true }
+func (c *copilot) dir(s *session) string { return filepath.Dir(s.path) }
+
+func (c *copilot) record(s *session, id string, n int) []byte {
+	sid := filepath.Base(filepath.Dir(s.path))
+	if n == 0 {
+		return fmt.Appendf(nil, `{"type":"session.start","data":{"sessionId":%q,"version":1,"producer":"copilot-agent","copilotVersion":"1.0.102","startTime":"2026-11-25T03:11:26.010Z","context":{"cwd":"/tmp/demo/proj"}},"id":%q,"timestamp":"2026-11-25T03:11:26.061Z","parentId":null}`+"\n", sid, id)
+	}
+	if n%2 == 1 {
+		return fmt.Appendf(nil, `{"type":"user.message","data":{"content":"turn %d"},"id":%q,"timestamp":"2026-11-25T03:11:27.000Z","parentId":%q}`+"\n", n, id, s.ids[n-1])
+	}
+	return fmt.Appendf(nil, `{"type":"assistant.message","data":{"messageId":%q,"content":"ack %d","toolRequests":[]},"id":%q,"timestamp":"2026-11-25T03:11:27.100Z","parentId":%q}`+"\n", id, n, id, s.ids[n-1])
+}
+
+func (c *copilot) create(ctx context.Context) (*session, error) {
+	c.n++
+	sid := fmt.Sprintf("568f5a60-7fc4-4a49-a663-%04d%08d", int(c.tag[0]-'0'), c.n)
+	if err := os.MkdirAll(filepath.Join(c.state, sid), 0o700); err != nil {
+		return nil, err
+	}
+	s := &session{path: filepath.Join(c.state, sid, "events.jsonl")}
+	rel, err := c.lock(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	defer rel()
+	id := c.host.newID("co" + c.tag)
+	s.ids = []string{id}
+	s.last = c.record(s, id, 0)
+	if err := appendOnce(s.path, s.last); err != nil {
+		return nil, err
+	}
+	s.ino = inode(s.path)
+	return s, nil
+}
+
+// lock is one Copilot run: the operation lock (polled, as Copilot does for ≈ 30 s), then
+// inuse.<pid>.lock written and inuse.<pid>.hold flocked, both unlinked at the end.
+func (c *copilot) lock(ctx context.Context, s *session) (func(), error) {
+	op := filepath.Join(c.state, ".session-operation-locks", filepath.Base(c.dir(s))+".lock")
+	if err := os.MkdirAll(filepath.Dir(op), 0o700); err != nil { // Copilot makes it on its first load
+		return nil, err
+	}
+	of, wait, err := flockAcquire(ctx, op, os.O_WRONLY|os.O_CREATE, false, 20*time.Millisecond, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	c.host.fig.noteLockWait(wait)
+	pid := fmt.Sprint(1_000_000 + c.host.ids.Add(1)) // one "process" a run
+	hold := filepath.Join(c.dir(s), "inuse."+pid+".hold")
+	pidFile := filepath.Join(c.dir(s), "inuse."+pid+".lock")
+	os.WriteFile(pidFile, []byte(pid+"\n"), 0o600)
+	hf, err := os.OpenFile(hold, os.O_RDWR|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err == nil {
+		err = syscall.Flock(int(hf.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		if hf != nil {
+			hf.Close()
+		}
+		flockRelease(of, op, false)
+		return nil, err
+	}
+	acq := time.Now()
+	return func() {
+		c.host.held("copilot:"+c.dir(s), acq, time.Now())
+		os.Remove(hold)
+		os.Remove(pidFile)
+		hf.Close()
+		flockRelease(of, op, false)
+	}, nil
+}
+
+func (c *copilot) write(s *session, id string) ([]byte, error) {
+	rec := c.record(s, id, len(s.ids))
+	return append(append([]byte(nil), s.last...), rec...), appendOnce(s.path, rec)
+}
+
+func (c *copilot) damage(ctx context.Context, rng *rand.Rand, s *session, racing bool) (string, []byte, error) {
+	kind, tail := "garbage-line", "garbage: not an event\n"
+	switch x := rng.IntN(2); {
+	case racing:
+	case x == 0: // killed mid-append
+		kind, tail = "torn-tail", `{"type":"user.message","data":{"content":"tor`
+	default: // a power loss: the tail's blocks were allocated, never written
+		kind, tail = "nul-tail", string(make([]byte, 64+rng.IntN(512)))
+	}
+	bad := append(append([]byte(nil), s.last...), tail...)
+	return kind, bad, appendOnce(s.path, []byte(tail))
+}
+
+func (c *copilot) putBack(s *session, b []byte) error { return writeInPlace(s.path, b) }
+
+// appendOnce is one batch: open O_APPEND, one write, close (no fsync).
+func appendOnce(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

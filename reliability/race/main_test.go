@@ -5,7 +5,7 @@
 //	go test -race ./reliability/race -count=1 -v                      # CI: ~7s of writing per daemon mode
 //	go test -race ./reliability/race -count=1 -v -long -timeout 30m   # 3 minutes per mode
 //	flags: -duration D (writing time per mode), -modes binary,inproc, -seed N (0: the clock),
-//	       -styles copaw,praisonai,nanobot,openviking,agent,claude-code,codex,pi,qwen-code (the writers)
+//	       -styles copaw,praisonai,nanobot,openviking,agent,claude-code,codex,pi,qwen-code,copilot-cli (the writers)
 //
 // The daemon runs twice: as the real binary (`sessionmedic run`, built in TestMain, with -race
 // when the tests are) and in process (daemon.Run, where the race detector sees it), with a
@@ -20,7 +20,11 @@
 //     (<uuid4>:<unix_ns>:T), then .meta.json with message_count;
 //   - an agent CLI: a JSONL transcript appended through one long-lived O_APPEND descriptor, in
 //     a child process (this test binary re-executed) so that the daemon sees the descriptor in
-//     /proc as another process's.
+//     /proc as another process's;
+//   - Claude Code, Codex, pi, Qwen Code (coding_test.go, agents_test.go): each as its app
+//     appends and locks (Codex's thread writer flock; pi and Qwen: none, one record a write);
+//   - Copilot CLI: one open(O_APPEND) + write + close a batch, each run (a turn) holding the
+//     session's operation flock and its own inuse.<pid>.hold flock, unlinked at its end.
 //
 // Every write adds a record with a unique id. Before each write, under its lock (and again
 // after a "turn" spent holding it), each writer checks that the file is byte for byte (and,
@@ -59,7 +63,7 @@ var (
 	duration = flag.Duration("duration", 0, "how long the writers write per daemon mode (default 7s, 3m with -long)")
 	modes    = flag.String("modes", "binary,inproc", "daemon modes to run: binary, inproc")
 	seed     = flag.Int64("seed", 0, "random seed (0: from the clock; the figure names it)")
-	styles   = flag.String("styles", "copaw,praisonai,nanobot,openviking,agent,claude-code,codex,pi,qwen-code", "app styles that write")
+	styles   = flag.String("styles", "copaw,praisonai,nanobot,openviking,agent,claude-code,codex,pi,qwen-code,copilot-cli", "app styles that write")
 )
 
 var binary string

@@ -95,6 +95,7 @@ func raceOnce(t *testing.T, mode string) {
 		"codex-locks": filepath.Join(root, "codex", ".codex", "thread-writer-locks"),
 		"pi":          filepath.Join(root, "pi", ".pi", "agent", "sessions", "--tmp-demo-proj--"),
 		"qwen-code":   filepath.Join(root, "qwen", ".qwen", "projects", "-tmp-demo-proj", "chats"),
+		"copilot-cli": filepath.Join(root, "copilot", ".copilot", "session-state"),
 	}
 	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -115,10 +116,11 @@ rules:
   - {name: codex, preset: codex, paths: [%s], %s}
   - {name: pi, preset: pi, paths: [%s], %s}
   - {name: qwen-code, preset: qwen-code, paths: [%s], %s}
+  - {name: copilot-cli, preset: copilot-cli, paths: [%s], %s}
 `, state, filepath.Join(root, "copaw"), timing, dirs["praisonai"], timing, filepath.Join(root, "nanobot"), timing,
 		filepath.Join(root, "openviking", "workspace"), timing, filepath.Join(root, "agent"), timing,
 		filepath.Join(root, "claude", ".claude"), timing, dirs["codex"], timing,
-		filepath.Join(root, "pi", ".pi", "agent", "sessions"), timing, filepath.Join(root, "qwen", ".qwen"), timing)
+		filepath.Join(root, "pi", ".pi", "agent", "sessions"), timing, filepath.Join(root, "qwen", ".qwen"), timing, dirs["copilot-cli"], timing)
 	policyFile := filepath.Join(root, "policy.yaml")
 	if err := os.WriteFile(policyFile, []byte(policyText), 0o644); err != nil {
 		t.Fatal(err)
@@ -156,6 +158,7 @@ rules:
 			writerSpec{&codex{home: dirs["codex"], tag: tag, host: e}, "cx" + tag},
 			writerSpec{&perRecord{app: "pi", dir: dirs["pi"], tag: tag, host: e}, "pi" + tag},
 			writerSpec{&perRecord{app: "qwen-code", dir: dirs["qwen-code"], tag: tag, host: e}, "qw" + tag},
+			writerSpec{&copilot{state: dirs["copilot-cli"], tag: tag, host: e}, "co" + tag},
 		)
 	}
 	for _, sp := range specs {
@@ -360,7 +363,7 @@ func explained(e *env, ev event) bool {
 		if answers(ev, inj) {
 			return true
 		}
-		if inj.racing && (inj.style == "agent" || inj.style == "claude-code" || inj.style == "codex" || inj.style == "pi" || inj.style == "qwen-code") && !ev.Time.Before(inj.at) && (inj.resolved.IsZero() || ev.Time.Before(inj.resolved.Add(2*time.Second))) {
+		if inj.racing && (inj.style == "agent" || inj.style == "claude-code" || inj.style == "codex" || inj.style == "pi" || inj.style == "qwen-code" || inj.style == "copilot-cli") && !ev.Time.Before(inj.at) && (inj.resolved.IsZero() || ev.Time.Before(inj.resolved.Add(2*time.Second))) {
 			return true
 		}
 	}
@@ -375,6 +378,9 @@ func lockFor(dirs map[string]string, p string) string {
 		return filepath.Join(filepath.Dir(p), ".session-files.lock")
 	case strings.HasPrefix(p, dirs["openviking"]+"/"):
 		return filepath.Join(filepath.Dir(p), ".path.ovlock")
+	case strings.HasPrefix(p, dirs["copilot-cli"]+"/"):
+		// Each run flocks an inuse.<pid>.hold of its own: the spans are kept per session.
+		return "copilot:" + filepath.Dir(p)
 	case strings.HasPrefix(p, dirs["codex"]+"/"):
 		b := strings.TrimSuffix(filepath.Base(p), ".jsonl")
 		return filepath.Join(dirs["codex-locks"], b[len(b)-36:]+".lock")
