@@ -21,6 +21,7 @@ var codingApps = []struct{ preset, dir, name string }{
 	{"claude-code", "claude-code", "7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13.jsonl"},
 	{"codex", "codex", "rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl"},
 	{"gemini-cli", "gemini-cli", "session-2026-11-22T21-40-7759d9fe.jsonl"},
+	{"copilot-cli", "copilot-cli", "events.jsonl"},
 }
 
 // sampleFiles lists the session files of one app's samples.
@@ -121,6 +122,14 @@ func FuzzHealCodex(f *testing.F) {
 func FuzzHealGeminiCLI(f *testing.F) {
 	seedFromSamples(f, ".jsonl")
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzHeal(t, "gemini-cli", codingApps[2].name, data) })
+}
+
+// FuzzHealCopilotCLI: the file in a directory named by its session id, as Copilot keeps it.
+func FuzzHealCopilotCLI(f *testing.F) {
+	seedFromSamples(f, ".jsonl")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzHeal(t, "copilot-cli", "568f5a60-7fc4-4a49-a663-724cd54a5984/events.jsonl", data)
+	})
 }
 
 // TestLargeTranscriptsJudgedRecordByRecord: above format.LargeRecords a transcript is judged

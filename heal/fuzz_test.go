@@ -22,6 +22,9 @@ func fuzzRule(format string) *policy.Rule {
 func fuzzHeal(t *testing.T, format, name string, data []byte) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +48,7 @@ func fuzzHeal(t *testing.T, format, name string, data []byte) {
 		if r.Strategy == "salvage" && format == "json" && !bytes.HasPrefix(data, after) {
 			t.Fatalf("JSON salvage is not a prefix of the input")
 		}
-		q, err := os.ReadFile(filepath.Join(r.Quarantine, name))
+		q, err := os.ReadFile(filepath.Join(r.Quarantine, filepath.Base(name)))
 		if err != nil || !bytes.Equal(q, data) {
 			t.Fatalf("quarantine does not hold the original bytes")
 		}

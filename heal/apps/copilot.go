@@ -241,6 +241,14 @@ func newCopilotSeq(path string) *copilotSeq {
 	return &copilotSeq{path: path, id: copilotSession(path), ids: map[string]bool{}, lines: map[uint64]bool{}, seed: maphash.MakeSeed()}
 }
 
+// ProblemKind: a repeated line is a duplicate record (its later copies are dropped).
+func (s *copilotSeq) ProblemKind() string {
+	if s.dup {
+		return format.KindDuplicateRecord
+	}
+	return ""
+}
+
 // Record is add of an event's bytes.
 func (s *copilotSeq) Record(rec []byte) string {
 	v, err := jsonv.ParseDepth(rec, copilotDialect, 2)

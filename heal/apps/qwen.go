@@ -155,6 +155,14 @@ func newQwenSeq(path string) *qwenSeq {
 	return s
 }
 
+// ProblemKind: a repeated line is a duplicate record (its later copies are dropped).
+func (s *qwenSeq) ProblemKind() string {
+	if s.dup {
+		return format.KindDuplicateRecord
+	}
+	return ""
+}
+
 // Record is add of a record's bytes.
 func (s *qwenSeq) Record(rec []byte) string {
 	v, err := jsonv.ParseDepth(rec, nodeDialect, 1)

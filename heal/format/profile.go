@@ -270,6 +270,13 @@ type SequenceWarner interface {
 	Warnings() []string
 }
 
+// SequenceKind is a Sequence that tells the kind of the problem its last Record returned
+// when it is not a schema one (a record repeated byte for byte: a duplicate), so that a
+// streamed verdict names the kind the whole-file checklist does.
+type SequenceKind interface {
+	ProblemKind() string
+}
+
 // Sequence is one streamed pass's memory of the records seen so far.
 type Sequence interface {
 	// Record is what the checklist finds wrong with rec, the next record ("" for nothing).

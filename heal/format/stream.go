@@ -109,7 +109,11 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 		}
 		if seq != nil && schema == nil {
 			if prob := seq.Record(body); prob != "" {
-				v := Damage(KindSchema, off, "line %d: %s", n, prob)
+				kind := KindSchema
+				if k, ok := seq.(SequenceKind); ok && k.ProblemKind() != "" {
+					kind = k.ProblemKind()
+				}
+				v := Damage(kind, off, "line %d: %s", n, prob)
 				schema = &v
 			}
 		}
