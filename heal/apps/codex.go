@@ -266,29 +266,14 @@ func (codexLog) AddOrdinals(_ string, data []byte) []byte {
 // or the records after it do not start the sequence a header of ordinal 0 begins.
 func (codexLog) RebuildHeader(path string, data []byte) []byte {
 	id := codexThreadID(path)
-	lines := format.Split(data, codexLog{})
-	fi := 0
-	for fi < len(lines) && lines[fi].Blank {
-		fi++
-	}
-	if id == "" || fi == len(lines) {
+	if id == "" {
 		return nil
 	}
-	first := lines[fi]
-	from := first.Start // the bytes kept after the header
-	var torn []byte
-	switch {
-	case first.Val == nil && !first.Terminated:
+	spot, ok := findHeaderSpot(codexLog{}, path, data, func(v *jsonv.Value) bool { return strOf(v.Get("type")) == "session_meta" }, codexLine1Max)
+	if !ok {
 		return nil
-	case first.Val == nil:
-		torn, from = first.Raw, first.End
-	case strOf(first.Val.Get("type")) == "session_meta":
-		return nil
-	default: // the salvage dropped line 1: the file's own, if torn
-		if l, _ := fsio.FirstLine(path, codexLine1Max); jsonv.Valid(l, codexDialect) != nil {
-			torn = l
-		}
 	}
+	lines, fi, from, torn := spot.lines, spot.fi, spot.from, spot.torn
 	var next *format.Line
 	var cwd []byte
 	for i := fi; i < len(lines); i++ {
@@ -339,7 +324,7 @@ func (codexLog) RebuildHeader(path string, data []byte) []byte {
 	if paginated {
 		h = append(h, `,"history_mode":"paginated"`...)
 	}
-	out := append(append([]byte{}, data[:first.Start]...), h...)
+	out := append(append([]byte{}, data[:lines[fi].Start]...), h...)
 	return append(append(out, "}}\n"...), data[from:]...)
 }
 

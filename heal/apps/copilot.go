@@ -15,7 +15,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
-	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
 	"github.com/sessionmedic/sessionmedic/internal/resolve"
@@ -198,30 +197,7 @@ func copilotKind(m *jsonv.Value, kinds string) bool {
 
 // checkCopilot: copilot-cli.md "What valid means" 2–5 over valid lines.
 func checkCopilot(path string, lines []format.Line) format.Verdict {
-	s := newCopilotSeq(path)
-	var last int
-	for i, l := range lines {
-		if l.Val == nil {
-			continue
-		}
-		if p := s.add(l.Val, l.Raw); p != "" {
-			kind := format.KindSchema
-			if s.dup {
-				kind = format.KindDuplicateRecord
-			}
-			return format.Damage(kind, int64(l.Start), "line %d: %s", i+1, p)
-		}
-		last = l.Start
-	}
-	if s.n == 0 {
-		return copilotLog{}.NoRecords()
-	}
-	if p := s.End(); p != "" {
-		return format.Damage(format.KindSchema, int64(last), "%s", p)
-	}
-	v := format.OK()
-	v.Warnings = s.Warnings()
-	return v
+	return checkSeq(newCopilotSeq(path), lines, copilotLog{}.NoRecords())
 }
 
 // copilotSeq is one pass over a session's events: its id (the directory's), every event id
@@ -310,7 +286,8 @@ func copilotSent(v *jsonv.Value, raw []byte) bool {
 	return false
 }
 
-func (s *copilotSeq) End() string { return "" }
+func (s *copilotSeq) End() string  { return "" }
+func (s *copilotSeq) records() int { return s.n }
 
 // Warnings: Copilot's own repair, when it made one: the lines it dropped are only in its
 // backup beside the file (sessionmedic leaves that evidence alone).
@@ -346,29 +323,11 @@ func (copilotLog) RebuildHeader(path string, data []byte) []byte {
 	if id == "" {
 		return nil
 	}
-	lines := format.Split(data, copilotLog{})
-	fi := 0
-	for fi < len(lines) && lines[fi].Blank {
-		fi++
-	}
-	if fi == len(lines) {
+	h, ok := findHeaderSpot(copilotLog{}, path, data, func(v *jsonv.Value) bool { return strOf(v.Get("type")) == "session.start" }, copilotLine1Max)
+	if !ok {
 		return nil
 	}
-	first := lines[fi]
-	from := first.Start
-	var torn []byte
-	switch {
-	case first.Val == nil && !first.Terminated:
-		return nil
-	case first.Val == nil:
-		torn, from = first.Raw, first.End
-	case strOf(first.Val.Get("type")) == "session.start":
-		return nil
-	default:
-		if l, _ := fsio.FirstLine(path, copilotLine1Max); jsonv.Valid(l, copilotDialect) != nil {
-			torn = l
-		}
-	}
+	lines, fi, from, torn := h.lines, h.fi, h.from, h.torn
 	var parent *jsonv.Value
 	for _, l := range lines[fi:] {
 		if l.Val != nil && l.Start >= from {
@@ -400,13 +359,13 @@ func (copilotLog) RebuildHeader(path string, data []byte) []byte {
 		}
 		ctx.WriteString(jsonQuote(m[0]) + ":" + jsonQuote(m[1]))
 	}
-	h := `{"type":"session.start","data":{"sessionId":` + jsonQuote(id) + `,"version":1,"producer":"copilot-agent","copilotVersion":` +
+	head := `{"type":"session.start","data":{"sessionId":` + jsonQuote(id) + `,"version":1,"producer":"copilot-agent","copilotVersion":` +
 		jsonQuote(*version) + `,"startTime":` + jsonQuote(ws.CreatedAt)
 	if ctx.Len() > 0 {
-		h += `,"context":{` + ctx.String() + `}`
+		head += `,"context":{` + ctx.String() + `}`
 	}
-	h += `},"id":` + jsonQuote(parent.Str) + `,"timestamp":` + jsonQuote(ws.CreatedAt) + `,"parentId":null}` + "\n"
-	out := append(append([]byte{}, data[:first.Start]...), h...)
+	head += `},"id":` + jsonQuote(parent.Str) + `,"timestamp":` + jsonQuote(ws.CreatedAt) + `,"parentId":null}` + "\n"
+	out := append(append([]byte{}, data[:lines[fi].Start]...), head...)
 	return append(out, data[from:]...)
 }
 

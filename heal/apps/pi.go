@@ -113,29 +113,11 @@ func (piLog) RebuildHeader(path string, data []byte) []byte {
 		return nil
 	}
 	id := m[5]
-	lines := format.Split(data, piLog{})
-	fi := 0
-	for fi < len(lines) && lines[fi].Blank {
-		fi++
-	}
-	if fi == len(lines) {
+	h, ok := findHeaderSpot(piLog{}, path, data, func(v *jsonv.Value) bool { return strOf(v.Get("type")) == "session" }, piLine1Max)
+	if !ok {
 		return nil
 	}
-	first := lines[fi]
-	from := first.Start // the bytes kept after the header
-	var torn []byte
-	switch {
-	case first.Val == nil && !first.Terminated:
-		return nil // the file is one torn line: no entry to keep
-	case first.Val == nil:
-		torn, from = first.Raw, first.End
-	case strOf(first.Val.Get("type")) == "session":
-		return nil
-	default: // the salvage dropped line 1 (the file's own, if torn), or there never was one
-		if l, _ := fsio.FirstLine(path, piLine1Max); jsonv.Valid(l, nodeDialect) != nil {
-			torn = l
-		}
-	}
+	lines, fi, from, torn := h.lines, h.fi, h.from, h.torn
 	entries := 0
 	for _, l := range lines[fi:] {
 		if l.Val != nil && l.Start >= from {
@@ -157,8 +139,8 @@ func (piLog) RebuildHeader(path string, data []byte) []byte {
 		return nil
 	}
 	ts := m[1] + ":" + m[2] + ":" + m[3] + "." + m[4]
-	h := append([]byte(`{"type":"session","version":3,"id":"`+id+`","timestamp":"`+ts+`","cwd":`), cwd...)
-	out := append(append([]byte{}, data[:first.Start]...), h...)
+	head := append([]byte(`{"type":"session","version":3,"id":"`+id+`","timestamp":"`+ts+`","cwd":`), cwd...)
+	out := append(append([]byte{}, data[:lines[fi].Start]...), head...)
 	return append(append(out, "}\n"...), data[from:]...)
 }
 
@@ -386,26 +368,7 @@ func piEntryProblem(v *jsonv.Value) string {
 
 // checkPi: pi.md "What valid means" 2 and 3 over valid lines.
 func checkPi(path string, lines []format.Line) format.Verdict {
-	s := newPiSeq(path)
-	var last int
-	for i, l := range lines {
-		if l.Val == nil {
-			continue
-		}
-		if p := s.add(l.Val, l.Raw); p != "" {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
-		}
-		last = l.Start
-	}
-	if s.n == 0 {
-		return piLog{}.NoRecords()
-	}
-	if p := s.End(); p != "" {
-		return format.Damage(format.KindSchema, int64(last), "%s", p)
-	}
-	v := format.OK()
-	v.Warnings = s.Warnings()
-	return v
+	return checkSeq(newPiSeq(path), lines, piLog{}.NoRecords())
 }
 
 // piSeq is one pass over a session's records: the header's version, and each entry's id,
@@ -495,6 +458,8 @@ func (s *piSeq) add(v *jsonv.Value, raw []byte) string {
 // End: the parents, as pi indexes them (the last entry of an id winning), form no loop. Each
 // entry's parent was an earlier one when it was read, so only an id repeated later can close
 // one; pi's walk to the root would never end on it.
+func (s *piSeq) records() int { return s.n }
+
 func (s *piSeq) End() string {
 	if s.dups == 0 && len(s.ents) == s.n-1-s.headers {
 		return ""

@@ -107,30 +107,7 @@ func qwenRecordProblem(v *jsonv.Value) string {
 
 // checkQwen: qwen-code.md "What valid means" 2–4 over valid lines.
 func checkQwen(path string, lines []format.Line) format.Verdict {
-	s := newQwenSeq(path)
-	var last int
-	for i, l := range lines {
-		if l.Val == nil {
-			continue
-		}
-		if p := s.add(l.Val, l.Raw); p != "" {
-			kind := format.KindSchema
-			if s.dup {
-				kind = format.KindDuplicateRecord
-			}
-			return format.Damage(kind, int64(l.Start), "line %d: %s", i+1, p)
-		}
-		last = l.Start
-	}
-	if s.n == 0 {
-		return qwenLog{}.NoRecords()
-	}
-	if p := s.End(); p != "" {
-		return format.Damage(format.KindSchema, int64(last), "%s", p)
-	}
-	v := format.OK()
-	v.Warnings = s.Warnings()
-	return v
+	return checkSeq(newQwenSeq(path), lines, qwenLog{}.NoRecords())
 }
 
 // qwenSeq is one pass over a session's records: the session id, each uuid seen, the parents
@@ -227,6 +204,8 @@ func qwenHasText(raw []byte) bool {
 	}
 	return false
 }
+
+func (s *qwenSeq) records() int { return s.n }
 
 // End: every parent named is a record of the file (qwen-code.md "What valid means" 3), but
 // the first record's: a walk that stops there loses no record the file holds (Qwen 0.24.4

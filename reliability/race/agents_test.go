@@ -67,18 +67,7 @@ func (p *perRecord) fileID(s *session) string {
 
 // appendRecord is one append: open O_APPEND, one write, (Qwen: fsync,) close.
 func (p *perRecord) appendRecord(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_CLOEXEC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil && p.app == "qwen-code" {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return appendOnce(path, b, 0o644, p.app == "qwen-code")
 }
 
 func (p *perRecord) create(ctx context.Context) (*session, error) {
@@ -173,7 +162,7 @@ func (c *copilot) create(ctx context.Context) (*session, error) {
 	id := c.host.newID("co" + c.tag)
 	s.ids = []string{id}
 	s.last = c.record(s, id, 0)
-	if err := appendOnce(s.path, s.last); err != nil {
+	if err := appendOnce(s.path, s.last, 0o600, false); err != nil {
 		return nil, err
 	}
 	s.ino = inode(s.path)
@@ -219,7 +208,7 @@ func (c *copilot) lock(ctx context.Context, s *session) (func(), error) {
 
 func (c *copilot) write(s *session, id string) ([]byte, error) {
 	rec := c.record(s, id, len(s.ids))
-	return append(append([]byte(nil), s.last...), rec...), appendOnce(s.path, rec)
+	return append(append([]byte(nil), s.last...), rec...), appendOnce(s.path, rec, 0o600, false)
 }
 
 func (c *copilot) damage(ctx context.Context, rng *rand.Rand, s *session, racing bool) (string, []byte, error) {
@@ -232,18 +221,22 @@ func (c *copilot) damage(ctx context.Context, rng *rand.Rand, s *session, racing
 		kind, tail = "nul-tail", string(make([]byte, 64+rng.IntN(512)))
 	}
 	bad := append(append([]byte(nil), s.last...), tail...)
-	return kind, bad, appendOnce(s.path, []byte(tail))
+	return kind, bad, appendOnce(s.path, []byte(tail), 0o600, false)
 }
 
 func (c *copilot) putBack(s *session, b []byte) error { return writeInPlace(s.path, b) }
 
-// appendOnce is one batch: open O_APPEND, one write, close (no fsync).
-func appendOnce(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_CLOEXEC, 0o600)
+// appendOnce is one append: open O_APPEND (creating the file with perm), one write, an
+// fsync when sync is set, close.
+func appendOnce(path string, b []byte, perm os.FileMode, sync bool) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_CLOEXEC, perm)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(b)
+	if err == nil && sync {
+		err = f.Sync()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
