@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"sync"
 
 	"github.com/sessionmedic/sessionmedic/internal/resolve"
 	"golang.org/x/sys/unix"
@@ -122,7 +121,7 @@ func Copilot(ctx context.Context, dir, id string, o Options) (Held, error) {
 			}
 			return nil, busy(opLock, "a Copilot CLI process is loading or sending the session")
 		}
-		h := &copilotHeld{fd: fd}
+		h := &flockHeld{fd: fd} // LOCK_UN and close on Release; the file stays
 		if live, why, err := CopilotLive(dir); err != nil || live {
 			rerr := h.Release()
 			if err != nil {
@@ -132,21 +131,4 @@ func Copilot(ctx context.Context, dir, id string, o Options) (Held, error) {
 		}
 		return h, nil
 	})
-}
-
-// copilotHeld is the operation lock held: Release is LOCK_UN and close; the file stays.
-type copilotHeld struct {
-	mu   sync.Mutex
-	fd   int
-	done bool
-}
-
-func (h *copilotHeld) Release() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.done {
-		return nil
-	}
-	h.done = true
-	return unlockClose(h.fd)
 }
