@@ -1,7 +1,6 @@
 package apps
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,10 +34,12 @@ func TestCopilotChecklist(t *testing.T) {
 	a := copilotEv("assistant.message", `"messageId":"m2","content":"ack hello one","toolRequests":[]`, "e3", "e2")
 	tr := copilotEv("assistant.message", `"messageId":"m3","content":"","toolRequests":[{"toolCallId":"c1","name":"view","arguments":{"path":"/p"}}]`, "e4", "e3")
 	ts := copilotEv("assistant.turn_start", `"turnId":"0"`, "e5", "e4")
-	for _, tc := range []struct {
-		name, data, kind, warn string
-		streamKind             string // the streamed verdict's kind when it differs
-	}{
+	runChecklist(t, copilotLog{}, func(tc checklistCase) string {
+		if strings.HasPrefix(tc.name, "a session in a directory not named") {
+			return "/elsewhere/events.jsonl"
+		}
+		return copilotTestPath
+	}, func(tc checklistCase) bool { return !strings.Contains(tc.name, "another session") }, []checklistCase{
 		{name: "healthy", data: s + u + a},
 		{name: "a raw U+2028 in a string", data: s + strings.Replace(u, "hello", "hel\u2028lo", 1)},
 		{name: "an event type this version does not name", data: s + copilotEv("session.future_thing", `"x":1`, "e2", "e1")},
@@ -66,31 +67,7 @@ func TestCopilotChecklist(t *testing.T) {
 		{name: "torn tail", data: s + u + a[:50], kind: format.KindTruncated},
 		{name: "glued stub", data: s + u[:40] + u + a, kind: format.KindMalformedRecord},
 		{name: "a NUL-only line", data: s + strings.Repeat("\x00", 30) + "\n" + u, kind: format.KindMalformedRecord},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := copilotTestPath
-			if strings.HasPrefix(tc.name, "a session in a directory not named") {
-				path = "/elsewhere/events.jsonl"
-			}
-			v := copilotInspect(path, []byte(tc.data))
-			if got := verdictKindOf(v); got != tc.kind {
-				t.Fatalf("got %q (%s), want %q", got, v.Detail, tc.kind)
-			}
-			if tc.warn != "" && !strings.Contains(strings.Join(v.Warnings, "\n"), tc.warn) {
-				t.Errorf("warnings %q lack %q", v.Warnings, tc.warn)
-			}
-			if tc.warn == "" && len(v.Warnings) > 0 {
-				t.Errorf("unexpected warnings %q", v.Warnings)
-			}
-			want := tc.kind
-			if tc.streamKind != "" {
-				want = tc.streamKind
-			}
-			if s := format.StreamLines(bufio.NewReader(strings.NewReader(tc.data)), copilotLog{}); verdictKindOf(s) != want && !strings.Contains(tc.name, "another session") {
-				t.Errorf("streamed: got %q (%s), want %q", verdictKindOf(s), s.Detail, want)
-			}
-		})
-	}
+	})
 }
 
 // The schema table is the package's: the types the format doc lists are there with the

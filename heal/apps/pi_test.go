@@ -1,7 +1,6 @@
 package apps
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -37,9 +36,7 @@ func piInspect(path string, data []byte) format.Verdict {
 func TestPiChecklist(t *testing.T) {
 	h := piHeader(piTestID, "/tmp/demo/proj")
 	a, b, c := piEntry("aaaaaaaa", ""), piEntry("bbbbbbbb", "aaaaaaaa"), piEntry("cccccccc", "bbbbbbbb")
-	for _, tc := range []struct {
-		name, data, kind, warn string
-	}{
+	runChecklist(t, piLog{}, func(checklistCase) string { return piTestPath }, func(tc checklistCase) bool { return !strings.Contains(tc.name, "another id") }, []checklistCase{
 		{"healthy", h + a + b + c, "", ""},
 		{"header only", h, "", ""},
 		{"a second root (a navigation to before the first entry)", h + a + piEntry("dddddddd", ""), "", ""},
@@ -70,31 +67,7 @@ func TestPiChecklist(t *testing.T) {
 		{"torn tail", h + a + b[:40], format.KindTruncated, ""},
 		{"glued stub", h + a + b[:40] + c, format.KindMalformedRecord, ""},
 		{"a non-object line", h + a + "5\n", format.KindMalformedRecord, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v := piInspect(piTestPath, []byte(tc.data))
-			if got := verdictKindOf(v); got != tc.kind {
-				t.Fatalf("got %q (%s), want %q", got, v.Detail, tc.kind)
-			}
-			if tc.warn != "" && !strings.Contains(strings.Join(v.Warnings, "\n"), tc.warn) {
-				t.Errorf("warnings %q lack %q", v.Warnings, tc.warn)
-			}
-			if tc.warn == "" && len(v.Warnings) > 0 {
-				t.Errorf("unexpected warnings %q", v.Warnings)
-			}
-			// Streamed record by record (a file too large to hold), the verdict is the same.
-			if s := format.StreamLines(bufio.NewReader(strings.NewReader(tc.data)), piLog{}); verdictKindOf(s) != tc.kind && !strings.Contains(tc.name, "another id") {
-				t.Errorf("streamed: got %q (%s), want %q", verdictKindOf(s), s.Detail, tc.kind)
-			}
-		})
-	}
-}
-
-func verdictKindOf(v format.Verdict) string {
-	if v.Status == format.Healthy {
-		return ""
-	}
-	return v.Kind
+	})
 }
 
 // The header's id must be the file name's uuid only for a file named as pi names sessions.

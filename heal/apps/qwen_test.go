@@ -1,7 +1,6 @@
 package apps
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -40,10 +39,12 @@ func qwenInspect(path string, data []byte) format.Verdict {
 
 func TestQwenChecklist(t *testing.T) {
 	a, b, c := qwenRec("aaaaaaaa", "", "user"), qwenRec("bbbbbbbb", "aaaaaaaa", "system"), qwenRec("cccccccc", "bbbbbbbb", "assistant")
-	for _, tc := range []struct {
-		name, data, kind, warn string
-		streamKind             string // the streamed verdict's kind when it differs
-	}{
+	runChecklist(t, qwenLog{}, func(tc checklistCase) string {
+		if strings.HasPrefix(tc.name, "a file not named") {
+			return "/elsewhere/notes.jsonl"
+		}
+		return qwenTestPath
+	}, func(tc checklistCase) bool { return !strings.Contains(tc.name, "another session") }, []checklistCase{
 		{name: "healthy", data: a + b + c},
 		{name: "fragments: records sharing a uuid with other parts", data: a + b + c + strings.Replace(c, "hi", "more", 1)},
 		{name: "a branch (a rewind)", data: a + b + c + qwenRec("dddddddd", "aaaaaaaa", "user")},
@@ -72,31 +73,7 @@ func TestQwenChecklist(t *testing.T) {
 		{name: "glued stub", data: a + b[:40] + c, kind: format.KindMalformedRecord},
 		{name: "a non-object line", data: a + "[1,2]\n", kind: format.KindMalformedRecord},
 		{name: "a NUL run", data: a + strings.Repeat("\x00", 30) + "\n" + b, kind: format.KindMalformedRecord},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := qwenTestPath
-			if strings.HasPrefix(tc.name, "a file not named") {
-				path = "/elsewhere/notes.jsonl"
-			}
-			v := qwenInspect(path, []byte(tc.data))
-			if got := verdictKindOf(v); got != tc.kind {
-				t.Fatalf("got %q (%s), want %q", got, v.Detail, tc.kind)
-			}
-			if tc.warn != "" && !strings.Contains(strings.Join(v.Warnings, "\n"), tc.warn) {
-				t.Errorf("warnings %q lack %q", v.Warnings, tc.warn)
-			}
-			if tc.warn == "" && len(v.Warnings) > 0 {
-				t.Errorf("unexpected warnings %q", v.Warnings)
-			}
-			want := tc.kind
-			if tc.streamKind != "" {
-				want = tc.streamKind
-			}
-			if s := format.StreamLines(bufio.NewReader(strings.NewReader(tc.data)), qwenLog{}); verdictKindOf(s) != want && !strings.Contains(tc.name, "another session") {
-				t.Errorf("streamed: got %q (%s), want %q", verdictKindOf(s), s.Detail, want)
-			}
-		})
-	}
+	})
 }
 
 // The salvage keeps the first of byte-identical lines, rejoins a record a raw newline split,
