@@ -69,7 +69,7 @@ func (copilotLog) CheckLines(f format.File, lines []format.Line) format.Verdict 
 // RecordProblem: every event has its envelope and the data members its type requires in
 // the package's own schema; the first is a session.start.
 func (copilotLog) RecordProblem(rec []byte, first bool) string {
-	v, err := jsonv.ParseDepth(rec, copilotDialect, 2)
+	v, err := jsonv.Parse(rec, copilotDialect)
 	if err != nil {
 		return err.Error()
 	}
@@ -82,7 +82,7 @@ func (copilotLog) NoRecords() format.Verdict {
 
 // AppendedOK: an event as Copilot appends one (not a session.start: that is line 1 only).
 func (copilotLog) AppendedOK(rec []byte) bool {
-	v, err := jsonv.ParseDepth(rec, copilotDialect, 2)
+	v, err := jsonv.Parse(rec, copilotDialect)
 	return err == nil && copilotEventProblem(v, false) == "" && strOf(v.Get("type")) != "session.start"
 }
 
@@ -158,41 +158,7 @@ func copilotEventProblem(v *jsonv.Value, first bool) string {
 	if first && t != "session.start" {
 		return "line 1 is not session.start: Copilot CLI says \"Session file is corrupted or incompatible\""
 	}
-	fields, known := copilotEvents[t]
-	if !known {
-		return "" // a type this version's schema does not name: not judged
-	}
-	data := v.Get("data")
-	for _, f := range strings.Fields(fields) {
-		name, kinds, _ := strings.Cut(f, ":")
-		m := data.Get(name)
-		if m == nil {
-			return fmt.Sprintf("%s event's data has no %s: Copilot CLI refuses the session (missing field `%s`)", t, name, name)
-		}
-		if !copilotKind(m, kinds) {
-			return fmt.Sprintf("%s event's data.%s is not of the type Copilot CLI reads", t, name)
-		}
-	}
-	return ""
-}
-
-// copilotKind: m is one of kinds (see copilotEvents). A number with a fraction passes for an
-// integer: whether serde takes it depends on the field's Rust type, which the schema does
-// not tell, and a record the app may load is never called damaged.
-func copilotKind(m *jsonv.Value, kinds string) bool {
-	for _, k := range kinds {
-		switch {
-		case k == '*',
-			k == 's' && m.Type == jsonv.String,
-			(k == 'i' || k == 'n') && m.Type == jsonv.Number,
-			k == 'b' && m.Type == jsonv.Bool,
-			k == 'o' && m.Type == jsonv.Object,
-			k == 'a' && m.Type == jsonv.Array,
-			k == 'z' && m.Type == jsonv.Null:
-			return true
-		}
-	}
-	return false
+	return copilotDataProblem(t, v.Get("data"))
 }
 
 // checkCopilot: copilot-cli.md "What valid means" 2–5 over valid lines.
@@ -227,7 +193,7 @@ func (s *copilotSeq) ProblemKind() string {
 
 // Record is add of an event's bytes.
 func (s *copilotSeq) Record(rec []byte) string {
-	v, err := jsonv.ParseDepth(rec, copilotDialect, 2)
+	v, err := jsonv.Parse(rec, copilotDialect)
 	if err != nil {
 		return err.Error()
 	}
@@ -255,7 +221,7 @@ func (s *copilotSeq) add(v *jsonv.Value, raw []byte) string {
 		// message, tool start and result, an answer without tool requests): a warning.
 		// A hash collision of two different lines is 2^-64: reported, a heal's KeepLines
 		// compares the bytes themselves.
-		if !copilotSent(v, raw) {
+		if !copilotSent(v) {
 			s.repeats++
 			return ""
 		}
@@ -272,14 +238,11 @@ func (s *copilotSeq) add(v *jsonv.Value, raw []byte) string {
 
 // copilotSent: a repeat of this event changes what Copilot sends — a user message, or an
 // assistant message with tool requests.
-func copilotSent(v *jsonv.Value, raw []byte) bool {
+func copilotSent(v *jsonv.Value) bool {
 	switch v.Get("type").Str {
 	case "user.message":
 		return true
 	case "assistant.message":
-		if w, err := jsonv.ParseDepth(raw, copilotDialect, 3); err == nil { // the requests' items
-			v = w
-		}
 		r := v.Get("data").Get("toolRequests")
 		return r == nil || r.Type != jsonv.Array || len(r.Items) > 0
 	}
