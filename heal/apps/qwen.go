@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"hash/maphash"
@@ -120,12 +121,15 @@ type qwenSeq struct {
 	rootGap string          // the parent the first record names, when it is not a uuid before it
 	lines   map[uint64]bool
 	seed    maphash.Seed
-	dup     bool // the last problem is a repeated line
-	repeats int  // tool_result and system lines repeated byte for byte
+	dup     bool            // the last problem is a repeated line
+	repeats int             // tool_result and system lines repeated byte for byte
+	calls   map[string]bool // function call ids of the records, and whether a result answers it
+	answers map[string]bool // function response ids
 }
 
 func newQwenSeq(path string) *qwenSeq {
-	s := &qwenSeq{uuids: map[string]bool{}, pending: map[string]bool{}, lines: map[uint64]bool{}, seed: maphash.MakeSeed()}
+	s := &qwenSeq{uuids: map[string]bool{}, pending: map[string]bool{}, lines: map[uint64]bool{}, seed: maphash.MakeSeed(),
+		calls: map[string]bool{}, answers: map[string]bool{}}
 	if m := qwenFileRe.FindStringSubmatch(filepath.Base(path)); m != nil {
 		s.id = m[1]
 	}
@@ -179,6 +183,7 @@ func (s *qwenSeq) add(v *jsonv.Value, raw []byte) string {
 		return ""
 	}
 	s.lines[h] = true
+	s.toolParts(raw)
 	u := v.Get("uuid").Str
 	s.uuids[u] = true
 	delete(s.pending, u)
@@ -189,6 +194,31 @@ func (s *qwenSeq) add(v *jsonv.Value, raw []byte) string {
 		}
 	}
 	return ""
+}
+
+// qwenMaxCalls bounds the tool call ids remembered of one session.
+const qwenMaxCalls = 1 << 16
+
+// toolParts notes the function calls and responses of a record's message parts: Qwen sends
+// a call only with its result and a result only with its call (a history the API accepts),
+// and drops the others without a word (campaign case qwen-261: a flipped byte in a
+// response's id, 2 items gone).
+func (s *qwenSeq) toolParts(raw []byte) {
+	if !bytes.Contains(raw, []byte(`"function`)) || len(s.calls)+len(s.answers) > qwenMaxCalls {
+		return
+	}
+	v, err := jsonv.ParseDepth(raw, nodeDialect, 5)
+	if err != nil {
+		return
+	}
+	for _, p := range arrOf(v.Get("message").Get("parts")) {
+		if id := p.Get("functionCall").Get("id"); isStr(id) {
+			s.calls[id.Str] = true
+		}
+		if id := p.Get("functionResponse").Get("id"); isStr(id) {
+			s.answers[id.Str] = true
+		}
+	}
 }
 
 // qwenHasText: the record's message has a part with a text (read only for a repeated line).
@@ -224,6 +254,23 @@ func (s *qwenSeq) Warnings() []string {
 	var out []string
 	if s.rootGap != "" && s.pending[s.rootGap] {
 		out = append(out, fmt.Sprintf("the first record's parent %q is not in the file: the records before it are gone, Qwen Code starts the history there", s.rootGap))
+	}
+	unanswered, orphans := 0, 0
+	for id := range s.calls {
+		if !s.answers[id] {
+			unanswered++
+		}
+	}
+	for id := range s.answers {
+		if !s.calls[id] {
+			orphans++
+		}
+	}
+	if orphans > 0 {
+		out = append(out, fmt.Sprintf("%d tool result(s) answer no call of the session: Qwen Code drops them without a word", orphans))
+	}
+	if unanswered > 0 {
+		out = append(out, fmt.Sprintf("%d tool call(s) have no result (an interrupted turn, or a result's id lost): Qwen Code drops them without a word", unanswered))
 	}
 	if s.repeats > 0 {
 		out = append(out, fmt.Sprintf("%d line(s) without text (tool results, function calls, system records) repeat an earlier one byte for byte (a re-append): Qwen Code sends them once", s.repeats))
