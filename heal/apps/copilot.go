@@ -31,6 +31,9 @@ import (
 
 var copilotIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
+// copilotUUIDRe is an event id as Copilot's envelope check takes it (either case).
+var copilotUUIDRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
 // copilotDialect is serde_json's: strict UTF-8, its recursion limit.
 var copilotDialect = codexDialect
 
@@ -151,8 +154,11 @@ func copilotEventProblem(v *jsonv.Value, first bool) string {
 	case !isStr(v.Get("timestamp")):
 		return "event has no string timestamp"
 	}
-	if p := v.Get("parentId"); p == nil || (p.Type != jsonv.Null && p.Type != jsonv.String) {
-		return "event parentId is neither a string nor null"
+	if !copilotUUIDRe.MatchString(v.Get("id").Str) {
+		return "event id is not a UUID: Copilot CLI refuses the session (invalid session event envelope)"
+	}
+	if p := v.Get("parentId"); p == nil || (p.Type != jsonv.Null && !(p.Type == jsonv.String && copilotUUIDRe.MatchString(p.Str))) {
+		return "event parentId is neither a UUID nor null: Copilot CLI refuses the session (invalid session event envelope)"
 	}
 	t := v.Get("type").Str
 	if first && t != "session.start" {

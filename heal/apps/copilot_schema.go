@@ -27,6 +27,7 @@ type cpNode struct {
 	I   *cpNode            `json:"i"`
 	O   []*cpNode          `json:"o"`
 	E   []any              `json:"e"`
+	X   int                `json:"x"` // 1: no member but those of P (serde's deny_unknown_fields)
 	Ref string             `json:"ref"`
 }
 
@@ -100,6 +101,9 @@ func (s *cpSchema) check(n *cpNode, v *jsonv.Value, at string, depth int) string
 		for _, m := range v.Keys {
 			c, named := n.P[m.Key]
 			if !named {
+				if n.X == 1 {
+					return fmt.Sprintf("%s has a member Copilot does not know (unknown field `%s`)", at, m.Key)
+				}
 				c = n.AP
 			}
 			if c == nil || (m.Val.Type == jsonv.Null && named && !cpRequired(n, m.Key)) {

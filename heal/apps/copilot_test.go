@@ -16,11 +16,16 @@ const (
 	copilotTestPath = "/h/.copilot/session-state/" + copilotTestID + "/events.jsonl"
 )
 
+// cu is the test event id x as a UUID (Copilot's envelope takes nothing else).
+func cu(x string) string { return "6a1e0000-0000-4000-8000-0000000000" + x }
+
 func copilotStart(id string) string {
+	id = cu(id)
 	return `{"type":"session.start","data":{"sessionId":"` + copilotTestID + `","version":1,"producer":"copilot-agent","copilotVersion":"1.0.102","startTime":"2026-11-25T03:11:26.010Z","context":{"cwd":"/tmp/p"},"alreadyInUse":false},"id":"` + id + `","timestamp":"2026-11-25T03:11:26.061Z","parentId":null}` + "\n"
 }
 
 func copilotEv(typ, data, id, parent string) string {
+	id, parent = cu(id), cu(parent)
 	return `{"type":"` + typ + `","data":{` + data + `},"id":"` + id + `","timestamp":"2026-11-25T03:11:27.000Z","parentId":"` + parent + `"}` + "\n"
 }
 
@@ -44,7 +49,7 @@ func TestCopilotChecklist(t *testing.T) {
 		{name: "a raw U+2028 in a string", data: s + strings.Replace(u, "hello", "hel\u2028lo", 1)},
 		{name: "an event type this version does not name", data: s + copilotEv("session.future_thing", `"x":1`, "e2", "e1")},
 		{name: "an event with no required data", data: s + copilotEv("session.idle", ``, "e2", "e1")},
-		{name: "a later session.start (Copilot's schema allows it anywhere)", data: s + u + strings.Replace(copilotStart("e9"), `"parentId":null`, `"parentId":"e2"`, 1)},
+		{name: "a later session.start (Copilot's schema allows it anywhere)", data: s + u + strings.Replace(copilotStart("e9"), `"parentId":null`, `"parentId":"6a1e0000-0000-4000-8000-0000000000e2"`, 1)},
 		{name: "a session in a directory not named by an id", data: s + u},
 		{name: "empty", data: "", kind: format.KindEmpty},
 		{name: "invalid UTF-8 (serde refuses the line)", data: s + strings.Replace(u, "hello", "hel\xfflo", 1), kind: format.KindInvalidUTF8},
@@ -54,7 +59,7 @@ func TestCopilotChecklist(t *testing.T) {
 		{name: "assistant.message without messageId", data: s + u + strings.Replace(a, `"messageId":"m2",`, ``, 1), kind: format.KindSchema},
 		{name: "tool.execution_complete with a string success", data: s + copilotEv("tool.execution_complete", `"toolCallId":"c","success":"yes"`, "e2", "e1"), kind: format.KindSchema},
 		{name: "event without data", data: s + strings.Replace(u, `"data":{"content":"hello one","messageId":"m1"},`, ``, 1), kind: format.KindSchema},
-		{name: "event without id", data: s + strings.Replace(u, `"id":"e2",`, ``, 1), kind: format.KindSchema},
+		{name: "event without id", data: s + strings.Replace(u, `"id":"6a1e0000-0000-4000-8000-0000000000e2",`, ``, 1), kind: format.KindSchema},
 		{name: "event without timestamp", data: s + strings.Replace(u, `"timestamp":"2026-11-25T03:11:27.000Z",`, ``, 1), kind: format.KindSchema},
 		{name: "an unknown member in an event's data (Copilot loads it)", data: s + strings.Replace(u, `"content":"hello one"`, `"content":"hello one","zzz":1`, 1)},
 		{name: "a negative count (the schema's minimum; Copilot loads it)", data: s + copilotEv("session.resume", `"resumeTime":"t","eventCount":-8`, "e2", "e1")},
@@ -63,13 +68,18 @@ func TestCopilotChecklist(t *testing.T) {
 		{name: "an integer written as a string", data: s + copilotEv("session.resume", `"resumeTime":"t","eventCount":"8"`, "e2", "e1"), kind: format.KindSchema},
 		{name: "an enum value Copilot does not know (unknown variant)", data: s + strings.Replace(u, `"messageId":"m1"`, `"messageId":"m1","delivery":"zzz"`, 1), kind: format.KindSchema},
 		{name: "a nested object without a member it requires", data: s + copilotEv("session.usage_record", `"usage":{"inputTokens":5}`, "e2", "e1"), kind: format.KindSchema},
-		{name: "event with a numeric parentId", data: s + strings.Replace(u, `"parentId":"e1"`, `"parentId":1`, 1), kind: format.KindSchema},
+		{name: "an id that is not a UUID (Copilot: invalid session event envelope)", data: s + strings.Replace(u, cu("e2"), "e2", 1), kind: format.KindSchema},
+		{name: "a parentId that is not a UUID", data: s + strings.Replace(u, cu("e1"), "e1", 1), kind: format.KindSchema},
+		{name: "an id in capitals (Copilot loads it)", data: s + strings.Replace(u, cu("e2"), strings.ToUpper(cu("e2")), 1)},
+		{name: "an unknown member in the accounting snapshot (serde refuses it)", data: s + copilotEv("session.shutdown", `"shutdownType":"routine","totalApiDurationMs":1,"sessionStartTime":1,"codeChanges":{"linesAdded":0,"linesRemoved":0,"filesModified":[]},"modelMetrics":{},"accountingSnapshot":{"zzz":1}`, "e2", "e1"), kind: format.KindSchema},
+		{name: "an unknown member in the shutdown's own code changes (Copilot loads it)", data: s + copilotEv("session.shutdown", `"shutdownType":"routine","totalApiDurationMs":1,"sessionStartTime":1,"codeChanges":{"zzz":1,"linesAdded":0,"linesRemoved":0,"filesModified":[]},"modelMetrics":{}`, "e2", "e1")},
+		{name: "event with a numeric parentId", data: s + strings.Replace(u, `"parentId":"6a1e0000-0000-4000-8000-0000000000e1"`, `"parentId":1`, 1), kind: format.KindSchema},
 		{name: "a re-appended turn", data: s + u + a + u + a, kind: format.KindDuplicateRecord},
 		{name: "a user message with an earlier event's id", data: s + u + strings.Replace(u, `hello one`, `hello two`, 1), kind: format.KindSchema},
 		{name: "a re-appended tool request", data: s + u + tr + tr, kind: format.KindDuplicateRecord},
 		{name: "a re-appended answer without tool requests (Copilot sends it once)", data: s + u + a + a, warn: "Copilot CLI loads them"},
 		{name: "a re-appended turn start (Copilot sends nothing of it)", data: s + u + ts + ts, warn: "1 event(s) repeat"},
-		{name: "an answer with an earlier event's id", data: s + u + strings.Replace(a, `"id":"e3"`, `"id":"e2"`, 1), warn: "1 event(s) repeat"},
+		{name: "an answer with an earlier event's id", data: s + u + strings.Replace(a, `"id":"6a1e0000-0000-4000-8000-0000000000e3"`, `"id":"6a1e0000-0000-4000-8000-0000000000e2"`, 1), warn: "1 event(s) repeat"},
 		{name: "torn tail", data: s + u + a[:50], kind: format.KindTruncated},
 		{name: "glued stub", data: s + u[:40] + u + a, kind: format.KindMalformedRecord},
 		{name: "a NUL-only line", data: s + strings.Repeat("\x00", 30) + "\n" + u, kind: format.KindMalformedRecord},
@@ -174,7 +184,7 @@ func TestCopilotRebuildHeader(t *testing.T) {
 	s := copilotStart("e1")
 	u := copilotEv("user.message", `"content":"hello one"`, "e2", "e1")
 	a := copilotEv("assistant.message", `"messageId":"m2","content":"ack"`, "e3", "e2")
-	want := `{"type":"session.start","data":{"sessionId":"` + copilotTestID + `","version":1,"producer":"copilot-agent","copilotVersion":"1.0.102","startTime":"2026-11-25T03:11:26.010Z","context":{"cwd":"/tmp/my proj","gitRoot":"/tmp/my proj","branch":"feat/x"}},"id":"e1","timestamp":"2026-11-25T03:11:26.010Z","parentId":null}` + "\n"
+	want := `{"type":"session.start","data":{"sessionId":"` + copilotTestID + `","version":1,"producer":"copilot-agent","copilotVersion":"1.0.102","startTime":"2026-11-25T03:11:26.010Z","context":{"cwd":"/tmp/my proj","gitRoot":"/tmp/my proj","branch":"feat/x"}},"id":"6a1e0000-0000-4000-8000-0000000000e1","timestamp":"2026-11-25T03:11:26.010Z","parentId":null}` + "\n"
 	torn := s[:180] + "\n"
 	p := copilotDir(t, torn+u+a, copilotWSYAML)
 	out := copilotLog{}.RebuildHeader(p, []byte(torn+u+a))
@@ -196,7 +206,7 @@ func TestCopilotRebuildHeader(t *testing.T) {
 		"workspace.yaml without created_at":       {torn + u + a, "id: " + copilotTestID + "\ncwd: /tmp\n"},
 		"workspace.yaml that is not a mapping":    {torn + u + a, "- a\n- b\n"},
 		"no event after the torn line":            {torn, copilotWSYAML},
-		"the first kept event names no parent":    {torn + strings.Replace(u, `"parentId":"e1"`, `"parentId":null`, 1), copilotWSYAML},
+		"the first kept event names no parent":    {torn + strings.Replace(u, `"parentId":"6a1e0000-0000-4000-8000-0000000000e1"`, `"parentId":null`, 1), copilotWSYAML},
 		"a torn line that is not a session.start": {`{"type":"user.message","data":{"content":"x` + "\n" + u, copilotWSYAML},
 	} {
 		p := copilotDir(t, tc.data, tc.ws)

@@ -2,6 +2,8 @@ package race
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -136,15 +138,26 @@ func (c *copilot) close()                {}
 func (c *copilot) appendsPast() bool     { return true }
 func (c *copilot) dir(s *session) string { return filepath.Dir(s.path) }
 
+// record is the n-th event of s. Copilot's envelope takes only UUIDs as ids: the writer's id
+// is kept in the data (where the checks find it), the event's id made from it.
 func (c *copilot) record(s *session, id string, n int) []byte {
 	sid := filepath.Base(filepath.Dir(s.path))
+	eid := copilotEventID(id)
 	if n == 0 {
-		return fmt.Appendf(nil, `{"type":"session.start","data":{"sessionId":%q,"version":1,"producer":"copilot-agent","copilotVersion":"1.0.102","startTime":"2026-11-25T03:11:26.010Z","context":{"cwd":"/tmp/demo/proj"}},"id":%q,"timestamp":"2026-11-25T03:11:26.061Z","parentId":null}`+"\n", sid, id)
+		return fmt.Appendf(nil, `{"type":"session.start","data":{"sessionId":%q,"version":1,"producer":"copilot-agent","copilotVersion":"1.0.102","startTime":"2026-11-25T03:11:26.010Z","context":{"cwd":"/tmp/demo/proj"},"selectedModel":%q},"id":%q,"timestamp":"2026-11-25T03:11:26.061Z","parentId":null}`+"\n", sid, id, eid)
 	}
+	parent := copilotEventID(s.ids[n-1])
 	if n%2 == 1 {
-		return fmt.Appendf(nil, `{"type":"user.message","data":{"content":"turn %d"},"id":%q,"timestamp":"2026-11-25T03:11:27.000Z","parentId":%q}`+"\n", n, id, s.ids[n-1])
+		return fmt.Appendf(nil, `{"type":"user.message","data":{"content":"turn %d %s"},"id":%q,"timestamp":"2026-11-25T03:11:27.000Z","parentId":%q}`+"\n", n, id, eid, parent)
 	}
-	return fmt.Appendf(nil, `{"type":"assistant.message","data":{"messageId":%q,"content":"ack %d","toolRequests":[]},"id":%q,"timestamp":"2026-11-25T03:11:27.100Z","parentId":%q}`+"\n", id, n, id, s.ids[n-1])
+	return fmt.Appendf(nil, `{"type":"assistant.message","data":{"messageId":%q,"content":"ack %d","toolRequests":[]},"id":%q,"timestamp":"2026-11-25T03:11:27.100Z","parentId":%q}`+"\n", id, n, eid, parent)
+}
+
+// copilotEventID is a UUID made of a writer's record id (its bytes' SHA-256).
+func copilotEventID(id string) string {
+	h := sha256.Sum256([]byte(id))
+	x := hex.EncodeToString(h[:16])
+	return x[:8] + "-" + x[8:12] + "-4" + x[13:16] + "-8" + x[17:20] + "-" + x[20:32]
 }
 
 func (c *copilot) create(ctx context.Context) (*session, error) {
