@@ -4,9 +4,18 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"time"
 )
 
 // The presets, in the order of the embedded default; qwenpaw is an alias of copaw.
+// AppendSettle is the settle of the apps that append a whole record a write and keep no
+// lock while the file is idle (pi, Qwen Code, Copilot CLI): a torn tail a crash left must be
+// cut before the app's next run appends onto it (pi, Qwen: the record glued to the stub is
+// then lost to them) or repairs the file its own way (Copilot drops the glued and split
+// records for good). A run takes about a second to start (1.1–2.5 s to a resume with the
+// oracles), so half a second; while one runs, its liveness keeps every heal off.
+const AppendSettle = 500 * time.Millisecond
+
 var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code"}
 
 var presetAliases = map[string]string{"qwenpaw": "copaw"}
@@ -165,6 +174,7 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		// settings.json are the app's config, never touched.
 		r.Paths = piPaths(env)
 		r.Match = []string{"**/--*--/*.jsonl"}
+		r.Settle = AppendSettle
 		r.Lock = Lock{Protocol: LockPi}
 		r.Strategies = []Strategy{Salvage, LastGoodCopy, RebuildHeader}
 	case "copilot-cli":
@@ -175,6 +185,7 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Paths = copilotPaths(env)
 		r.Match = []string{"**/session-state/*/events.jsonl"}
 		r.Temps = []string{"events.jsonl.tmp.*", "events.jsonl.backup-before-recovery-*.tmp.*"}
+		r.Settle = AppendSettle
 		r.Lock = Lock{Protocol: LockCopilotCLI, Wait: DefaultLockWait}
 		r.Strategies = []Strategy{Salvage, LastGoodCopy, DropInvalidEntries, RebuildHeader}
 	case "qwen-code":
@@ -182,6 +193,7 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		// extract-cursor.json, memory/, *.worktree.json and the scheduler lock are the app's.
 		r.Paths = qwenPaths(env)
 		r.Match = []string{"**/projects/*/chats/*.jsonl", "**/projects/*/chats/archive/*.jsonl"}
+		r.Settle = AppendSettle
 		r.Lock = Lock{Protocol: LockQwenCode}
 		r.Strategies = []Strategy{Salvage, LastGoodCopy}
 	default:

@@ -19,7 +19,11 @@ func TestPresetNames(t *testing.T) {
 		if !ok || r.Format != r.Preset || r.Name != r.Preset {
 			t.Errorf("PresetRule(%q) = %+v, %v", name, r, ok)
 		}
-		if r.Settle != DefaultSettle || r.MaxWait != DefaultMaxWait || !r.KeepLastGood || r.Mode != "heal" ||
+		settle := DefaultSettle
+		if name == "pi" || name == "qwen-code" || name == "copilot-cli" {
+			settle = AppendSettle
+		}
+		if r.Settle != settle || r.MaxWait != DefaultMaxWait || !r.KeepLastGood || r.Mode != "heal" ||
 			r.Limits != (Limits{MaxLoss: 0.5, MaxFileSize: GiB}) || r.TempAge != DefaultTempAge {
 			t.Errorf("preset %s does not have the common defaults: %+v", name, r)
 		}
