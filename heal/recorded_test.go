@@ -169,3 +169,52 @@ func TestGeminiSplitKeepsNoOrphanToolResult(t *testing.T) {
 		t.Errorf("healed chat is not the damaged one without its glued line 15")
 	}
 }
+
+// The campaign's reproductions for Qwen Code and Copilot CLI (docs/CONFORMANCE.md): each file
+// as the campaign damaged it (a flipped byte in a session the app wrote). Qwen drops a tool
+// result that answers no call without a word: a warning. Copilot refuses each Copilot file
+// whole ("Session file is corrupted (line N: …)"): damage, healed by dropping that one event,
+// and the healed file is healthy.
+func TestCampaignReproductions(t *testing.T) {
+	for _, c := range []struct{ dir, preset, root, warn, detail string }{
+		{"qwen-code/qwen-261", "qwen-code", ".qwen", "answer no call", ""},
+		{"copilot-cli/copilot-457", "copilot-cli", ".copilot", "", "missing field `cacheReadTokens`"},
+		{"copilot-cli/copilot-471", "copilot-cli", ".copilot", "", "missing field `count`"},
+		{"copilot-cli/copilot-37", "copilot-cli", ".copilot", "", "parentId is neither a UUID nor null"},
+		{"copilot-cli/copilot-121", "copilot-cli", ".copilot", "", "unknown field `tot>lNanoAiu`"},
+		{"copilot-cli/copilot-247", "copilot-cli", ".copilot", "", "id is not a UUID"},
+	} {
+		t.Run(c.dir, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "home")
+			copyTree(t, filepath.Join(recorded, c.dir), root)
+			e := testEngine(t, c.preset, filepath.Join(root, c.root))
+			if c.detail == "" {
+				before := snapshot(t, root)
+				reports := runAll(t, e, true)
+				if len(reports) != 1 {
+					t.Fatalf("%d files inspected", len(reports))
+				}
+				for _, r := range reports {
+					if r.Verdict != Healthy || !strings.Contains(strings.Join(r.Warnings, "\n"), c.warn) {
+						t.Errorf("%s: %s %s %v; want healthy, warning %q", r.Path, r.Verdict, r.Detail, r.Warnings, c.warn)
+					}
+				}
+				assertSame(t, before, snapshot(t, root), nil)
+				return
+			}
+			reports := runAll(t, e, true)
+			if len(reports) != 1 {
+				t.Fatalf("%d files inspected", len(reports))
+			}
+			r := reports[0]
+			if r.Verdict != Damaged || !strings.Contains(r.Detail, c.detail) || r.Action != ActionHealed || r.Strategy != "drop-invalid-entries" || r.LostRecords != 1 {
+				t.Fatalf("%s %s (%s) %s %s lost %d; want damaged saying %q, healed by dropping one event", r.Verdict, r.Kind, r.Detail, r.Action, r.Strategy, r.LostRecords, c.detail)
+			}
+			for _, r := range runAll(t, e, false) {
+				if r.Verdict != Healthy {
+					t.Errorf("after the heal: %s %s", r.Verdict, r.Detail)
+				}
+			}
+		})
+	}
+}
