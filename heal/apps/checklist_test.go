@@ -2,6 +2,7 @@ package apps
 
 import (
 	"bufio"
+	"os"
 	"strings"
 	"testing"
 
@@ -43,4 +44,35 @@ func verdictKindOf(v format.Verdict) string {
 		return ""
 	}
 	return v.Kind
+}
+
+// runSalvage: each input's salvage at path is the wanted bytes, and judged healthy.
+func runSalvage(t *testing.T, p format.Profile, path string, cases map[string]struct{ in, want string }) {
+	t.Helper()
+	for name, tc := range cases {
+		out := format.KeepLines(p, path, []byte(tc.in))
+		if string(out) != tc.want {
+			t.Errorf("%s: salvage\n%s\nwant\n%s", name, out, tc.want)
+			continue
+		}
+		if v := format.Inspect(p, format.File{Path: path}, out); v.Status != format.Healthy {
+			t.Errorf("%s: salvaged file is %v", name, v)
+		}
+	}
+}
+
+// runSampleVerdicts: the session file at dir+<case>+file of each sample case is judged as
+// the case's README says (a damage kind, "" for healthy).
+func runSampleVerdicts(t *testing.T, p format.Profile, dir, file string, want map[string]string) {
+	t.Helper()
+	for c, kind := range want {
+		path := dir + c + file
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := format.Inspect(p, format.File{Path: path}, data); verdictKindOf(v) != kind {
+			t.Errorf("%s: %v, want %q", c, v, kind)
+		}
+	}
 }

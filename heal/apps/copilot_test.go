@@ -120,20 +120,11 @@ func TestCopilotSalvageAndDrop(t *testing.T) {
 	u := copilotEv("user.message", `"content":"hello one"`, "e2", "e1")
 	a := copilotEv("assistant.message", `"messageId":"m2","content":"ack"`, "e3", "e2")
 	split := strings.Replace(a, `"content":"ack"`, `"content":"two`+"\n"+`lines"`, 1)
-	for name, tc := range map[string]struct{ in, want string }{
+	runSalvage(t, copilotLog{}, copilotTestPath, map[string]struct{ in, want string }{
 		"duplicates": {s + u + a + u + a, s + u + a},
 		"split":      {s + split + u, s + strings.Replace(split, "\n", `\n`, 1) + u},
 		"glued":      {s + u[:60] + u + a, s + u + a},
-	} {
-		out := format.KeepLines(copilotLog{}, copilotTestPath, []byte(tc.in))
-		if string(out) != tc.want {
-			t.Errorf("%s: salvage\n%s\nwant\n%s", name, out, tc.want)
-			continue
-		}
-		if v := copilotInspect(copilotTestPath, out); v.Status != format.Healthy {
-			t.Errorf("%s: salvaged file is %v", name, v)
-		}
-	}
+	})
 	bad := strings.Replace(a, `"messageId":"m2",`, ``, 1)
 	if got := string((copilotLog{}).DropInvalid([]byte(s + u + bad + "\n"))); got != s+u+"\n" {
 		t.Errorf("drop-invalid-entries: %q", got)
@@ -255,22 +246,13 @@ func TestCopilotOwnRepairIsAWarning(t *testing.T) {
 
 func TestCopilotSamplesVerdicts(t *testing.T) {
 	const file = "/home/.copilot/session-state/" + copilotTestID + "/events.jsonl"
-	for c, want := range map[string]string{
+	runSampleVerdicts(t, copilotLog{}, "../testdata/samples/copilot-cli/", file, map[string]string{
 		"healthy": "", "torn_tail": format.KindTruncated, "nul_tail": format.KindTruncated,
 		"garbage_line": format.KindMalformedRecord, "glued": format.KindMalformedRecord,
 		"split_record": format.KindMalformedRecord, "duplicate_lines": format.KindDuplicateRecord,
 		"torn_first_line": format.KindMalformedRecord, "missing_first_line": format.KindSchema,
 		"missing_field": format.KindSchema, "empty": format.KindEmpty,
-	} {
-		p := "../testdata/samples/copilot-cli/" + c + file
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v := copilotInspect(p, data); verdictKindOf(v) != want {
-			t.Errorf("%s: %v, want %q", c, v, want)
-		}
-	}
+	})
 }
 
 // The two cases of the 520-case campaign that Copilot refused and the top-level checks

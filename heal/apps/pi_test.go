@@ -83,19 +83,11 @@ func TestPiHeaderIDOnlyForPiNames(t *testing.T) {
 
 func TestPiSamplesVerdicts(t *testing.T) {
 	const file = "/home/.pi/agent/sessions/--tmp-demo-proj--/2026-11-24T23-24-56-267Z_01a20fe0-6e4b-74a6-a8ea-61958601a7c1.jsonl"
-	for c, want := range map[string]string{
+	runSampleVerdicts(t, piLog{}, piSamples, file, map[string]string{
 		"healthy": "", "duplicate_lines": "", "torn_tail": format.KindTruncated, "nul_tail": format.KindTruncated,
 		"garbage_line": format.KindMalformedRecord, "glued": format.KindMalformedRecord,
 		"torn_header": format.KindMalformedRecord, "empty": format.KindEmpty, "history_gap": format.KindSchema,
-	} {
-		data, err := os.ReadFile(piSamples + c + file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v := piInspect(piSamples+c+file, data); verdictKindOf(v) != want {
-			t.Errorf("%s: %v, want %q", c, v, want)
-		}
-	}
+	})
 }
 
 func TestPiAppendedOK(t *testing.T) {

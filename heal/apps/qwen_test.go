@@ -83,38 +83,21 @@ func TestQwenChecklist(t *testing.T) {
 func TestQwenSalvage(t *testing.T) {
 	a, b, c := qwenRec("aaaaaaaa", "", "user"), qwenRec("bbbbbbbb", "aaaaaaaa", "assistant"), qwenRec("cccccccc", "bbbbbbbb", "user")
 	split := strings.Replace(b, `"text":"hi `, `"text":"two`+"\n"+`lines `, 1)
-	for name, tc := range map[string]struct{ in, want string }{
+	runSalvage(t, qwenLog{}, qwenTestPath, map[string]struct{ in, want string }{
 		"duplicates": {a + b + c + b + c, a + b + c},
 		"split":      {a + split + c, a + strings.Replace(split, "\n", `\n`, 1) + c},
 		"glued":      {a + b[:60] + b + c, a + b + c},
-	} {
-		out := format.KeepLines(qwenLog{}, qwenTestPath, []byte(tc.in))
-		if string(out) != tc.want {
-			t.Errorf("%s: salvage\n%s\nwant\n%s", name, out, tc.want)
-			continue
-		}
-		if v := qwenInspect(qwenTestPath, out); v.Status != format.Healthy {
-			t.Errorf("%s: salvaged file is %v", name, v)
-		}
-	}
+	})
 }
 
 func TestQwenSamplesVerdicts(t *testing.T) {
 	const file = "/home/.qwen/projects/-tmp-oracle-proj/chats/" + qwenTestID + ".jsonl"
-	for c, want := range map[string]string{
+	runSampleVerdicts(t, qwenLog{}, qwenSamples, file, map[string]string{
 		"healthy": "", "torn_tail": format.KindTruncated, "nul_tail": format.KindTruncated,
 		"garbage_line": format.KindMalformedRecord, "glued": format.KindMalformedRecord,
 		"split_record": format.KindMalformedRecord, "duplicate_lines": format.KindDuplicateRecord,
 		"torn_first_line": format.KindMalformedRecord, "empty": format.KindEmpty, "history_gap": format.KindSchema,
-	} {
-		data, err := os.ReadFile(qwenSamples + c + file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v := qwenInspect(qwenSamples+c+file, data); verdictKindOf(v) != want {
-			t.Errorf("%s: %v, want %q", c, v, want)
-		}
-	}
+	})
 }
 
 func TestQwenAppendedOK(t *testing.T) {
