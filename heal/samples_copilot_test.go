@@ -30,9 +30,9 @@ func copilotSampleCases() []sampleCase {
 	return []sampleCase{
 		c("healthy"),
 		// The torn line 48 cut: healthy lines 1-47.
-		c("torn_tail", f(format.KindTruncated, "salvage", "", copilotHealthyLines(54679, 1, 47))),
+		c("torn_tail", f(format.KindTruncated, "salvage", "", healthyLines(copilotHealthy, 54679, 1, 47))),
 		// Lines 47-48 zeroed in place: lines 1-46; with last-good, healthy whole.
-		c("nul_tail", withLG(f(format.KindTruncated, "salvage", "", copilotHealthyLines(54494, 1, 46)))),
+		c("nul_tail", withLG(f(format.KindTruncated, "salvage", "", healthyLines(copilotHealthy, 54494, 1, 46)))),
 		// The garbage line dropped, the raw newline rejoined escaped, the re-appended last
 		// turn dropped, the stub glued to line 30 dropped: the healthy file, byte for byte
 		// (Copilot itself loses the glued record and the split tool result).
@@ -56,20 +56,6 @@ func copilotSampleCases() []sampleCase {
 
 func copilotLines(t *testing.T) [][]byte {
 	return bytes.SplitAfter(read(t, filepath.Join(samples, copilotHealthy)), []byte("\n"))
-}
-
-// copilotHealthyLines: the healed file is the healthy sample's lines from-to (1-based,
-// inclusive), byte for byte, n bytes in all.
-func copilotHealthyLines(n, from, to int) func(t *testing.T, orig, healed []byte) {
-	return func(t *testing.T, _, healed []byte) {
-		want := bytes.Join(copilotLines(t)[from-1:to], nil)
-		if len(want) != n {
-			t.Fatalf("expected bytes: %d, the test says %d", len(want), n)
-		}
-		if !bytes.Equal(healed, want) {
-			t.Errorf("healed file (%d bytes) is not healthy's lines %d-%d (%d bytes)", len(healed), from, to, n)
-		}
-	}
 }
 
 // copilotWithoutLine: the healed file is the damaged one without its line n.

@@ -22,15 +22,15 @@ func geminiSampleCases() []sampleCase {
 	return []sampleCase{
 		g("healthy"),
 		// Cut after the last '\n': lines 1-17 of healthy (4761 bytes).
-		g("torn_tail", fileExp{file: geminiChat, kind: "truncated", strategy: "salvage", check: geminiHealthyLines(4761, 1, 17)}),
+		g("torn_tail", fileExp{file: geminiChat, kind: "truncated", strategy: "salvage", check: healthyLines("gemini-cli/healthy/"+geminiChat, 4761, 1, 17)}),
 		// The 25-byte stub before the glued $set is dropped, the $set kept on its own line.
 		g("glued_after_resume", fileExp{file: geminiChat, kind: "malformed-record", strategy: "salvage", check: geminiDropStub(25)}),
 		// Line 9 dropped: every other line of healthy (4684 bytes).
-		g("bad_middle_line", fileExp{file: geminiChat, kind: "malformed-record", strategy: "salvage", check: geminiHealthyLines(4684, 1, 8, 10, 18)}),
+		g("bad_middle_line", fileExp{file: geminiChat, kind: "malformed-record", strategy: "salvage", check: healthyLines("gemini-cli/healthy/"+geminiChat, 4684, 1, 8, 10, 18)}),
 		// last-good restores healthy; without one, line 1 is rebuilt from the tree (4813 bytes).
 		g("torn_metadata", withLG(fileExp{file: geminiChat, kind: "malformed-record", strategy: "rebuild-header", check: geminiRebuiltHeader}, "last-good")),
 		// The NUL run cut: lines 1-15 (4469 bytes); with last-good the union is healthy.
-		g("nul_tail", withLG(fileExp{file: geminiChat, kind: "truncated", strategy: "salvage", check: geminiHealthyLines(4469, 1, 15)}, "last-good")),
+		g("nul_tail", withLG(fileExp{file: geminiChat, kind: "truncated", strategy: "salvage", check: healthyLines("gemini-cli/healthy/"+geminiChat, 4469, 1, 15)}, "last-good")),
 		// report-only without a last-good copy.
 		g("empty", withLG(fileExp{file: geminiChat, kind: "empty"}, "last-good")),
 		// Neither file is damaged (a cross-file warning on both, see heal/apps); untouched.
@@ -42,24 +42,6 @@ func geminiSampleCases() []sampleCase {
 func geminiHealthy(t *testing.T) [][]byte {
 	t.Helper()
 	return bytes.SplitAfter(read(t, filepath.Join(samples, "gemini-cli/healthy", geminiChat)), []byte("\n"))
-}
-
-// geminiHealthyLines: the healed file is the healthy sample's lines from-to of each pair
-// (1-based, inclusive), byte for byte, n bytes in all.
-func geminiHealthyLines(n int, ranges ...int) func(t *testing.T, orig, healed []byte) {
-	return func(t *testing.T, _, healed []byte) {
-		lines := geminiHealthy(t)
-		var want []byte
-		for i := 0; i < len(ranges); i += 2 {
-			want = append(want, bytes.Join(lines[ranges[i]-1:ranges[i+1]], nil)...)
-		}
-		if len(want) != n {
-			t.Fatalf("expected bytes: %d, the README says %d", len(want), n)
-		}
-		if !bytes.Equal(healed, want) {
-			t.Errorf("healed file (%d bytes) is not healthy's lines %v (%d bytes)", len(healed), ranges, n)
-		}
-	}
 }
 
 // geminiDropStub: the healed file is the original without the first stub bytes of its

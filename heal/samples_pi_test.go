@@ -35,14 +35,14 @@ func piSampleCases() []sampleCase {
 		c("healthy"),
 		c("duplicate_lines"),
 		// The torn line 17 cut: healthy lines 1-16, 5027 bytes.
-		c("torn_tail", f(format.KindTruncated, "salvage", "", piHealthyLines(5027, 1, 16))),
+		c("torn_tail", f(format.KindTruncated, "salvage", "", healthyLines(piHealthy, 5027, 1, 16))),
 		// The NUL run cut: lines 1-15 (4825 bytes); with last-good, healthy whole.
-		c("nul_tail", withLG(f(format.KindTruncated, "salvage", "", piHealthyLines(4825, 1, 15)))),
+		c("nul_tail", withLG(f(format.KindTruncated, "salvage", "", healthyLines(piHealthy, 4825, 1, 15)))),
 		// The garbage line dropped: the healthy file itself.
 		c("garbage_line", f(format.KindMalformedRecord, "salvage", piHealthy, nil)),
 		// What pi wrote resuming torn_tail: its probe glued to the 239-byte stub. The stub
 		// dropped, the probe record starts its own line (5734 bytes).
-		c("glued", f(format.KindMalformedRecord, "salvage", "", piDropStub(239, 5734))),
+		c("glued", f(format.KindMalformedRecord, "salvage", "", dropStub(`"model":"mo{"type":"message"`, 239, 5734))),
 		// Line 1 without its closing brace: rebuilt from the file name and the torn line's
 		// cwd, byte for byte the healthy header; with last-good, healthy whole.
 		c("torn_header", withLG(f(format.KindMalformedRecord, "rebuild-header", piHealthy, nil))),
@@ -54,26 +54,39 @@ func piSampleCases() []sampleCase {
 	}
 }
 
-// piHealthyLines: the healed file is the healthy sample's lines from-to (1-based,
-// inclusive), byte for byte, n bytes in all.
-func piHealthyLines(n, from, to int) func(t *testing.T, orig, healed []byte) {
+// TestPiSamples runs the pi cases as TestSamples runs its table (runAppSampleCase): check writes nothing and
+// gives the verdict; heal gives the strategy and the exact bytes, keeps the original in
+// quarantine and touches nothing else; a second heal changes nothing; and with a last-good
+// copy seeded from healthy, the last-good strategy restores it.
+func TestPiSamples(t *testing.T) {
+	for _, sc := range piSampleCases() {
+		t.Run(sc.app+"/"+sc.src, func(t *testing.T) { runAppSampleCase(t, sc) })
+	}
+}
+
+// healthyLines: the healed file is the lines from-to of each pair (1-based, inclusive) of the
+// healthy sample at rel (under samples), byte for byte, n bytes in all.
+func healthyLines(rel string, n int, ranges ...int) func(t *testing.T, orig, healed []byte) {
 	return func(t *testing.T, _, healed []byte) {
-		lines := bytes.SplitAfter(read(t, filepath.Join(samples, piHealthy)), []byte("\n"))
-		want := bytes.Join(lines[from-1:to], nil)
+		lines := bytes.SplitAfter(read(t, filepath.Join(samples, rel)), []byte("\n"))
+		var want []byte
+		for i := 0; i < len(ranges); i += 2 {
+			want = append(want, bytes.Join(lines[ranges[i]-1:ranges[i+1]], nil)...)
+		}
 		if len(want) != n {
-			t.Fatalf("expected bytes: %d, the README says %d", len(want), n)
+			t.Fatalf("expected bytes: %d, the case says %d", len(want), n)
 		}
 		if !bytes.Equal(healed, want) {
-			t.Errorf("healed file (%d bytes) is not healthy's lines %d-%d (%d bytes)", len(healed), from, to, n)
+			t.Errorf("healed file (%d bytes) is not healthy's lines %v (%d bytes)", len(healed), ranges, n)
 		}
 	}
 }
 
-// piDropStub: the healed file is the original without the stub bytes that start its glued
-// line, n bytes in all.
-func piDropStub(stub, n int) func(t *testing.T, orig, healed []byte) {
+// dropStub: the healed file is the original without the stub bytes that start the line
+// where marker (the stub's end, then the record glued onto it) is, n bytes in all.
+func dropStub(marker string, stub, n int) func(t *testing.T, orig, healed []byte) {
 	return func(t *testing.T, orig, healed []byte) {
-		at := bytes.Index(orig, []byte(`"model":"mo{"type":"message"`))
+		at := bytes.Index(orig, []byte(marker))
 		if at < 0 {
 			t.Fatal("no glued line in the sample")
 		}
@@ -82,16 +95,6 @@ func piDropStub(stub, n int) func(t *testing.T, orig, healed []byte) {
 		if len(want) != n || !bytes.Equal(healed, want) {
 			t.Errorf("healed file (%d bytes) is not the original without the %d-byte stub (%d bytes)", len(healed), stub, len(want))
 		}
-	}
-}
-
-// TestPiSamples runs the pi cases as TestSamples runs its table (runAppSampleCase): check writes nothing and
-// gives the verdict; heal gives the strategy and the exact bytes, keeps the original in
-// quarantine and touches nothing else; a second heal changes nothing; and with a last-good
-// copy seeded from healthy, the last-good strategy restores it.
-func TestPiSamples(t *testing.T) {
-	for _, sc := range piSampleCases() {
-		t.Run(sc.app+"/"+sc.src, func(t *testing.T) { runAppSampleCase(t, sc) })
 	}
 }
 

@@ -1,8 +1,6 @@
 package heal
 
 import (
-	"bytes"
-	"path/filepath"
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -30,9 +28,9 @@ func qwenSampleCases() []sampleCase {
 	return []sampleCase{
 		c("healthy"),
 		// The torn line 28 cut: healthy lines 1-27, 15076 bytes.
-		c("torn_tail", f(format.KindTruncated, "salvage", "", qwenHealthyLines(15076, 1, 27))),
+		c("torn_tail", f(format.KindTruncated, "salvage", "", healthyLines(qwenHealthy, 15076, 1, 27))),
 		// The NUL run (lines 27-28 zeroed) cut: lines 1-26; with last-good, healthy whole.
-		c("nul_tail", withLG(f(format.KindTruncated, "salvage", "", qwenHealthyLines(14314, 1, 26)))),
+		c("nul_tail", withLG(f(format.KindTruncated, "salvage", "", healthyLines(qwenHealthy, 14314, 1, 26)))),
 		// The garbage line dropped, the raw newline rejoined escaped, the re-appended last
 		// turn dropped: the healthy file itself, byte for byte.
 		c("garbage_line", f(format.KindMalformedRecord, "salvage", qwenHealthy, nil)),
@@ -40,46 +38,15 @@ func qwenSampleCases() []sampleCase {
 		c("duplicate_lines", f(format.KindDuplicateRecord, "salvage", qwenHealthy, nil)),
 		// What Qwen wrote resuming torn_tail: its probe record glued to the 254-byte stub
 		// (Qwen then sent 1 message). The stub dropped, the probe on its own line.
-		c("glued", f(format.KindMalformedRecord, "salvage", "", qwenDropStub(254, 17212))),
+		c("glued", f(format.KindMalformedRecord, "salvage", "", dropStub(`"cwd":"/tmp/or{"uuid":"`, 254, 17212))),
 		// Line 1 torn: dropped; the walk starts at line 2, as Qwen's own does.
-		c("torn_first_line", f(format.KindMalformedRecord, "salvage", "", qwenHealthyLines(15278, 2, 28))),
+		c("torn_first_line", f(format.KindMalformedRecord, "salvage", "", healthyLines(qwenHealthy, 15278, 2, 28))),
 		// Never written by Qwen (it says "No saved session found"): last-good, else
 		// report-only.
 		c("empty", withLG(f(format.KindEmpty, "", "", nil))),
 		// Line 12 removed: line 12 now names a parent no record has (Qwen sent 8 of 14).
 		// Never re-parented: last-good, else report-only.
 		c("history_gap", withLG(f(format.KindSchema, "", "", nil))),
-	}
-}
-
-// qwenHealthyLines: the healed file is the healthy sample's lines from-to (1-based,
-// inclusive), byte for byte, n bytes in all.
-func qwenHealthyLines(n, from, to int) func(t *testing.T, orig, healed []byte) {
-	return func(t *testing.T, _, healed []byte) {
-		lines := bytes.SplitAfter(read(t, filepath.Join(samples, qwenHealthy)), []byte("\n"))
-		want := bytes.Join(lines[from-1:to], nil)
-		if len(want) != n {
-			t.Fatalf("expected bytes: %d, the README says %d", len(want), n)
-		}
-		if !bytes.Equal(healed, want) {
-			t.Errorf("healed file (%d bytes) is not healthy's lines %d-%d (%d bytes)", len(healed), from, to, n)
-		}
-	}
-}
-
-// qwenDropStub: the healed file is the original without the stub bytes that start its
-// glued line, n bytes in all.
-func qwenDropStub(stub, n int) func(t *testing.T, orig, healed []byte) {
-	return func(t *testing.T, orig, healed []byte) {
-		at := bytes.Index(orig, []byte(`"cwd":"/tmp/or{"uuid":"`))
-		if at < 0 {
-			t.Fatal("no glued line in the sample")
-		}
-		start := bytes.LastIndexByte(orig[:at], '\n') + 1
-		want := append(append([]byte{}, orig[:start]...), orig[start+stub:]...)
-		if len(want) != n || !bytes.Equal(healed, want) {
-			t.Errorf("healed file (%d bytes) is not the original without the %d-byte stub (%d bytes)", len(healed), stub, len(want))
-		}
 	}
 }
 
