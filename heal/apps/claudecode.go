@@ -3,7 +3,6 @@ package apps
 import (
 	"context"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -21,8 +20,6 @@ import (
 // batch glued onto it; the app's loader drops any line that is not one JSON object, glued
 // records with it, which the split salvage recovers. There is no lock: a transcript is live
 // while Claude's pid registry names its session (heal/lock).
-
-var claudeSessionIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func addClaudeCode(r *format.Registry) {
 	r.Add("claude-code", func(string) format.Profile { return claudeCodeLog{} }, claudeCodeLog{})
@@ -162,10 +159,10 @@ func claudeLayout(path string) (cfg, sid string, ok bool) {
 // claudeFileSession is the session a transcript's records belong to, read off its path
 // ("" when the path does not say).
 func claudeFileSession(path string) string {
-	if _, sid, ok := claudeLayout(path); ok && claudeSessionIDRe.MatchString(sid) {
+	if _, sid, ok := claudeLayout(path); ok && uuidRe.MatchString(sid) {
 		return sid
 	}
-	if stem := strings.TrimSuffix(filepath.Base(path), ".jsonl"); claudeSessionIDRe.MatchString(stem) {
+	if stem := strings.TrimSuffix(filepath.Base(path), ".jsonl"); uuidRe.MatchString(stem) {
 		return stem
 	}
 	return ""
