@@ -29,8 +29,6 @@ import (
 // event type requires makes the session refuse to load, and so does a first line that is not
 // a whole session.start. Events are not keyed by id: a re-appended turn is sent twice.
 
-var copilotIDRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
 // copilotUUIDRe is an event id as Copilot's envelope check takes it (either case).
 var copilotUUIDRe = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
@@ -52,7 +50,7 @@ func copilotSession(path string) string {
 	if filepath.Base(path) != "events.jsonl" {
 		return ""
 	}
-	if id := filepath.Base(filepath.Dir(path)); copilotIDRe.MatchString(id) {
+	if id := filepath.Base(filepath.Dir(path)); uuidRe.MatchString(id) {
 		return id
 	}
 	return ""
@@ -172,21 +170,20 @@ func checkCopilot(path string, lines []format.Line) format.Verdict {
 	return checkSeq(newCopilotSeq(path), lines, copilotLog{}.NoRecords())
 }
 
-// copilotSeq is one pass over a session's events: its id (the directory's), every event id
-// seen, and a hash of every line (a byte-identical repeat is damage).
+// copilotSeq is one pass over a session's events: its id (the directory's), and every event
+// id seen with a hash of its line (a line repeated byte for byte repeats its id too).
 type copilotSeq struct {
 	path    string
 	id      string
 	n       int
-	ids     map[string]bool
-	lines   map[uint64]bool
+	ids     map[string]uint64
 	seed    maphash.Seed
 	dup     bool // the last problem is a repeated line
 	repeats int  // events repeating an earlier id that change nothing Copilot sends
 }
 
 func newCopilotSeq(path string) *copilotSeq {
-	return &copilotSeq{path: path, id: copilotSession(path), ids: map[string]bool{}, lines: map[uint64]bool{}, seed: maphash.MakeSeed()}
+	return &copilotSeq{path: path, id: copilotSession(path), ids: map[string]uint64{}, seed: maphash.MakeSeed()}
 }
 
 // ProblemKind: a repeated line is a duplicate record (its later copies are dropped).
@@ -219,7 +216,7 @@ func (s *copilotSeq) add(v *jsonv.Value, raw []byte) string {
 	}
 	h := maphash.Bytes(s.seed, trimCR(raw))
 	id := v.Get("id").Str
-	if s.lines[h] || s.ids[id] {
+	if earlier, seen := s.ids[id]; seen {
 		// An event repeating an earlier one's id (a re-append, two writers): Copilot 1.0.102
 		// sends a repeated user message twice, and a repeated tool request as a made-up
 		// second call answered "interrupted"; any other repeat changes nothing it sends
@@ -231,14 +228,13 @@ func (s *copilotSeq) add(v *jsonv.Value, raw []byte) string {
 			s.repeats++
 			return ""
 		}
-		if s.lines[h] {
+		if earlier == h {
 			s.dup = true
 			return "a " + v.Get("type").Str + " event repeats an earlier one byte for byte (a re-append): Copilot CLI sends it twice"
 		}
 		return fmt.Sprintf("a %s event has the id %q of an earlier event (two writers): Copilot CLI sends both", v.Get("type").Str, id)
 	}
-	s.lines[h] = true
-	s.ids[id] = true
+	s.ids[id] = h
 	return ""
 }
 
