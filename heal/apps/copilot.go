@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 
 	"go.yaml.in/yaml/v3"
 
@@ -369,16 +367,8 @@ type copilotWS struct {
 // copilotWorkspace reads workspace.yaml (never through a symlink, a FIFO or past
 // copilotWorkspaceMax bytes); nil when it cannot be read whole.
 func copilotWorkspace(p string) *copilotWS {
-	f, err := resolve.OpenFile(p, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > copilotWorkspaceMax {
-		return nil
-	}
-	b, err := io.ReadAll(io.LimitReader(f, copilotWorkspaceMax))
-	if err != nil {
+	b, whole := resolve.ReadSmall(p, copilotWorkspaceMax)
+	if b == nil || !whole {
 		return nil
 	}
 	var n yaml.Node

@@ -5,11 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/sessionmedic/sessionmedic/internal/resolve"
 )
@@ -65,7 +63,7 @@ func qwenScheduler(runtime string, s AppSession) (bool, string) {
 	}
 	sum := sha256.Sum256([]byte(s.Cwd))
 	p := filepath.Join(runtime, "tmp", hex.EncodeToString(sum[:]), "scheduled_tasks.lock")
-	line := readSmall(p, qwenSchedMax)
+	line, _ := resolve.ReadSmall(p, qwenSchedMax)
 	if len(line) == 0 {
 		return false, ""
 	}
@@ -108,19 +106,4 @@ func QwenArgv(argv []string) bool {
 		}
 	}
 	return false
-}
-
-// readSmall is up to max bytes of the regular file at p, opened without following a symlink
-// in any component and without blocking on a FIFO; nil for anything else.
-func readSmall(p string, max int64) []byte {
-	f, err := resolve.OpenFile(p, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil
-	}
-	b, _ := io.ReadAll(io.LimitReader(f, max))
-	return b
 }

@@ -106,3 +106,23 @@ func Names(path string, max int) (names []string, more bool, err error) {
 	batch, _ := f.Readdirnames(1)
 	return names, len(batch) > 0, nil
 }
+
+// ReadSmall is up to max bytes of the regular file at path, opened through the resolver and
+// without blocking on a FIFO; whole is false when the file holds more. nil for anything that
+// cannot be opened, or is not a regular file.
+func ReadSmall(path string, max int64) (b []byte, whole bool) {
+	f, err := OpenFile(path, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	b, err = io.ReadAll(io.LimitReader(f, max))
+	if err != nil {
+		return nil, false
+	}
+	return b, fi.Size() <= max
+}
