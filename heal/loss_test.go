@@ -81,6 +81,44 @@ func TestLossIsWhatTheUserLoses(t *testing.T) {
 			t.Errorf("%s: reports %d records, %d bytes lost; want 2 records, %d bytes", r.Strategy, r.LostRecords, r.LostBytes, len(glued))
 		}
 	})
+	t.Run("glued stubs", func(t *testing.T) {
+		// A record's line starts with the torn first try at it, with the torn start of a
+		// record nobody wrote again, or with garbage: the split keeps the record; the
+		// first try loses nothing, the other torn start one record, garbage its bytes.
+		for _, tc := range []struct {
+			name    string
+			stub    func(ls [][]byte) []byte
+			records int
+		}{
+			{"first try", func(ls [][]byte) []byte { return ls[3][:len(ls[3])/2] }, 0},
+			{"another record's start", func(ls [][]byte) []byte {
+				return append([]byte(`{"parentUuid":"no-such-record","isSidechain":false,`), ls[3][len(`{"parentUuid":`)+40:len(ls[3])/2]...)
+			}, 1},
+			{"garbage", func([][]byte) []byte { return []byte("zz\x01 not a record") }, 0},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e, path, want := setup(t, false)
+				ls := lines(want)
+				if !bytes.HasPrefix(ls[3], []byte(`{"parentUuid":`)) {
+					t.Fatalf("line 4 is not a chain record: %.60s", ls[3])
+				}
+				stub := tc.stub(ls)
+				damaged := append(bytes.Join(ls[:3], nil), stub...)
+				damaged = append(damaged, bytes.Join(ls[3:], nil)...)
+				r := heal(t, e, path, damaged)
+				if got := read(t, path); !bytes.Equal(got, want) {
+					t.Fatalf("%s: not the file without its stub", r.Strategy)
+				}
+				wantBytes := int64(len(stub))
+				if tc.name == "first try" {
+					wantBytes = 0
+				}
+				if r.LostRecords != tc.records || r.LostBytes != wantBytes {
+					t.Errorf("%s: reports %d records, %d bytes lost; want %d, %d", r.Strategy, r.LostRecords, r.LostBytes, tc.records, wantBytes)
+				}
+			})
+		}
+	})
 	t.Run("torn tail", func(t *testing.T) {
 		e, path, want := setup(t, false)
 		ls := lines(want)

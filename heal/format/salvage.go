@@ -110,23 +110,29 @@ func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved
 	if recs := SplitLine(m.p, raw); recs != nil {
 		// Split: each whole record kept or lost, and the bytes around them (a stub) one
 		// record more.
-		held, kept := 0, 0
+		// Split: each whole record kept or lost, and each stretch of bytes around them (a
+		// stub) one record more, lost unless it is the torn start of a record the result
+		// holds whole (a writer's first try, written again in full), or no record at all
+		// when it does not start as one (garbage: its bytes only).
+		var keptRecs [][]byte
 		for _, r := range recs {
-			held += len(r)
 			m.total++
 			if bytes.Contains(m.data, r) {
-				kept += len(r)
+				keptRecs = append(keptRecs, r)
 			} else {
 				m.lost++
+				m.lostBytes += int64(len(r))
 			}
 		}
-		lost := m.lost
-		if len(bytes.Trim(bytes.TrimPrefix(bytes.TrimSuffix(raw, []byte("\r")), BOM), " \t\x00")) > held {
-			m.total++
-			m.lost++
-		}
-		if m.lost > lost {
-			m.lostBytes += ll - int64(kept) // the bytes around the records kept
+		for _, s := range stubs(raw, recs) {
+			if m.tornCopy(s, keptRecs) {
+				continue
+			}
+			if startsRecord(m.p, s) {
+				m.total++
+				m.lost++
+			}
+			m.lostBytes += int64(len(s))
 		}
 		m.pieces = append(m.pieces, raw)
 		return
@@ -134,6 +140,44 @@ func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved
 	n := heldRecords(m.p, raw)
 	m.total += n
 	m.a.add(n, ll, raw)
+}
+
+// stubs are the stretches of a split line (raw) around its records (recs, slices of raw in
+// order), each without the blanks, NULs and byte order mark around it; none is empty.
+func stubs(raw []byte, recs [][]byte) [][]byte {
+	var out [][]byte
+	add := func(b []byte) {
+		if b = bytes.Trim(bytes.TrimPrefix(bytes.Trim(b, " \t\r\x00"), BOM), " \t\r\x00"); len(b) > 0 {
+			out = append(out, b)
+		}
+	}
+	at := 0
+	for _, r := range recs {
+		i := bytes.Index(raw[at:], r)
+		if i < 0 {
+			break // not a slice of raw: the rest is judged as one stub
+		}
+		add(raw[at : at+i])
+		at += i + len(r)
+	}
+	add(raw[at:])
+	return out
+}
+
+// tornCopy: a stub (s) is the torn start of a record the result holds whole: one of the
+// line's own records kept (keptRecs), or a line of the result near the hunk.
+func (m *lossMeter) tornCopy(s []byte, keptRecs [][]byte) bool {
+	for _, r := range keptRecs {
+		if len(s) < len(r) && bytes.HasPrefix(r, s) {
+			return true
+		}
+	}
+	for i := m.a.next; i < len(m.res.all) && i < m.a.next+maxAhead; i++ {
+		if r := m.res.all[i]; len(s) < len(r) && bytes.HasPrefix(r, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // longLine measures a line too long to hold, by the hash of its bytes without '\r': a
