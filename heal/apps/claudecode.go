@@ -2,6 +2,7 @@ package apps
 
 import (
 	"context"
+	"hash/maphash"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -228,52 +229,70 @@ func checkClaudeCode(f format.File, lines []format.Line) format.Verdict {
 // means" 4 and 6): dangling parents, records of another session, an assistant message
 // without role or content, a final tool_use without its result.
 func claudeWarnings(f format.File, lines []format.Line, uuids map[string]bool) []string {
-	var out []string
-	sid := claudeFileSession(f.Path)
-	dangling, foreign, hollow := 0, 0, 0
-	var lastAssistant *jsonv.Value
-	answered := map[string]bool{} // tool_use ids with a result after the last assistant row
+	w := claudeWarner{sid: claudeFileSession(f.Path), answered: map[string]bool{}}
 	for _, l := range lines {
-		if l.Val == nil {
-			continue
-		}
-		v := l.Val
-		if p := v.Get("parentUuid"); isStr(p) && !uuids[p.Str] {
-			dangling++
-		}
-		if s := v.Get("sessionId"); sid != "" && isStr(s) && s.Str != sid {
-			foreign++
-		}
-		switch strOf(v.Get("type")) {
-		case "assistant":
-			if m := v.Get("message"); m.Get("role") == nil || m.Get("content") == nil || m.Get("content").Type == jsonv.Null {
-				hollow++
+		if l.Val != nil {
+			if p := l.Val.Get("parentUuid"); isStr(p) && !uuids[p.Str] {
+				w.dangling++
 			}
-			lastAssistant = v
-			clear(answered)
-		case "user":
-			if c := v.Get("message").Get("content"); c == nil || c.Type == jsonv.Null {
-				hollow++ // Claude sends no message for it (seen with the oracle)
-			}
+			w.add(l.Val)
+		}
+	}
+	return w.warnings()
+}
+
+// claudeWarner gathers claudeWarnings record by record but for the dangling parents, which
+// need every uuid of the file: the whole-file pass counts them itself, the streamed one at
+// its end.
+type claudeWarner struct {
+	sid                       string
+	dangling, foreign, hollow int
+	lastToolUses              []string        // the tool_use ids of the last assistant row
+	answered                  map[string]bool // tool_use ids with a result after it
+	assistant                 bool            // an assistant row was seen
+}
+
+func (w *claudeWarner) add(v *jsonv.Value) {
+	if s := v.Get("sessionId"); w.sid != "" && isStr(s) && s.Str != w.sid {
+		w.foreign++
+	}
+	switch strOf(v.Get("type")) {
+	case "assistant":
+		if m := v.Get("message"); m.Get("role") == nil || m.Get("content") == nil || m.Get("content").Type == jsonv.Null {
+			w.hollow++
+		}
+		w.assistant = true
+		w.lastToolUses = w.lastToolUses[:0]
+		for _, b := range claudeBlocks(v, "tool_use") {
+			w.lastToolUses = append(w.lastToolUses, strOf(b.Get("id")))
+		}
+		clear(w.answered)
+	case "user":
+		if c := v.Get("message").Get("content"); c == nil || c.Type == jsonv.Null {
+			w.hollow++ // Claude sends no message for it (seen with the oracle)
+		}
+		if len(w.lastToolUses) > 0 {
 			for _, b := range claudeBlocks(v, "tool_result") {
-				answered[strOf(b.Get("tool_use_id"))] = true
+				w.answered[strOf(b.Get("tool_use_id"))] = true
 			}
 		}
 	}
-	if dangling > 0 {
-		out = append(out, format.KindDanglingReference+": "+strconv.Itoa(dangling)+" record(s) name a parentUuid not in the file (Claude bridges the chain)")
+}
+
+func (w *claudeWarner) warnings() []string {
+	var out []string
+	if w.dangling > 0 {
+		out = append(out, format.KindDanglingReference+": "+strconv.Itoa(w.dangling)+" record(s) name a parentUuid not in the file (Claude bridges the chain)")
 	}
-	if foreign > 0 {
-		out = append(out, strconv.Itoa(foreign)+" record(s) carry another session's sessionId")
+	if w.foreign > 0 {
+		out = append(out, strconv.Itoa(w.foreign)+" record(s) carry another session's sessionId")
 	}
-	if hollow > 0 {
-		out = append(out, strconv.Itoa(hollow)+" message(s) without role or content (or a null one): Claude skips them")
+	if w.hollow > 0 {
+		out = append(out, strconv.Itoa(w.hollow)+" message(s) without role or content (or a null one): Claude skips them")
 	}
-	if lastAssistant != nil {
-		for _, b := range claudeBlocks(lastAssistant, "tool_use") {
-			if id := strOf(b.Get("id")); !answered[id] {
-				out = append(out, "the last assistant row's tool_use "+id+" has no tool_result (Claude appends an interrupted result on resume)")
-			}
+	for _, id := range w.lastToolUses {
+		if !w.answered[id] {
+			out = append(out, "the last assistant row's tool_use "+id+" has no tool_result (Claude appends an interrupted result on resume)")
 		}
 	}
 	return out
@@ -294,19 +313,51 @@ func claudeBlocks(v *jsonv.Value, typ string) []*jsonv.Value {
 	return out
 }
 
-// NewSequence: a Claude transcript must hold a user or assistant record somewhere.
-func (claudeCodeLog) NewSequence(string) format.Sequence { return &claudeSequence{} }
+// NewSequence: a Claude transcript must hold a user or assistant record somewhere; its
+// warnings are the whole-file pass's (claudeWarnings), the uuids kept as hashes.
+func (claudeCodeLog) NewSequence(path string) format.Sequence {
+	return &claudeSequence{w: claudeWarner{sid: claudeFileSession(path), answered: map[string]bool{}},
+		seed: maphash.MakeSeed(), uuids: map[uint64]bool{}}
+}
 
-type claudeSequence struct{ conversation bool }
+type claudeSequence struct {
+	conversation bool
+	w            claudeWarner
+	seed         maphash.Seed
+	uuids        map[uint64]bool // the hashes of the records' uuids
+	parents      []uint64        // ... and of their string parentUuids
+}
+
+// claudeWarnDepth: the levels the warnings read (record, message, content, block).
+const claudeWarnDepth = 4
 
 func (s *claudeSequence) Record(rec []byte) string {
-	if !s.conversation {
-		if v, err := jsonv.ParseDepth(rec, nodeDialect, 1); err == nil {
-			t := strOf(v.Get("type"))
-			s.conversation = t == "user" || t == "assistant"
+	v, err := jsonv.ParseDepth(rec, nodeDialect, claudeWarnDepth)
+	if err != nil {
+		return ""
+	}
+	if t := strOf(v.Get("type")); t == "user" || t == "assistant" {
+		s.conversation = true
+	}
+	if u := v.Get("uuid"); isStr(u) {
+		s.uuids[maphash.String(s.seed, u.Str)] = true
+	}
+	if p := v.Get("parentUuid"); isStr(p) {
+		s.parents = append(s.parents, maphash.String(s.seed, p.Str))
+	}
+	s.w.add(v)
+	return ""
+}
+
+// Warnings: the whole-file pass's, once End has run.
+func (s *claudeSequence) Warnings() []string {
+	s.w.dangling = 0
+	for _, p := range s.parents {
+		if !s.uuids[p] {
+			s.w.dangling++
 		}
 	}
-	return ""
+	return s.w.warnings()
 }
 
 func (s *claudeSequence) End() string {

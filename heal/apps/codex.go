@@ -192,7 +192,7 @@ func checkCodex(f format.File, lines []format.Line) format.Verdict {
 		case o == nil && k == 0:
 			return format.Damage(format.KindSchema, int64(l.Start), "session_meta of a paginated rollout has no ordinal")
 		case o == nil && k == len(recs)-1:
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: the last record has no ordinal (the app refuses to resume)", i+1)
+			return format.Damage(format.KindSchema, int64(l.Start), "the last record has no ordinal (the app refuses to resume)")
 		case o == nil:
 			unnumbered++
 			continue

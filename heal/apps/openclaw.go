@@ -99,6 +99,9 @@ func (openclawTranscript) NoRecords() format.Verdict {
 }
 func (openclawTranscript) AppendedOK(rec []byte) bool { return transcriptAppendedOK(rec) }
 
+// NewSequence: nothing spans records (see openclawSeq).
+func (openclawTranscript) NewSequence(string) format.Sequence { return openclawSeq{} }
+
 // RecordKey: an entry is keyed by its id, the session header apart.
 func (openclawTranscript) RecordKey(rec *jsonv.Value) string { return idKey(rec) }
 
@@ -294,22 +297,24 @@ func checkOpenClawTranscript(_ format.File, lines []format.Line) format.Verdict 
 		if l.Blank {
 			continue
 		}
-		if first {
-			first = false
-			if t := l.Val.Get("type"); !isStr(t) || t.Str != "session" || !isStr(l.Val.Get("id")) {
-				return format.Damage(format.KindSchema, int64(l.Start), "line 1 is not a session header")
-			}
-			continue
+		if p := transcriptEntryProblem(l.Val, first); p != "" {
+			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
 		}
-		if !isStr(l.Val.Get("type")) {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: entry has no string type", i+1)
-		}
+		first = false
 	}
 	if first {
-		return format.Damage(format.KindEmpty, 0, "transcript has no header")
+		return openclawTranscript{}.NoRecords()
 	}
 	return format.OK()
 }
+
+// openclawSeq is the streamed pass over a transcript: nothing spans its records (each is
+// judged alone, the header by being first), so a file of any size is judged record by
+// record, never as a whole tree.
+type openclawSeq struct{}
+
+func (openclawSeq) Record([]byte) string { return "" }
+func (openclawSeq) End() string          { return "" }
 
 // openclawDropInvalid removes the entries that fail the per-entry checklist, keeping every
 // other member's bytes as they are (the opt-in drop-invalid-entries extension).
@@ -337,13 +342,19 @@ func openclawDropInvalid(data []byte) []byte {
 
 // transcriptLineProblem applies the OpenClaw transcript checklist to one record.
 func transcriptLineProblem(body []byte, first bool) string {
-	v, err := jsonv.Parse(body, jsonv.Dialect{})
+	v, err := jsonv.ParseDepth(body, jsonv.Dialect{}, 1)
 	if err != nil {
 		return err.Error()
 	}
+	return transcriptEntryProblem(v, first)
+}
+
+// transcriptEntryProblem: the first record is the session header (type "session", a string
+// id); every other is an entry with a string type.
+func transcriptEntryProblem(v *jsonv.Value, first bool) string {
 	if first {
 		if strOf(v.Get("type")) != "session" || !isStr(v.Get("id")) {
-			return "line 1 is not a session header"
+			return "not a session header"
 		}
 		return ""
 	}
@@ -356,6 +367,6 @@ func transcriptLineProblem(body []byte, first bool) string {
 // transcriptAppendedOK: a record appended after a transcript's header is an entry with a
 // string type, and not a second header.
 func transcriptAppendedOK(rec []byte) bool {
-	v, err := jsonv.Parse(rec, jsonv.Dialect{})
+	v, err := jsonv.ParseDepth(rec, jsonv.Dialect{}, 1)
 	return err == nil && isStr(v.Get("type")) && strOf(v.Get("type")) != "session"
 }
