@@ -141,12 +141,17 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 func (e *Engine) verify(t Target, in *inspection) {
 	c := in.ctx
 	c.lastGood = nil
-	if id, err := fsio.StatIdentity(t.Path); err == nil && c.typ.Plain() && id.Size > e.bigAbove() {
+	if id, err := fsio.StatIdentity(t.Path); err == nil && (c.typ.Plain() || appStreamed(c.typ)) && id.Size > e.bigAbove() {
 		f, err := fsio.OpenStable(t.Path, id)
 		if err != nil {
 			return
 		}
-		v, _, err := format.StreamVerdict(f, 0, id.Size, c.typ)
+		var v Verdict
+		if c.typ.Plain() {
+			v, _, err = format.StreamVerdict(f, 0, id.Size, c.typ)
+		} else {
+			v, err = format.InspectAt(c.typ, t.Path, f, id.Size)
+		}
 		same := fsio.StillSame(f, id)
 		f.Close()
 		lg := e.LastGood.MaxFileBytes

@@ -16,6 +16,14 @@ import (
 // would write. Candidates from elsewhere (a backup, the last-good copy, itself bounded by
 // last_good.max_file_bytes) stay in memory; the salvage+last-good union is not planned for a
 // big file (it would index every record of the file).
+//
+// So is an app's transcript whose checklist runs record by record (appStreamed: Claude Code,
+// Codex, pi, Qwen Code, Copilot CLI, OpenClaw): its salvage (records split out of glued
+// lines, rejoined, repeats dropped) is a splice of the original (format.PlanKeep: only the
+// damaged lines are held, a run at a time), judged streaming (format.InspectAt). The
+// strategies that rewrite records (rebuild-header, drop-invalid-entries, add-ordinals,
+// restore-fields, reconcile) and the union are planned on the file held whole, up to
+// planLimit, when streaming finds no repair or when both salvage and the last-good copy apply.
 const bigFile = 8 << 20
 
 // bigAbove is the size above which a file is planned streaming.

@@ -3,6 +3,9 @@ package heal
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"slices"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -60,11 +63,43 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var bomLess bool
 	var bomLessV Verdict
 	if in.verdict.Kind == format.KindBOM {
-		v, _, err := format.StreamVerdict(f, 3, size, c.typ)
+		var v Verdict
+		var err error
+		if c.typ.Plain() {
+			v, _, err = format.StreamVerdict(f, 3, size, c.typ)
+		} else {
+			v, err = format.InspectAt(c.typ, c.path, io.NewSectionReader(f, 3, size-3), size-3)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
 		bomLess, bomLessV = v.Status == Healthy, v
+	}
+	// An app's salvage (its checklist's records split, rejoined, repeats dropped), planned
+	// as a splice of the original.
+	var keep *format.Splice
+	var keepFig format.KeepFigures
+	var keepSHA, keepWhy string
+	var keepFails *Verdict
+	if !c.typ.Plain() && slices.Contains(rule.Strategies, policy.Salvage) {
+		var err error
+		if keep, keepFig, err = format.PlanKeep(c.typ, c.path, f, size); err != nil {
+			return nil, nil, err
+		}
+		switch v, err := keepVerdict(c, f, keep); {
+		case err != nil:
+			return nil, nil, err
+		case keep == nil:
+			keepWhy = noSalvage(c, false)
+		case v.Status != Healthy:
+			keepWhy, keepFails = whyFails, &v
+		case !keepsPrefixAt(c, keep):
+			keepWhy = whyForkPrefix
+		default:
+			if keepSHA, err = keep.WriteOut(io.Discard, f); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	// One pass over the original measures what the plans need.
 	sv, err := format.Survey(f, size, c.typ, format.SurveyOptions{
@@ -87,6 +122,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	}
 	var out []*plan
 	var tries []try
+	notStreamed := false // a strategy of the rule is planned only on the file held whole
 	for _, s := range rule.Strategies {
 		if crossFile && (s == "backup" || s == "last-good") {
 			tries = append(tries, try{strategy: s, why: whyCrossFile})
@@ -99,6 +135,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			continue
 		case policy.Salvage:
 			tr.why = noSalvage(c, false)
+		case policy.Reconcile, policy.DropInvalidEntries, policy.RestoreFields, policy.AddOrdinals, policy.RebuildHeader:
+			tr.why = whyNotStreamed
+			notStreamed = true
 		case policy.Normalize:
 			tr.why = whyNoBOM
 			if in.verdict.Kind == format.KindBOM {
@@ -111,7 +150,13 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 		switch s {
 		case policy.Salvage:
-			if c.typ.JSONL() && sv.SalvKeep > 0 {
+			if !c.typ.Plain() {
+				tr.why, tr.fails = keepWhy, keepFails
+				if keepSHA != "" {
+					p = bigPlan(s, keep, keepSHA, keep.Size(), keep.Prefix())
+					p.keep, p.total, p.lostRecords, p.lostBytes = keepFig.Keep, keepFig.Total, keepFig.Lost, keepFig.LostBytes
+				}
+			} else if c.typ.JSONL() && sv.SalvKeep > 0 {
 				p = bigPlan(s, format.ValidLines{Profile: c.typ, Size: size}, sv.SalvSHA, sv.SalvSize, sv.SalvPrefix)
 				p.keep, p.total, p.lostRecords, p.lostBytes = sv.SalvKeep, sv.Total, sv.SalvLost, sv.SalvLostBytes
 			} else if sv.ValueSHA != "" {
@@ -154,7 +199,58 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 		tries = append(tries, tr)
 	}
+	if fallBack(rule, c, size, out, notStreamed) {
+		// A file that can be held is planned whole when streaming found no repair within
+		// max_loss and a strategy only done whole may find one, or when the salvage and the
+		// last-good copy both apply: their union (planned whole only) may keep more.
+		return e.planWhole(rule, in, f)
+	}
 	return out, tries, nil
+}
+
+// fallBack: a big app file's streamed plans (out) are put aside for the plans made on the
+// file held whole (see makeBigPlans).
+func fallBack(rule *policy.Rule, c *fileCtx, size int64, out []*plan, notStreamed bool) bool {
+	if c.typ.Plain() || size > planLimit {
+		return false
+	}
+	var salv, lg bool
+	ok := false
+	for _, p := range out {
+		ok = ok || p.lossRatio() <= rule.Limits.MaxLoss
+		salv = salv || p.strategy == policy.Salvage
+		lg = lg || p.strategy == policy.LastGoodCopy
+	}
+	return !ok && notStreamed || salv && lg
+}
+
+// planWhole reads the file the big plans were made from whole (the version they were made
+// from, or busy) and plans on its bytes.
+func (e *Engine) planWhole(rule *policy.Rule, in *inspection, f *os.File) ([]*plan, []try, error) {
+	data := make([]byte, in.id.Size)
+	if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
+		return nil, nil, err
+	}
+	if !fsio.StillSame(f, in.id) {
+		return nil, nil, busyErr("%s changed since it was read", in.ctx.path)
+	}
+	in.data, in.big = data, false
+	plans, tries := makePlans(rule, in)
+	return plans, tries, nil
+}
+
+// keepVerdict is the verdict on an app's streamed salvage (none: healthy, nothing to judge).
+func keepVerdict(c *fileCtx, f io.ReaderAt, keep *format.Splice) (Verdict, error) {
+	if keep == nil {
+		return format.OK(), nil
+	}
+	return format.InspectAt(c.typ, c.path, keep.At(f), keep.Size())
+}
+
+// keepsPrefixAt is keepsPrefix of a streamed salvage.
+func keepsPrefixAt(c *fileCtx, keep *format.Splice) bool {
+	k, ok := c.typ.(format.PrefixKeeper)
+	return !ok || keep.KeepsFirst(k.KeptPrefix(c.path))
 }
 
 // plans asks the rule's strategies for a repair, from the bytes read or, for a big file, from

@@ -132,13 +132,16 @@ func FuzzHealCopilotCLI(f *testing.F) {
 	})
 }
 
-// TestLargeTranscriptsJudgedRecordByRecord: above format.LargeRecords a transcript is judged
-// record by record, with the verdicts of the whole-file checklist.
+// largeRecords is a size of file the tests below grow transcripts past: 1 MiB.
+const largeRecords = 1 << 20
+
+// TestLargeTranscriptsJudgedRecordByRecord: a transcript over a megabyte gets the verdicts its
+// checklist gives a small one.
 func TestLargeTranscriptsJudgedRecordByRecord(t *testing.T) {
 	reg := apps.Registry()
 	grow := func(head []byte, rec func(i int) string) []byte {
 		b := append([]byte{}, head...)
-		for i := 0; len(b) <= format.LargeRecords; i++ {
+		for i := 0; len(b) <= largeRecords; i++ {
 			b = append(b, rec(i)...)
 		}
 		return b
@@ -177,7 +180,7 @@ func TestLargeTranscriptsJudgedRecordByRecord(t *testing.T) {
 	}
 }
 
-// TestLargeGeminiChatsJudgedRecordByRecord: a Gemini chat over LargeRecords, and one streamed,
+// TestLargeGeminiChatsJudgedRecordByRecord: a Gemini chat over largeRecords, and one streamed,
 // gets the whole checklist (the replay of $rewindTo, the metadata against the file's place)
 // and its warnings, as one read whole does.
 func TestLargeGeminiChatsJudgedRecordByRecord(t *testing.T) {
@@ -193,7 +196,7 @@ func TestLargeGeminiChatsJudgedRecordByRecord(t *testing.T) {
 	}
 	grow := func(head string, typ string, tail string) []byte {
 		b := []byte(head)
-		for i := 0; len(b) <= format.LargeRecords; i++ {
+		for i := 0; len(b) <= largeRecords; i++ {
 			b = append(b, msg(i, typ)...)
 		}
 		return append(b, tail...)

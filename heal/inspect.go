@@ -46,6 +46,12 @@ func (e *Engine) inspect(t Target) *inspection {
 				}
 				in.incremental = true // no bytes held: no last-good copy of a file this large
 				return in
+			case serr == nil && v.Status == Damaged && appStreamed(in.ctx.typ):
+				// Planned streaming (bigplan.go), never read whole.
+				e.inc.Drop(t.Path)
+				in.id, in.verdict, in.big, in.bigEnd = sid, v, true, -1
+				in.ctx.lastGood = e.LastGood.Get(t.Path)
+				return in
 			case serr == nil && sid.Size > planLimit:
 				in.id, in.verdict, in.tooLarge = sid, v, true
 				e.inc.Drop(t.Path)
@@ -88,6 +94,10 @@ func (e *Engine) inspect(t Target) *inspection {
 				e.inc.Drop(t.Path)
 			}
 		}
+		if in.verdict.Status == Damaged && appStreamed(in.ctx.typ) && id.Size > e.bigAbove() {
+			// Planned streaming (bigplan.go): the bytes read are let go.
+			in.data, in.big, in.bigEnd = nil, true, -1
+		}
 	case errors.Is(err, os.ErrNotExist) && t.Missing:
 		in.missing = true
 		if reason := missingSkip(&in.ctx); reason != "" {
@@ -107,6 +117,19 @@ func (e *Engine) inspect(t Target) *inspection {
 		in.verdict = format.Skip("unreadable: %v", err)
 	}
 	return in
+}
+
+// appStreamed: a damaged file of typ over the big-file size is planned streaming
+// (bigplan.go) though its app has a checklist — its verdict is reached record by record,
+// and its salvage needs nothing but its lines (no finisher, no archive, no linked file).
+func appStreamed(typ format.Profile) bool {
+	if typ.Plain() || !format.StreamJudged(typ) {
+		return false
+	}
+	_, fin := typ.(format.SalvageFinisher)
+	_, sup := typ.(format.Superseder)
+	_, linked := typ.(format.LinkedEditor)
+	return !fin && !sup && !linked
 }
 
 // missingSkip: a missing file its profile would not judge anyway (another era of the app).

@@ -70,6 +70,7 @@ func candidate(c *fileCtx, data []byte) Verdict {
 // asked yielded nothing (a constant phrase of tried.go; none: "not applicable").
 type planState struct {
 	salvaged []byte
+	salvFig  *format.KeepFigures // what the salvage keeps and loses, when it measured it
 	extra    []*plan
 	why      string
 }
@@ -91,7 +92,7 @@ type planner func(rule *policy.Rule, in *inspection, st *planState) []byte
 // temp files (see cleanTemp), never on a session file. It is never written to.
 var planners = map[policy.Strategy]planner{
 	policy.Salvage: func(_ *policy.Rule, in *inspection, st *planState) []byte {
-		st.salvaged = salvage(&in.ctx, in.data, in.missing)
+		st.salvaged, st.salvFig = salvage(&in.ctx, in.data, in.missing)
 		if st.salvaged == nil {
 			st.why = noSalvage(&in.ctx, in.missing)
 		}
@@ -113,7 +114,7 @@ var planners = map[policy.Strategy]planner{
 			return nil
 		}
 		if u := format.Union(in.ctx.typ, lg, st.salvaged); u != nil && !bytes.Equal(u, lg) {
-			if p, _ := newPlan(rule, in, "salvage+last-good", u); p != nil {
+			if p, _ := newPlan(rule, in, "salvage+last-good", u, nil); p != nil {
 				st.extra = append(st.extra, p)
 			}
 		}
@@ -193,7 +194,11 @@ func makePlans(rule *policy.Rule, in *inspection) (out []*plan, tries []try) {
 			}
 			tries = append(tries, try{strategy: s, why: why})
 		default:
-			p, tr := newPlan(rule, in, s, data)
+			var fig *format.KeepFigures
+			if s == policy.Salvage {
+				fig = st.salvFig
+			}
+			p, tr := newPlan(rule, in, s, data, fig)
 			if p != nil {
 				out = append(out, p)
 			}
@@ -217,8 +222,10 @@ func best(plans []*plan) *plan {
 	return b
 }
 
-// newPlan is the plan that writes data, or nil when data is no repair: tr says which.
-func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data []byte) (_ *plan, tr try) {
+// newPlan is the plan that writes data, or nil when data is no repair: tr says which. fig,
+// when set, is what data keeps and loses as the salvage that made it measured it (each
+// damaged line against its own repair); else [format.Loss] measures it.
+func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data []byte, fig *format.KeepFigures) (_ *plan, tr try) {
 	tr.strategy = strategy
 	if v := candidate(&in.ctx, data); v.Status != Healthy {
 		tr.why, tr.fails = whyFails, &v
@@ -229,8 +236,12 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 		return nil, tr
 	}
 	p := &plan{strategy: strategy, edits: []edit{{path: in.ctx.path, old: in.data, oldID: in.id, missing: in.missing, data: data}}}
-	p.keep = format.Records(in.ctx.typ, data)
-	p.total, p.lostRecords, p.lostBytes = format.Loss(in.ctx.typ, in.ctx.path, in.data, data, p.keep)
+	if fig != nil {
+		p.keep, p.total, p.lostRecords, p.lostBytes = fig.Keep, fig.Total, fig.Lost, fig.LostBytes
+	} else {
+		p.keep = format.Records(in.ctx.typ, data)
+		p.total, p.lostRecords, p.lostBytes = format.Loss(in.ctx.typ, in.ctx.path, in.data, data, p.keep)
+	}
 	if strategy == policy.Normalize {
 		p.lostRecords, p.lostBytes = 0, 0 // a byte order mark is no history
 	}
@@ -269,11 +280,11 @@ func keepsPrefix(c *fileCtx, old, data []byte) bool {
 
 // salvage is the file's own salvage ([format.Salvage]); a missing file salvages from the
 // copies its app set aside.
-func salvage(c *fileCtx, data []byte, missing bool) []byte {
+func salvage(c *fileCtx, data []byte, missing bool) ([]byte, *format.KeepFigures) {
 	if missing {
 		d, ok := c.typ.(format.MissingDetector)
 		if !ok {
-			return nil
+			return nil, nil
 		}
 		for _, src := range d.MissingSources(c.path) {
 			b, _, err := fsio.ReadStable(src, c.maxSize)
@@ -281,16 +292,16 @@ func salvage(c *fileCtx, data []byte, missing bool) []byte {
 				continue
 			}
 			cc := *c
-			if out := salvage(&cc, b, false); out != nil {
-				return out
+			if out, _ := salvage(&cc, b, false); out != nil {
+				return out, nil
 			}
 			if candidateOK(c, b) {
-				return b
+				return b, nil
 			}
 		}
-		return nil
+		return nil, nil
 	}
-	return format.Salvage(c.typ, c.path, data)
+	return format.SalvageFigures(c.typ, c.path, data)
 }
 
 // fromBackup returns the newest backup that passes the file's full checklist, or why there is

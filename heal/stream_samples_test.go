@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,11 +73,20 @@ func streamedDiff(path string, typ format.Profile, data []byte) string {
 	if err != nil {
 		return fmt.Sprintf("%s: %v", path, err)
 	}
-	if whole.Status != streamed.Status || whole.Kind != streamed.Kind || whole.Offset != streamed.Offset ||
-		whole.Detail != streamed.Detail || strings.Join(whole.Warnings, "\n") != strings.Join(streamed.Warnings, "\n") {
-		return fmt.Sprintf("%s (%s):\n  read whole: %s %s at %d: %s %q\n  streamed:   %s %s at %d: %s %q", path, typ.Name(),
-			whole.Status, whole.Kind, whole.Offset, whole.Detail, whole.Warnings,
-			streamed.Status, streamed.Kind, streamed.Offset, streamed.Detail, streamed.Warnings)
+	at, err := format.InspectAt(typ, path, bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return fmt.Sprintf("%s: InspectAt: %v", path, err)
+	}
+	for _, v := range []struct {
+		how string
+		v   format.Verdict
+	}{{"streamed", streamed}, {"InspectAt", at}} {
+		if whole.Status != v.v.Status || whole.Kind != v.v.Kind || whole.Offset != v.v.Offset ||
+			whole.Detail != v.v.Detail || strings.Join(whole.Warnings, "\n") != strings.Join(v.v.Warnings, "\n") {
+			return fmt.Sprintf("%s (%s):\n  read whole: %s %s at %d: %s %q\n  %s: %s %s at %d: %s %q", path, typ.Name(),
+				whole.Status, whole.Kind, whole.Offset, whole.Detail, whole.Warnings,
+				v.how, v.v.Status, v.v.Kind, v.v.Offset, v.v.Detail, v.v.Warnings)
+		}
 	}
 	return ""
 }
@@ -127,4 +137,177 @@ func FuzzStreamedVerdictMatchesWhole(f *testing.F) {
 			t.Fatalf("%s\ninput %q", diff, data)
 		}
 	})
+}
+
+// figuresDiff says how a streamed salvage's figures (fig) differ from those of the salvage
+// planned on the file held whole (whole, of data): the same figures, the records it holds
+// counted as Records counts them, and as many records in the damaged file as Loss counts.
+func figuresDiff(typ format.Profile, path string, data, whole []byte, fig format.KeepFigures) string {
+	_, want := format.KeepLinesFigures(typ, path, data)
+	if fig != want {
+		return fmt.Sprintf("streamed figures %+v, held whole %+v", fig, want)
+	}
+	if keep := format.Records(typ, whole); fig.Keep != keep {
+		return fmt.Sprintf("keeps %d records, the salvage holds %d", fig.Keep, keep)
+	}
+	if total, _, _ := format.Loss(typ, path, data, whole, fig.Keep); fig.Total != total {
+		return fmt.Sprintf("counts %d records in the damaged file, Loss %d", fig.Total, total)
+	}
+	if fig.Lost > fig.Total {
+		return fmt.Sprintf("loses %d of %d records", fig.Lost, fig.Total)
+	}
+	return ""
+}
+
+// FuzzPlanKeepMatchesWhole: the salvage planned streaming (PlanKeep: the damaged lines held
+// a run at a time, the rest ranges of the original) is byte for byte the one planned on the
+// file held whole (KeepLines), and its figures are Records and Loss of that result.
+func FuzzPlanKeepMatchesWhole(f *testing.F) {
+	for i, a := range streamApps {
+		filepath.WalkDir(filepath.Join(samples, a.preset), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+				if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
+					f.Add(uint8(i), b)
+				}
+			}
+			return nil
+		})
+	}
+	reg := apps.Registry()
+	f.Fuzz(func(t *testing.T, app uint8, data []byte) {
+		a := streamApps[int(app)%len(streamApps)]
+		path := filepath.Join("/nonexistent", a.rel)
+		typ := reg.Profile(a.preset, path)
+		whole := format.KeepLines(typ, path, data)
+		r := bytes.NewReader(data)
+		s, fig, err := format.PlanKeep(typ, path, r, int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var streamed []byte
+		if s != nil {
+			if streamed, err = s.Bytes(r); err != nil {
+				t.Fatal(err)
+			}
+			var w bytes.Buffer
+			if _, err := s.WriteOut(&w, r); err != nil || !bytes.Equal(w.Bytes(), streamed) {
+				t.Fatalf("WriteOut %q (%v), At %q", w.Bytes(), err, streamed)
+			}
+		}
+		if !bytes.Equal(streamed, whole) || (s == nil) != (whole == nil) {
+			t.Fatalf("%s: streamed salvage %q, whole %q\ninput %q", a.preset, streamed, whole, data)
+		}
+		if msg := figuresDiff(typ, path, data, whole, fig); msg != "" {
+			t.Fatalf("%s: %s\ninput %q\nsalvage %q", a.preset, msg, data, whole)
+		}
+	})
+}
+
+// damageLines damages a healthy JSONL file the ways the apps' files are found damaged, n
+// times at random places: lines glued, a torn first try glued before a record, a line torn
+// (its '\n' kept), a NUL run over a range, a line repeated, a raw newline inside a record,
+// the tail cut.
+func damageLines(rng *rand.Rand, data []byte, n int) []byte {
+	b := bytes.Clone(data)
+	for range n {
+		lines := bytes.SplitAfter(b, []byte("\n"))
+		if len(lines) < 2 {
+			break
+		}
+		i := rng.Intn(len(lines) - 1)
+		l := lines[i]
+		switch rng.Intn(7) {
+		case 0: // glued to the next line
+			lines[i] = bytes.TrimSuffix(l, []byte("\n"))
+		case 1: // a torn first try of another record before it
+			o := lines[rng.Intn(len(lines))]
+			lines[i] = append(bytes.Clone(o[:rng.Intn(len(o)+1)]), l...)
+			lines[i] = bytes.ReplaceAll(lines[i][:len(lines[i])-len(l)], []byte("\n"), nil)
+			lines[i] = append(lines[i], l...)
+		case 2: // torn, its '\n' kept
+			if len(l) > 1 {
+				lines[i] = append(bytes.Clone(l[:rng.Intn(len(l)-1)]), '\n')
+			}
+		case 3: // a NUL run
+			at := rng.Intn(len(b))
+			end := min(len(b), at+1+rng.Intn(300))
+			b = append(append(bytes.Clone(b[:at]), bytes.Repeat([]byte{0}, end-at)...), b[end:]...)
+			continue
+		case 4: // repeated
+			lines = append(lines[:i+1], append([][]byte{bytes.Clone(l)}, lines[i+1:]...)...)
+		case 5: // a raw newline inside it
+			if k := bytes.Index(l, []byte(`\n`)); k >= 0 {
+				lines[i] = append(append(bytes.Clone(l[:k]), '\n'), l[k+2:]...)
+			} else if len(l) > 2 {
+				k := 1 + rng.Intn(len(l)-2)
+				lines[i] = append(append(bytes.Clone(l[:k]), '\n'), l[k:]...)
+			}
+		case 6: // the tail cut
+			b = b[:rng.Intn(len(b)+1)]
+			continue
+		}
+		b = bytes.Join(lines, nil)
+	}
+	return b
+}
+
+// TestPlanKeepMatchesWholeOnDamage: FuzzPlanKeepMatchesWhole's property on every app's
+// healthy samples damaged at random (a fixed seed), one to four damages each.
+func TestPlanKeepMatchesWholeOnDamage(t *testing.T) {
+	reg := apps.Registry()
+	rng := rand.New(rand.NewSource(21))
+	cases := 0
+	for _, a := range streamApps {
+		var healthy [][]byte
+		filepath.WalkDir(filepath.Join(samples, a.preset), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(p, "healthy") {
+				if b, err := os.ReadFile(p); err == nil {
+					healthy = append(healthy, b)
+				}
+			}
+			return nil
+		})
+		if len(healthy) == 0 {
+			t.Fatalf("%s: no healthy sample", a.preset)
+		}
+		path := filepath.Join("/nonexistent", a.rel)
+		typ := reg.Profile(a.preset, path)
+		real := filepath.Join(t.TempDir(), a.rel)
+		if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for range 150 {
+			data := damageLines(rng, healthy[rng.Intn(len(healthy))], 1+rng.Intn(4))
+			whole := format.KeepLines(typ, path, data)
+			r := bytes.NewReader(data)
+			s, fig, err := format.PlanKeep(typ, path, r, int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var streamed []byte
+			if s != nil {
+				streamed, _ = s.Bytes(r)
+			}
+			if !bytes.Equal(streamed, whole) {
+				t.Fatalf("%s: streamed salvage differs\ninput %q\nstreamed %q\nwhole %q", a.preset, data, streamed, whole)
+			}
+			if msg := figuresDiff(typ, path, data, whole, fig); msg != "" {
+				t.Errorf("%s: %s\ninput %q", a.preset, msg, data)
+			}
+			// The damaged file and its salvage are judged streaming as they are held whole.
+			for _, b := range [][]byte{data, whole} {
+				if len(b) == 0 || format.AllNUL(b) || bytes.HasPrefix(b, format.BOM) {
+					continue
+				}
+				if err := os.WriteFile(real, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if diff := streamedDiff(real, reg.Profile(a.preset, real), b); diff != "" {
+					t.Errorf("%s\ninput %q", diff, b)
+				}
+			}
+			cases++
+		}
+	}
+	t.Logf("%d damaged files", cases)
 }

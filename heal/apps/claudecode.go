@@ -41,8 +41,8 @@ func (claudeCodeLog) Name() string           { return "claude-code" }
 func (claudeCodeLog) Dialect() jsonv.Dialect { return nodeDialect }
 func (claudeCodeLog) EmptyIsDamage() bool    { return true }
 func (claudeCodeLog) AppendOnly() bool       { return true }
-func (claudeCodeLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
-	return checkClaudeCode(f, lines)
+func (p claudeCodeLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return format.CheckRecords(p, f, lines) // record by record: the same pass as a streamed file's
 }
 
 // RecordProblem: the per-record checklist; which record comes first does not matter (Claude
@@ -199,51 +199,10 @@ func claudeNoConversation() format.Verdict {
 	return format.Damage(format.KindSchema, 0, "no user or assistant record: Claude finds no conversation to resume")
 }
 
-// checkClaudeCode: claude-code.md "What valid means" 4–6 over valid lines.
-func checkClaudeCode(f format.File, lines []format.Line) format.Verdict {
-	uuids := map[string]bool{}
-	turns := 0
-	for i, l := range lines {
-		if l.Val == nil {
-			continue
-		}
-		if p := claudeRecordProblem(l.Val); p != "" {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
-		}
-		if t := strOf(l.Val.Get("type")); t == "user" || t == "assistant" {
-			turns++
-		}
-		if u := l.Val.Get("uuid"); isStr(u) {
-			uuids[u.Str] = true
-		}
-	}
-	if turns == 0 {
-		return claudeNoConversation()
-	}
-	v := format.OK()
-	v.Warnings = claudeWarnings(f, lines, uuids)
-	return v
-}
-
-// claudeWarnings are the findings Claude copes with itself (claude-code.md "What valid
-// means" 4 and 6): dangling parents, records of another session, an assistant message
-// without role or content, a final tool_use without its result.
-func claudeWarnings(f format.File, lines []format.Line, uuids map[string]bool) []string {
-	w := claudeWarner{sid: claudeFileSession(f.Path), answered: map[string]bool{}}
-	for _, l := range lines {
-		if l.Val != nil {
-			if p := l.Val.Get("parentUuid"); isStr(p) && !uuids[p.Str] {
-				w.dangling++
-			}
-			w.add(l.Val)
-		}
-	}
-	return w.warnings()
-}
-
-// claudeWarner gathers claudeWarnings record by record but for the dangling parents, which
-// need every uuid of the file: the whole-file pass counts them itself, the streamed one at
-// its end.
+// claudeWarner gathers the findings Claude copes with itself (claude-code.md "What valid
+// means" 4 and 6), record by record: dangling parents (counted at the end, against every
+// uuid of the file), records of another session, an assistant message without role or
+// content, a final tool_use without its result.
 type claudeWarner struct {
 	sid                       string
 	dangling, foreign, hollow int
@@ -314,7 +273,7 @@ func claudeBlocks(v *jsonv.Value, typ string) []*jsonv.Value {
 }
 
 // NewSequence: a Claude transcript must hold a user or assistant record somewhere; its
-// warnings are the whole-file pass's (claudeWarnings), the uuids kept as hashes.
+// warnings are claudeWarner's, the uuids kept as hashes.
 func (claudeCodeLog) NewSequence(path string) format.Sequence {
 	return &claudeSequence{w: claudeWarner{sid: claudeFileSession(path), answered: map[string]bool{}},
 		seed: maphash.MakeSeed(), uuids: map[uint64]bool{}}
@@ -349,7 +308,7 @@ func (s *claudeSequence) Record(rec []byte) string {
 	return ""
 }
 
-// Warnings: the whole-file pass's, once End has run.
+// Warnings: claudeWarner's, once End has run.
 func (s *claudeSequence) Warnings() []string {
 	s.w.dangling = 0
 	for _, p := range s.parents {

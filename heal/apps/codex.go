@@ -47,8 +47,8 @@ func (codexLog) Name() string { return "codex" }
 func (codexLog) Dialect() jsonv.Dialect { return codexDialect }
 func (codexLog) EmptyIsDamage() bool    { return true }
 func (codexLog) AppendOnly() bool       { return true }
-func (codexLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
-	return checkCodex(f, lines)
+func (p codexLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return format.CheckRecords(p, f, lines) // record by record: the same pass as a streamed file's
 }
 
 // RecordProblem applies the checks one record allows: the header's shape, and an ordinal, when
@@ -138,84 +138,12 @@ func codexOrdinal(v *jsonv.Value) bool {
 // codexHeaderProblem: what keeps rec from being a session_meta header ("" for nothing).
 func codexHeaderProblem(rec *jsonv.Value) string {
 	if strOf(rec.Get("type")) != "session_meta" {
-		return "line 1 is not session_meta (the app refuses the rollout)"
+		return "not session_meta (the app refuses the rollout)"
 	}
 	if !isObj(rec.Get("payload")) || !isStr(rec.Get("payload").Get("id")) {
 		return "session_meta has no string payload.id"
 	}
 	return ""
-}
-
-// checkCodex: codex.md "What valid means" 2–4, but that a gap in the ordinals (a record the
-// app wrote and a heal or the app's loader dropped) or a middle record without one is a
-// warning: the app resumes such a rollout, numbering on from its last record.
-func checkCodex(f format.File, lines []format.Line) format.Verdict {
-	var recs []int
-	for i := range lines {
-		if lines[i].Val != nil {
-			recs = append(recs, i)
-		}
-	}
-	if len(recs) == 0 {
-		return codexLog{}.NoRecords()
-	}
-	head := &lines[recs[0]]
-	if p := codexHeaderProblem(head.Val); p != "" {
-		return format.Damage(format.KindSchema, int64(head.Start), "%s", p)
-	}
-	meta := head.Val.Get("payload")
-	if id := codexThreadID(f.Path); id != "" && meta.Get("id").Str != id {
-		return format.Damage(format.KindSchema, int64(head.Start), "session_meta id %q is not the file name's %s", meta.Get("id").Str, id)
-	}
-	paginated := strOf(meta.Get("history_mode")) == "paginated"
-	untimed := 0
-	for _, i := range recs {
-		paginated = paginated || lines[i].Val.Get("ordinal") != nil
-		if !isStr(lines[i].Val.Get("timestamp")) {
-			untimed++
-		}
-	}
-	v := format.OK()
-	v.Warnings = codexUntimedWarning(untimed)
-	if !paginated {
-		return v
-	}
-	start, fork := int64(0), false
-	if e := meta.Get("history_base").Get("end_ordinal_exclusive"); codexOrdinal(e) {
-		start, fork = e.Int, true
-	}
-	var prev, gaps, unnumbered int64
-	for k, i := range recs {
-		l := &lines[i]
-		o := l.Val.Get("ordinal")
-		switch {
-		case o == nil && k == 0:
-			return format.Damage(format.KindSchema, int64(l.Start), "session_meta of a paginated rollout has no ordinal")
-		case o == nil && k == len(recs)-1:
-			return format.Damage(format.KindSchema, int64(l.Start), "the last record has no ordinal (the app refuses to resume)")
-		case o == nil:
-			unnumbered++
-			continue
-		case !codexOrdinal(o):
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: ordinal is not a non-negative integer", i+1)
-		case k == 0:
-			// A fork numbers on from its parent's history; its header may carry 0 or that number.
-			if o.Int != start && !(fork && o.Int == 0) {
-				return format.Damage(format.KindSchema, int64(l.Start), "session_meta has ordinal %d, want %d", o.Int, start)
-			}
-			prev = max(o.Int, start-1)
-			continue
-		case o.Int <= prev:
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: ordinal %d after %d (reused or decreasing; never renumbered)", i+1, o.Int, prev)
-		case o.Int > prev+1:
-			gaps++
-		}
-		prev = o.Int
-	}
-	if gaps+unnumbered > 0 {
-		v.Warnings = append(v.Warnings, fmt.Sprintf("%d gap(s) in the ordinals, %d record(s) before the last without one (the app resumes the rollout)", gaps, unnumbered))
-	}
-	return v
 }
 
 // AddOrdinals gives the trailing records of a paginated rollout that lack an ordinal
@@ -374,7 +302,8 @@ func (codexLog) KeptPrefix(path string) int64 {
 }
 
 // NewSequence: a paginated rollout's ordinals never repeat or go back, its header has one,
-// and so has its last record (checkCodex, which the in-memory pass applies).
+// and so has its last record (codex.md "What valid means" 2–4); a gap in the ordinals or a
+// middle record without one is a warning.
 func (codexLog) NewSequence(path string) format.Sequence {
 	return &codexSequence{id: codexThreadID(path)}
 }
@@ -392,6 +321,7 @@ type codexSequence struct {
 	id                  string // the file name's thread id ("" when unknown)
 	n                   int
 	untimed             int
+	gaps, unnumbered    int // ordinals skipped; records after the header without one
 	paginated, lastHas  bool
 	headerHas, fork     bool
 	start, prev, header int64
@@ -430,6 +360,7 @@ func (s *codexSequence) Record(rec []byte) string {
 		return ""
 	}
 	if o == nil {
+		s.unnumbered++
 		return ""
 	}
 	s.paginated = true
@@ -442,12 +373,23 @@ func (s *codexSequence) Record(rec []byte) string {
 	if o.Int <= s.prev {
 		return fmt.Sprintf("ordinal %d after %d (reused or decreasing; never renumbered)", o.Int, s.prev)
 	}
+	if o.Int > s.prev+1 {
+		s.gaps++
+	}
 	s.prev = o.Int
 	return ""
 }
 
-// Warnings are the whole-file pass's warnings, once End has run.
-func (s *codexSequence) Warnings() []string { return codexUntimedWarning(s.untimed) }
+// Warnings, once End has run: records without a timestamp, and a paginated rollout's gaps in
+// the ordinals and records before the last without one (a record the app wrote and a heal or
+// its loader dropped: the app resumes such a rollout, numbering on from its last record).
+func (s *codexSequence) Warnings() []string {
+	w := codexUntimedWarning(s.untimed)
+	if s.paginated && s.gaps+s.unnumbered > 0 {
+		w = append(w, fmt.Sprintf("%d gap(s) in the ordinals, %d record(s) before the last without one (the app resumes the rollout)", s.gaps, s.unnumbered))
+	}
+	return w
+}
 
 func (s *codexSequence) End() string {
 	switch {

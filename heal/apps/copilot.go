@@ -61,8 +61,8 @@ func (copilotLog) Name() string           { return "copilot-cli" }
 func (copilotLog) Dialect() jsonv.Dialect { return copilotDialect }
 func (copilotLog) EmptyIsDamage() bool    { return true }
 func (copilotLog) AppendOnly() bool       { return true }
-func (copilotLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
-	return checkCopilot(f.Path, lines)
+func (p copilotLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return format.CheckRecords(p, f, lines) // record by record: the same pass as a streamed file's
 }
 
 // RecordProblem: every event has its envelope and the data members its type requires in
@@ -85,7 +85,7 @@ func (copilotLog) AppendedOK(rec []byte) bool {
 	return err == nil && copilotEventProblem(v, false) == "" && strOf(v.Get("type")) != "session.start"
 }
 
-// NewSequence: the checks that span events (checkCopilot's, event by event).
+// NewSequence: the checks that span events, event by event.
 func (copilotLog) NewSequence(path string) format.Sequence { return newCopilotSeq(path) }
 
 // RecordStarts: Copilot serializes every event's type first.
@@ -161,11 +161,6 @@ func copilotEventProblem(v *jsonv.Value, first bool) string {
 		return "line 1 is not session.start: Copilot CLI says \"Session file is corrupted or incompatible\""
 	}
 	return copilotDataProblem(t, v.Get("data"))
-}
-
-// checkCopilot: copilot-cli.md "What valid means" 2–5 over valid lines.
-func checkCopilot(path string, lines []format.Line) format.Verdict {
-	return checkSeq(newCopilotSeq(path), lines, copilotLog{}.NoRecords())
 }
 
 // copilotSeq is one pass over a session's events: its id (the directory's), and every event
@@ -249,8 +244,7 @@ func copilotSent(v *jsonv.Value) bool {
 	return false
 }
 
-func (s *copilotSeq) End() string  { return "" }
-func (s *copilotSeq) records() int { return s.n }
+func (s *copilotSeq) End() string { return "" }
 
 // Warnings: Copilot's own repair, when it made one: the lines it dropped are only in its
 // backup beside the file (sessionmedic leaves that evidence alone).

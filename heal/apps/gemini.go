@@ -49,8 +49,8 @@ func (geminiLog) Name() string           { return "gemini-cli" }
 func (geminiLog) Dialect() jsonv.Dialect { return nodeDialect } // Node's utf8 decoding, then JSON.parse
 func (geminiLog) EmptyIsDamage() bool    { return true }
 func (geminiLog) AppendOnly() bool       { return true }
-func (geminiLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
-	return checkGemini(f.Path, lines)
+func (p geminiLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return format.CheckRecords(p, f, lines) // record by record: the same pass as a streamed file's
 }
 
 // RecordProblem: line 1 is the metadata record; every other record a message, a $set object
@@ -241,7 +241,7 @@ func geminiMetaProblem(v *jsonv.Value) string {
 // geminiRecordProblem checks a record after line 1. The loader (loadConversationRecord)
 // takes each parsed line as a $rewindTo (string), a message (string id), a $set (object) or
 // a metadata record (string sessionId and projectHash, merged: a resume appends one); it
-// ignores any other, so that is no problem here (checkGemini warns of it).
+// ignores any other, so that is no problem here (the sequence warns of it).
 func geminiRecordProblem(v *jsonv.Value) string {
 	set, rw := v.Get("$set"), v.Get("$rewindTo")
 	switch {
@@ -291,48 +291,6 @@ func geminiIgnoredWarning(n int) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("Gemini ignores %d record(s) of this chat: neither a message, a $set, a $rewindTo nor metadata", n)}
-}
-
-// checkGemini: gemini-cli.md "What valid means".
-func checkGemini(path string, lines []format.Line) format.Verdict {
-	var meta *format.Line
-	var m geminiMeta // the metadata as the loader merges it
-	ignored := 0
-	var r geminiReplay
-	for i := range lines {
-		l := &lines[i]
-		if l.Blank {
-			continue
-		}
-		if meta == nil {
-			meta = l
-			if p := geminiMetaProblem(l.Val); p != "" {
-				return format.Damage(format.KindSchema, int64(l.Start), "%s", p)
-			}
-			m = geminiMetaOf(l.Val)
-			continue
-		}
-		if p := geminiRecordProblem(l.Val); p != "" {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
-		}
-		if geminiKindOf(l.Val) == geminiIgnoredRecord {
-			ignored++
-		}
-		m = m.merge(l.Val)
-		if !r.apply(l.Val) {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, geminiLostRewind)
-		}
-	}
-	if meta == nil {
-		return format.Damage(format.KindEmpty, 0, "chat log has no metadata record")
-	}
-	prob, warnings := geminiPlace(path, m, r.resumable())
-	if prob != "" {
-		return format.Damage(format.KindSchema, int64(meta.Start), "%s", prob)
-	}
-	v := format.OK()
-	v.Warnings = append(geminiIgnoredWarning(ignored), warnings...)
-	return v
 }
 
 // geminiStubWarnings: another session-*-<id8>.jsonl beside a session (#27368) makes the

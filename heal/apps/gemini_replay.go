@@ -203,7 +203,7 @@ func (s *geminiSequence) End() string {
 	return p
 }
 
-// Warnings are the whole-file pass's warnings, once End has run.
+// Warnings: the records Gemini ignores and the sweep's, once End has run.
 func (s *geminiSequence) Warnings() []string { return s.warnings }
 
 // FinishSalvage: a resume begins with a metadata record and a $set.messages checkpoint that

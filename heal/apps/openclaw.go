@@ -87,8 +87,8 @@ func (openclawTranscript) Name() string           { return "openclaw-transcript"
 func (openclawTranscript) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
 func (openclawTranscript) EmptyIsDamage() bool    { return true }
 func (openclawTranscript) AppendOnly() bool       { return true }
-func (openclawTranscript) CheckLines(f format.File, lines []format.Line) format.Verdict {
-	return checkOpenClawTranscript(f, lines)
+func (p openclawTranscript) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return format.CheckRecords(p, f, lines) // record by record: the same pass as a streamed file's
 }
 func (openclawTranscript) SkipReason(path string, _ []byte) string { return openclawSQLiteEra(path) }
 func (openclawTranscript) RecordProblem(rec []byte, first bool) string {
@@ -289,23 +289,6 @@ func openclawStoreMissing(dir string, names []string) bool {
 		}
 	}
 	return false
-}
-
-func checkOpenClawTranscript(_ format.File, lines []format.Line) format.Verdict {
-	first := true
-	for i, l := range lines {
-		if l.Blank {
-			continue
-		}
-		if p := transcriptEntryProblem(l.Val, first); p != "" {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: %s", i+1, p)
-		}
-		first = false
-	}
-	if first {
-		return openclawTranscript{}.NoRecords()
-	}
-	return format.OK()
 }
 
 // openclawSeq is the streamed pass over a transcript: nothing spans its records (each is

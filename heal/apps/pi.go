@@ -46,8 +46,8 @@ func (piLog) Name() string           { return "pi" }
 func (piLog) Dialect() jsonv.Dialect { return nodeDialect } // readFileSync(…, "utf8"), then JSON.parse
 func (piLog) EmptyIsDamage() bool    { return true }
 func (piLog) AppendOnly() bool       { return true }
-func (piLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
-	return checkPi(f.Path, lines)
+func (p piLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return format.CheckRecords(p, f, lines) // record by record: the same pass as a streamed file's
 }
 
 // RecordProblem: line 1 is the session header; every other record an entry with a string
@@ -77,7 +77,7 @@ func (piLog) AppendedOK(rec []byte) bool {
 	return err == nil && piEntryTypeProblem(v) == "" && piEntryProblem(v) == ""
 }
 
-// NewSequence: the checks that span records (checkPi's, record by record).
+// NewSequence: the checks that span records, record by record.
 func (piLog) NewSequence(path string) format.Sequence { return newPiSeq(path) }
 
 // RecordStarts: JSON.stringify writes every record's type first.
@@ -366,11 +366,6 @@ func piEntryProblem(v *jsonv.Value) string {
 	return ""
 }
 
-// checkPi: pi.md "What valid means" 2 and 3 over valid lines.
-func checkPi(path string, lines []format.Line) format.Verdict {
-	return checkSeq(newPiSeq(path), lines, piLog{}.NoRecords())
-}
-
 // piSeq is one pass over a session's records: the header's version, and each entry's id,
 // with the parent and a hash of the bytes of its last record (pi keeps the last of an id).
 type piSeq struct {
@@ -458,7 +453,6 @@ func (s *piSeq) add(v *jsonv.Value, raw []byte) string {
 // End: the parents, as pi indexes them (the last entry of an id winning), form no loop. Each
 // entry's parent was an earlier one when it was read, so only an id repeated later can close
 // one; pi's walk to the root would never end on it.
-func (s *piSeq) records() int { return s.n }
 
 func (s *piSeq) End() string {
 	if s.dups == 0 && len(s.ents) == s.n-1-s.headers {

@@ -40,8 +40,8 @@ func (qwenLog) Name() string           { return "qwen-code" }
 func (qwenLog) Dialect() jsonv.Dialect { return nodeDialect } // readline over a UTF-8 stream, then JSON.parse
 func (qwenLog) EmptyIsDamage() bool    { return true }
 func (qwenLog) AppendOnly() bool       { return true }
-func (qwenLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
-	return checkQwen(f.Path, lines)
+func (p qwenLog) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return format.CheckRecords(p, f, lines) // record by record: the same pass as a streamed file's
 }
 
 // RecordProblem: what every record needs (qwen-code.md "What valid means" 2, the session id
@@ -65,7 +65,7 @@ func (qwenLog) AppendedOK(rec []byte) bool {
 	return err == nil && qwenRecordProblem(v) == ""
 }
 
-// NewSequence: the checks that span records (checkQwen's, record by record).
+// NewSequence: the checks that span records, record by record.
 func (qwenLog) NewSequence(path string) format.Sequence { return newQwenSeq(path) }
 
 // RecordStarts: JSON.stringify writes every record's uuid first.
@@ -106,11 +106,6 @@ func qwenRecordProblem(v *jsonv.Value) string {
 	return ""
 }
 
-// checkQwen: qwen-code.md "What valid means" 2–4 over valid lines.
-func checkQwen(path string, lines []format.Line) format.Verdict {
-	return checkSeq(newQwenSeq(path), lines, qwenLog{}.NoRecords())
-}
-
 // qwenSeq is one pass over a session's records: the session id, each uuid seen, the parents
 // named before their record, and a hash of every line (a byte-identical repeat is damage).
 type qwenSeq struct {
@@ -118,13 +113,16 @@ type qwenSeq struct {
 	n       int
 	uuids   map[string]bool
 	pending map[string]bool // parents named that no record before had as uuid
-	rootGap string          // the parent the first record names, when it is not a uuid before it
-	lines   map[uint64]bool
-	seed    maphash.Seed
-	dup     bool            // the last problem is a repeated line
-	repeats int             // tool_result and system lines repeated byte for byte
-	calls   map[string]bool // function call ids of the records, and whether a result answers it
-	answers map[string]bool // function response ids
+	// pendingOrder: the parents pending has held, in the order first named (the gap
+	// reported is the first in the file: a verdict never depends on a map's order).
+	pendingOrder []string
+	rootGap      string // the parent the first record names, when it is not a uuid before it
+	lines        map[uint64]bool
+	seed         maphash.Seed
+	dup          bool            // the last problem is a repeated line
+	repeats      int             // tool_result and system lines repeated byte for byte
+	calls        map[string]bool // function call ids of the records, and whether a result answers it
+	answers      map[string]bool // function response ids
 }
 
 func newQwenSeq(path string) *qwenSeq {
@@ -188,6 +186,9 @@ func (s *qwenSeq) add(v *jsonv.Value, raw []byte) string {
 	s.uuids[u] = true
 	delete(s.pending, u)
 	if p := v.Get("parentUuid"); p.Type == jsonv.String && !s.uuids[p.Str] {
+		if !s.pending[p.Str] {
+			s.pendingOrder = append(s.pendingOrder, p.Str)
+		}
 		s.pending[p.Str] = true
 		if s.n == 1 {
 			s.rootGap = p.Str
@@ -235,14 +236,12 @@ func qwenHasText(raw []byte) bool {
 	return false
 }
 
-func (s *qwenSeq) records() int { return s.n }
-
 // End: every parent named is a record of the file (qwen-code.md "What valid means" 3), but
 // the first record's: a walk that stops there loses no record the file holds (Qwen 0.24.4
 // resumes a file whose line 1 was torn with every later record: seen with the oracle).
 func (s *qwenSeq) End() string {
-	for p := range s.pending {
-		if p != s.rootGap {
+	for _, p := range s.pendingOrder {
+		if s.pending[p] && p != s.rootGap {
 			return fmt.Sprintf("history gap: parentUuid %q names no record of the file (Qwen Code drops everything before it)", p)
 		}
 	}

@@ -6,44 +6,6 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
-// lineSeq is an app's one pass over a session's records (its format.Sequence), fed the
-// lines the whole-file checklist parsed.
-type lineSeq interface {
-	add(v *jsonv.Value, raw []byte) string
-	records() int
-	End() string
-	Warnings() []string
-}
-
-// checkSeq runs s over the valid lines: its first problem is the damage (a repeated line a
-// duplicate record when s says so, see format.SequenceKind), a file of no record is none,
-// and else the file is healthy with s's warnings.
-func checkSeq(s lineSeq, lines []format.Line, none format.Verdict) format.Verdict {
-	var last int
-	for i, l := range lines {
-		if l.Val == nil {
-			continue
-		}
-		if p := s.add(l.Val, l.Raw); p != "" {
-			kind := format.KindSchema
-			if k, ok := s.(format.SequenceKind); ok && k.ProblemKind() != "" {
-				kind = k.ProblemKind()
-			}
-			return format.Damage(kind, int64(l.Start), "line %d: %s", i+1, p)
-		}
-		last = l.Start
-	}
-	if s.records() == 0 {
-		return none
-	}
-	if p := s.End(); p != "" {
-		return format.Damage(format.KindSchema, int64(last), "%s", p)
-	}
-	v := format.OK()
-	v.Warnings = s.Warnings()
-	return v
-}
-
 // headerSpot is where a rebuild-header strategy puts a header back in data: the lines of
 // data, the index fi of its first non-blank one, the offset from which data's bytes are
 // kept after the rebuilt header, and the torn first line (data's own, or, when a salvage

@@ -41,48 +41,22 @@ func (p generic) JSONLines() bool { return p.jsonl }
 // [Splitter] finds on the other lines ([SplitLine]), each on its own line; nil when none is
 // left.
 func KeepLines(p Profile, path string, data []byte) []byte {
-	var gone func(*jsonv.Value) bool
-	if s, ok := p.(Superseder); ok {
-		gone = s.Superseded(path)
-	}
-	var out []byte
-	lines := split(data, p, gone != nil)
-	var seen map[string]bool // the record lines kept, when later copies are dropped
-	if d, ok := p.(DuplicateDropper); ok && d.DropsDuplicateLines() {
-		seen = map[string]bool{}
-	}
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if seen != nil && l.Val != nil {
-			k := string(bytes.TrimRight(l.Raw, "\r"))
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-		}
-		if l.Val == nil && !l.Blank {
-			if rec, n := RejoinLines(p, lines, i); rec != nil {
-				out = append(append(out, rec...), '\n')
-				i += n - 1
-				continue
-			}
-			for _, rec := range SplitLine(p, l.Raw) {
-				out = append(append(out, rec...), '\n')
-			}
-			continue
-		}
-		if l.Val == nil || (gone != nil && gone(l.Val)) {
-			continue
-		}
-		out = append(out, data[l.Start:l.End]...)
-		if !l.Terminated {
-			out = append(out, '\n')
-		}
-	}
-	if len(out) == 0 {
-		return nil
-	}
+	out, _ := KeepLinesFigures(p, path, data)
 	return out
+}
+
+// KeepLinesFigures is KeepLines, with what it keeps and loses (see [PlanKeep]).
+func KeepLinesFigures(p Profile, path string, data []byte) ([]byte, KeepFigures) {
+	r := bytes.NewReader(data)
+	s, fig, err := planKeep(p, path, r, int64(len(data)), memWalker(data))
+	if err != nil || s == nil {
+		return nil, fig
+	}
+	out, err := s.Bytes(r)
+	if err != nil {
+		return nil, fig
+	}
+	return out, fig
 }
 
 // ValidLines is the JSONL salvage of an original of Size bytes streamed from it (an

@@ -131,15 +131,11 @@ func split(data []byte, p Profile, trees bool) []Line {
 	return out
 }
 
-// LargeRecords is the size above which a JSONL file whose whole checklist can be applied
-// record by record ([SequenceChecker]) is judged so, its records' trees never held together:
-// the verdict is the same; the warnings of the checklist's whole-file pass are given where
-// its Sequence has them ([SequenceWarner]).
-const LargeRecords = 1 << 20
-
 func inspectJSONL(p Profile, f File, data []byte) Verdict {
-	if _, ok := p.(SequenceChecker); ok && len(data) > LargeRecords {
+	if _, ok := p.(SequenceChecker); ok {
 		if _, ok := p.(RecordChecker); ok {
+			// The checklist runs record by record whatever the size: the same pass as a
+			// streamed file's.
 			return judgeRecords(p, f.Path, func(fn lineFunc) error { return memWalker(data)(0, int64(len(data)), false, fn) })
 		}
 	}

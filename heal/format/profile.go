@@ -256,23 +256,23 @@ type PrefixKeeper interface {
 }
 
 // SequenceChecker is a [RecordChecker] whose checklist also spans records (a sequence number
-// each record continues, a record the file must hold somewhere): a streamed pass feeds a
-// fresh Sequence every valid record in order and asks it at the end, so that a file too large
-// to hold is judged as the in-memory checklist judges it.
+// each record continues, a record the file must hold somewhere): every pass, over a file held
+// whole or streamed, feeds a fresh Sequence every valid record in order and asks it at the
+// end, so that the checklist is written once and a file of any size gets the same verdict.
 type SequenceChecker interface {
 	// NewSequence starts a pass over the file at path ("" when it is not known).
 	NewSequence(path string) Sequence
 }
 
-// SequenceWarner is a [Sequence] that also gives the whole-file pass's warnings, once End has
-// run and found nothing wrong.
+// SequenceWarner is a [Sequence] that also gives the checklist's warnings, once End has run
+// and found nothing wrong.
 type SequenceWarner interface {
 	Warnings() []string
 }
 
 // SequenceKind is a Sequence that tells the kind of the problem its last Record returned
 // when it is not a schema one (a record repeated byte for byte: a duplicate), so that a
-// streamed verdict names the kind the whole-file checklist does.
+// verdict names that kind.
 type SequenceKind interface {
 	ProblemKind() string
 }

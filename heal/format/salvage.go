@@ -14,18 +14,28 @@ import (
 // its first complete value (nil when there is nothing after it to drop, or no such value);
 // JSONL keeps every complete record line byte for byte (see [KeepLines]).
 func Salvage(p Profile, path string, data []byte) []byte {
+	out, _ := SalvageFigures(p, path, data)
+	return out
+}
+
+// SalvageFigures is [Salvage], with what a JSONL salvage keeps and loses as [PlanKeep]
+// measures it (nil for JSON, or when the app's [SalvageFinisher] changed the salvage: [Loss]
+// measures those).
+func SalvageFigures(p Profile, path string, data []byte) ([]byte, *KeepFigures) {
 	if !p.JSONL() {
 		end, err := jsonv.FirstValue(data, p.Dialect())
 		if err != nil || end >= len(bytes.TrimRight(data, " \t\r\n")) {
-			return nil
+			return nil, nil
 		}
-		return data[:end]
+		return data[:end], nil
 	}
-	out := KeepLines(p, path, data)
+	out, fig := KeepLinesFigures(p, path, data)
 	if f, ok := p.(SalvageFinisher); ok && out != nil {
-		out = f.FinishSalvage(path, data, out)
+		if fin := f.FinishSalvage(path, data, out); !bytes.Equal(fin, out) {
+			return fin, nil
+		}
 	}
-	return out
+	return out, &fig
 }
 
 // Loss counts what a repair's bytes (data, holding keep records) drop of the damaged file's
@@ -68,6 +78,10 @@ type lossMeter struct {
 
 	total, lost int
 	lostBytes   int64
+
+	// elsewhere, when set, looks for a torn last line's whole version in the rest of the
+	// result (data being the repair of one hunk of the file, see PlanKeep).
+	elsewhere func(raw []byte) bool
 }
 
 func newLossMeter(p Profile, data []byte, long bool) *lossMeter {
@@ -103,7 +117,7 @@ func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved
 		}
 		return
 	}
-	if !terminated && bytes.Contains(m.data, raw) {
+	if !terminated && (bytes.Contains(m.data, raw) || m.elsewhere != nil && m.elsewhere(raw)) {
 		m.total += heldRecords(m.p, raw)
 		return // a torn last record whose whole version the result holds
 	}
@@ -111,9 +125,9 @@ func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved
 		// Split: each whole record kept or lost, and the bytes around them (a stub) one
 		// record more.
 		// Split: each whole record kept or lost, and each stretch of bytes around them (a
-		// stub) one record more, lost unless it is the torn start of a record the result
-		// holds whole (a writer's first try, written again in full), or no record at all
-		// when it does not start as one (garbage: its bytes only).
+		// stub) one record more, lost unless it is the torn start of a record split out of
+		// the same line and kept (a writer's first try, written again in full), or no
+		// record at all when it does not start as one (garbage: its bytes only).
 		var keptRecs [][]byte
 		for _, r := range recs {
 			m.total++
@@ -125,7 +139,7 @@ func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved
 			}
 		}
 		for _, s := range stubs(raw, recs) {
-			if m.tornCopy(s, keptRecs) {
+			if tornCopy(s, keptRecs) {
 				continue
 			}
 			if startsRecord(m.p, s) {
@@ -164,16 +178,11 @@ func stubs(raw []byte, recs [][]byte) [][]byte {
 	return out
 }
 
-// tornCopy: a stub (s) is the torn start of a record the result holds whole: one of the
-// line's own records kept (keptRecs), or a line of the result near the hunk.
-func (m *lossMeter) tornCopy(s []byte, keptRecs [][]byte) bool {
+// tornCopy: a stub (s) is the torn start of one of the records split out of its own line
+// that the result keeps (keptRecs).
+func tornCopy(s []byte, keptRecs [][]byte) bool {
 	for _, r := range keptRecs {
 		if len(s) < len(r) && bytes.HasPrefix(r, s) {
-			return true
-		}
-	}
-	for i := m.a.next; i < len(m.res.all) && i < m.a.next+maxAhead; i++ {
-		if r := m.res.all[i]; len(s) < len(r) && bytes.HasPrefix(r, s) {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
@@ -48,6 +49,20 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 func StreamLines(r *bufio.Reader, p Profile) Verdict {
 	return judgeRecords(p, "", func(fn lineFunc) error {
 		return EachLine(r, func(start int64, line []byte, terminated bool) error { return fn(start, line, terminated, nil) })
+	})
+}
+
+// CheckRecords is the checklist of a profile that is a [SequenceChecker] applied to the lines
+// of a file held whole: the same pass, record by record, as a streamed one (the profile's
+// CheckLines, so that its checklist is written once).
+func CheckRecords(p Profile, f File, lines []Line) Verdict {
+	return judgeRecords(p, f.Path, func(fn lineFunc) error {
+		for _, l := range lines {
+			if err := fn(int64(l.Start), l.Raw, l.Terminated, nil); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -307,4 +322,69 @@ func appendedLines(p Profile, walk walker, n int64) bool {
 		return nil
 	})
 	return err == nil
+}
+
+// InspectAt judges the size bytes of r as the content of the file at path, as [Inspect]
+// judges them without a last-good copy, reading them in blocks: for a JSONL profile whose
+// checklist runs record by record ([SequenceChecker]) or that has none (Plain). The
+// profile's skip reason is asked of the first bytes only.
+func InspectAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error) {
+	if !StreamJudged(p) {
+		return Verdict{}, ErrNoStream
+	}
+	head := make([]byte, min(size, 64<<10))
+	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
+		return Verdict{}, err
+	}
+	if s, ok := p.(Skipper); ok {
+		if reason := s.SkipReason(path, head); reason != "" {
+			return Skip("%s", reason), nil
+		}
+	}
+	if size == 0 {
+		if e, ok := p.(EmptyChecker); ok {
+			return e.CheckEmpty(File{Path: path}), nil
+		}
+		if p.EmptyIsDamage() {
+			return Damage(KindEmpty, 0, "file is empty"), nil
+		}
+		return OK(), nil
+	}
+	if all, err := AllNULAt(r, 0, size); err != nil || all {
+		return Damage(KindNULFilled, 0, "file is %d NUL bytes", size), err
+	}
+	if bytes.HasPrefix(head, BOM) {
+		return Damage(KindBOM, 0, "file starts with a UTF-8 byte order mark"), nil
+	}
+	// A read error would end the walk as the end of the file: it is the caller's instead.
+	var mu sync.Mutex
+	var rerr error
+	v := judgeLines(p, path, size, func(maxHeld int, lj *longJudge) walker {
+		w := readWalker(r, size, StreamBuf, maxHeld, lj)
+		return func(from, limit int64, skip bool, fn lineFunc) error {
+			err := w(from, limit, skip, fn)
+			var tl *tooLong
+			if err != nil && err != errStop && !errors.Is(err, ErrNoStream) && !errors.As(err, &tl) {
+				mu.Lock()
+				rerr = err
+				mu.Unlock()
+			}
+			return err
+		}
+	})
+	if rerr != nil {
+		return Verdict{}, rerr
+	}
+	return v, nil
+}
+
+// StreamJudged: p's verdict on a file can be reached streaming, the same as on the file held
+// whole — a JSONL profile whose checklist has nothing beyond syntax (Plain), or runs record
+// by record ([SequenceChecker]).
+func StreamJudged(p Profile) bool {
+	if !p.JSONL() {
+		return false
+	}
+	_, seq := p.(SequenceChecker)
+	return p.Plain() || seq
 }

@@ -1,0 +1,114 @@
+package heal
+
+import (
+	"bytes"
+	"context"
+	"io/fs"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// appRule is an app preset's rule over root, without its lock (nothing else writes the
+// test's files).
+func appRule(t *testing.T, preset, root string) *policy.Rule {
+	t.Helper()
+	r, ok := policy.PresetRule(preset, policy.Env{Home: t.TempDir(), Getenv: func(string) string { return "" }, Exists: func(string) bool { return false }})
+	if !ok {
+		t.Fatalf("no preset %s", preset)
+	}
+	r.Paths, r.Lock, r.Mode = []string{root}, policy.Lock{Protocol: "none"}, policy.ModeHeal
+	r.Limits.MaxLoss, r.Limits.MaxFileSize = 1, 0
+	return &r
+}
+
+// healApp heals data at rel under a fresh engine whose streamed path takes files over
+// threshold bytes (0: the default), with lastGood planted first when set: the report, the
+// file after, the quarantined bytes, and whether the file was planned streaming.
+func healApp(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64) (Report, []byte, []byte, bool) {
+	t.Helper()
+	e, root := bigEngine(t, threshold)
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if lastGood != nil {
+		if err := e.LastGood.Put(p, lastGood); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg := Target{Path: p, Rule: appRule(t, preset, root)}
+	big := e.inspect(tg).big
+	r := e.Heal(context.Background(), tg, false)
+	after, err := os.ReadFile(p)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var q []byte
+	if all, _ := e.Quarantine.List(); len(all) == 1 {
+		if q, err = all[0].Bytes(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r, after, q, big
+}
+
+// TestAppBigPathMatchesInMemory: a damaged app transcript planned streaming (a threshold of
+// one byte) is healed as the one planned on its bytes held whole — the same verdict, plan,
+// figures, bytes written and quarantine — with and without a last-good copy, for every
+// damage of damageLines at random places of each app's healthy samples.
+func TestAppBigPathMatchesInMemory(t *testing.T) {
+	rng := rand.New(rand.NewSource(18))
+	n := 20
+	if testing.Short() {
+		n = 6
+	}
+	streamed := 0
+	for _, a := range streamApps {
+		var healthy [][]byte
+		filepath.WalkDir(filepath.Join(samples, a.preset), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(p, "healthy") {
+				if b, err := os.ReadFile(p); err == nil {
+					healthy = append(healthy, b)
+				}
+			}
+			return nil
+		})
+		for i := range n {
+			orig := healthy[rng.Intn(len(healthy))]
+			data := damageLines(rng, orig, 1+rng.Intn(3))
+			var lg []byte
+			if i%3 == 0 {
+				lg = orig
+			}
+			r1, f1, q1, big1 := healApp(t, a.preset, a.rel, data, lg, 0)
+			r2, f2, q2, big2 := healApp(t, a.preset, a.rel, data, lg, 1)
+			if big1 {
+				t.Fatalf("%s: the in-memory engine took the streamed path", a.preset)
+			}
+			if big2 {
+				streamed++
+			}
+			r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
+			if !equalReports(r1, r2) || !bytes.Equal(f1, f2) || !bytes.Equal(q1, q2) {
+				if dir := os.Getenv("APPBIG_DUMP"); dir != "" {
+					os.WriteFile(filepath.Join(dir, "input"), data, 0o644)
+					os.WriteFile(filepath.Join(dir, "last-good"), lg, 0o644)
+				}
+				t.Fatalf("%s (streamed: %v; $APPBIG_DUMP=DIR keeps the input):\nin memory %+v\nstreamed  %+v\nwrote %d and %d bytes, quarantined %d and %d",
+					a.preset, big2, r1, r2, len(f1), len(f2), len(q1), len(q2))
+			}
+		}
+	}
+	if streamed == 0 {
+		t.Fatal("no file took the streamed path")
+	}
+	t.Logf("%d of %d files planned streaming", streamed, n*len(streamApps))
+}

@@ -1,0 +1,274 @@
+package format
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"io"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// KeepFigures is what a JSONL salvage ([PlanKeep]) keeps and loses of the original, as
+// [Records] and [Loss] count them.
+type KeepFigures struct {
+	Keep      int   // records the result holds
+	Total     int   // records of the original
+	Lost      int   // ... the result loses
+	LostBytes int64 // ... and their bytes
+}
+
+// hunkBudget is the most bytes of damaged lines a salvage holds at once: a longer run of
+// them is repaired in pieces of this size (a record split by raw newlines across the cut
+// is not joined back).
+const hunkBudget = 16 << 20
+
+// PlanKeep is [KeepLines] of the size bytes of f, read once in blocks and never held: the
+// salvage as a [Splice] of the original (nil when it keeps nothing), and its figures. Only
+// the damaged lines are held, a run of them at a time (a "hunk": an invalid line and the
+// invalid or blank lines after it), and repaired as KeepLines repairs them: split
+// ([SplitLine]) or joined back ([RejoinLines]). What a hunk loses is measured on the hunk
+// and its repair alone (nothing else of the result can be a damaged line's whole version,
+// but a torn last line's, which is looked for in the whole result). A line longer than
+// LineWindow is judged from f: a valid one is kept as a range, a damaged one dropped
+// (never split). A profile whose salvage needs more than its lines (a [SalvageFinisher])
+// is not planned here.
+func PlanKeep(p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepFigures, error) {
+	_, superseder := p.(Superseder)
+	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: superseder}
+	return planKeep(p, path, f, size, readWalker(f, size, min(StreamBuf, lineWindow), MaxLine, lj))
+}
+
+// planKeep is PlanKeep of the lines walk walks.
+func planKeep(p Profile, path string, f io.ReaderAt, size int64, walk walker) (*Splice, KeepFigures, error) {
+	k := newKeeper(p, path)
+	err := walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
+		if long != nil {
+			return k.long(f, start, long)
+		}
+		return k.line(f, start, line, terminated)
+	})
+	if err == nil {
+		err = k.flush(f)
+	}
+	if err != nil {
+		return nil, KeepFigures{}, err
+	}
+	if k.s.Size() == 0 {
+		return nil, k.fig, nil
+	}
+	return k.s, k.fig, nil
+}
+
+// keeper is one PlanKeep pass.
+type keeper struct {
+	p    Profile
+	path string
+	gone func(*jsonv.Value) bool // a Superseder's: records kept elsewhere
+	seen map[[16]byte]bool       // a DuplicateDropper's: the record lines kept, by hash
+	s    *Splice
+	fig  KeepFigures
+
+	hunk      []byte // the damaged lines held, each with its '\n' when it had one
+	hunkStart int64
+}
+
+func newKeeper(p Profile, path string) *keeper {
+	k := &keeper{p: p, path: path, s: &Splice{}}
+	if s, ok := p.(Superseder); ok {
+		k.gone = s.Superseded(path)
+	}
+	if d, ok := p.(DuplicateDropper); ok && d.DropsDuplicateLines() {
+		k.seen = map[[16]byte]bool{}
+	}
+	return k
+}
+
+// line takes a line held (without its '\n').
+func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) error {
+	if !ValidRecord(k.p, line) {
+		blank := len(bytes.TrimSpace(bytes.TrimSuffix(line, []byte("\r")))) == 0
+		if blank && k.hunk == nil {
+			return nil // a blank line is no record, and not kept
+		}
+		if k.hunk == nil {
+			k.hunkStart = start
+		} else if len(k.hunk)+len(line) > hunkBudget {
+			if err := k.flush(f); err != nil {
+				return err
+			}
+			if blank {
+				return nil
+			}
+			k.hunkStart = start
+		}
+		k.hunk = append(k.hunk, line...)
+		if terminated {
+			k.hunk = append(k.hunk, '\n')
+		}
+		return nil
+	}
+	if err := k.flush(f); err != nil {
+		return err
+	}
+	k.fig.Total++
+	if k.seen != nil {
+		key := lineKey(bytes.TrimRight(line, "\r"))
+		if k.seen[key] {
+			return nil // a byte-identical copy is kept: nothing lost
+		}
+		k.seen[key] = true
+	}
+	if k.gone != nil {
+		if v, err := jsonv.Parse(bytes.TrimSuffix(line, []byte("\r")), k.p.Dialect()); err == nil && k.gone(v) {
+			return nil // kept elsewhere: nothing lost
+		}
+	}
+	k.keep(start, int64(len(line)), terminated)
+	return nil
+}
+
+// keep keeps the record line of n bytes at start (given a '\n' when it had none).
+func (k *keeper) keep(start, n int64, terminated bool) {
+	k.fig.Keep++
+	if terminated {
+		k.s.addRange(start, n+1)
+		return
+	}
+	k.s.addRange(start, n)
+	k.s.addData([]byte{'\n'})
+}
+
+// long takes a line too long to hold, judged from f.
+func (k *keeper) long(f io.ReaderAt, start int64, long *longLine) error {
+	if err := k.flush(f); err != nil {
+		return err
+	}
+	if long.blank || long.nul {
+		return nil
+	}
+	ll := long.n
+	if long.terminated {
+		ll++
+	}
+	if !long.record {
+		// Dropped whole: a record if it starts as one.
+		var head [4096]byte
+		n, err := f.ReadAt(head[:min(int64(len(head)), long.n)], start)
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if startsRecord(k.p, head[:n]) {
+			k.fig.Total++
+			k.fig.Lost++
+		}
+		k.fig.LostBytes += ll
+		return nil
+	}
+	k.fig.Total++
+	if k.seen != nil {
+		key, err := longKey(f, start, long.n)
+		if err != nil {
+			return err
+		}
+		if k.seen[key] {
+			return nil
+		}
+		k.seen[key] = true
+	}
+	if k.gone != nil && long.skel != nil {
+		if v, err := jsonv.Parse(long.skel, k.p.Dialect()); err == nil && k.gone(v) {
+			return nil
+		}
+	}
+	k.keep(start, long.n, long.terminated)
+	return nil
+}
+
+// flush repairs the hunk held, as KeepLines repairs its lines, and measures what it loses.
+func (k *keeper) flush(f io.ReaderAt) error {
+	if k.hunk == nil {
+		return nil
+	}
+	hunk := k.hunk
+	k.hunk = nil
+	lines := split(hunk, k.p, false)
+	var out []byte
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if l.Blank {
+			continue
+		}
+		if rec, n := RejoinLines(k.p, lines, i); rec != nil {
+			out = k.add(out, rec)
+			i += n - 1
+			continue
+		}
+		for _, rec := range SplitLine(k.p, l.Raw) {
+			out = k.add(out, rec)
+		}
+	}
+	// A torn last line (the file's) may have its whole version anywhere in the result.
+	elsewhere := func(raw []byte) bool {
+		cw := &fsio.ContainsWriter{Needle: raw}
+		_, err := k.s.WriteOut(cw, f)
+		return err == nil && cw.Found
+	}
+	m := newLossMeter(k.p, out, false)
+	m.elsewhere = elsewhere
+	for _, l := range lines {
+		if !l.Blank {
+			m.line(l.Raw, false, l.Terminated, int64(l.End-l.Start), false)
+		}
+	}
+	m.end()
+	k.fig.Total += m.total
+	k.fig.Lost += m.lost
+	k.fig.LostBytes += m.lostBytes
+	k.fig.Keep += Records(k.p, out)
+	k.s.addData(out)
+	return nil
+}
+
+// add appends a record rebuilt from damaged lines to out, unless it repeats one kept (for a
+// DuplicateDropper: the first of byte-identical records is kept, wherever it came from).
+func (k *keeper) add(out, rec []byte) []byte {
+	if k.seen != nil {
+		key := lineKey(bytes.TrimRight(rec, "\r"))
+		if k.seen[key] {
+			return out
+		}
+		k.seen[key] = true
+	}
+	return append(append(out, rec...), '\n')
+}
+
+// lineKey identifies a record line (without its '\r's) among those a salvage kept.
+func lineKey(b []byte) [16]byte {
+	h := sha256.Sum256(b)
+	return [16]byte(h[:16])
+}
+
+// longKey is lineKey of the n-byte line at start of f, read from f.
+func longKey(f io.ReaderAt, start, n int64) ([16]byte, error) {
+	var b [64]byte
+	keyN := n
+	for keyN > 0 {
+		c := min(keyN, int64(len(b)))
+		if _, err := f.ReadAt(b[:c], start+keyN-c); err != nil && err != io.EOF {
+			return [16]byte{}, err
+		}
+		t := bytes.TrimRight(b[:c], "\r")
+		keyN -= c - int64(len(t))
+		if len(t) > 0 {
+			break
+		}
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, start, keyN)); err != nil {
+		return [16]byte{}, err
+	}
+	var key [16]byte
+	copy(key[:], h.Sum(nil))
+	return key, nil
+}

@@ -1,0 +1,134 @@
+package format
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"sort"
+)
+
+// Splice is a repaired file described as bytes of the original and bytes held in memory, in
+// order: what a JSONL salvage keeps of a file it never holds whole (the original's record
+// lines as ranges of it, the records it rebuilt — split from glued lines, rejoined — as
+// bytes). It is an [fsio.Content] of the original, and, with the original at hand, a
+// reader of the result (At).
+type Splice struct {
+	pieces []piece
+	size   int64
+}
+
+// piece is a run of the result: n bytes of the original at off, or data.
+type piece struct {
+	at   int64 // where it starts in the result
+	off  int64 // in the original; -1 for data
+	n    int64
+	data []byte
+}
+
+// Size is the result's length.
+func (s *Splice) Size() int64 { return s.size }
+
+// addRange appends n bytes of the original at off, joining them to the last piece when they
+// follow it there.
+func (s *Splice) addRange(off, n int64) {
+	if n <= 0 {
+		return
+	}
+	if k := len(s.pieces); k > 0 && s.pieces[k-1].off >= 0 && s.pieces[k-1].off+s.pieces[k-1].n == off {
+		s.pieces[k-1].n += n
+	} else {
+		s.pieces = append(s.pieces, piece{at: s.size, off: off, n: n})
+	}
+	s.size += n
+}
+
+// addData appends bytes held in memory.
+func (s *Splice) addData(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if k := len(s.pieces); k > 0 && s.pieces[k-1].off < 0 {
+		s.pieces[k-1].data = append(s.pieces[k-1].data, b...)
+		s.pieces[k-1].n += int64(len(b))
+	} else {
+		s.pieces = append(s.pieces, piece{at: s.size, off: -1, n: int64(len(b)), data: append([]byte(nil), b...)})
+	}
+	s.size += int64(len(b))
+}
+
+// Prefix: the result is the original's first Size bytes (a tail cut).
+func (s *Splice) Prefix() bool {
+	return len(s.pieces) == 0 || len(s.pieces) == 1 && s.pieces[0].off == 0
+}
+
+// KeepsFirst: the result starts with the original's first n bytes.
+func (s *Splice) KeepsFirst(n int64) bool {
+	return n <= 0 || len(s.pieces) > 0 && s.pieces[0].off == 0 && s.pieces[0].n >= n
+}
+
+// WriteOut writes the result, reading the original's ranges from src.
+func (s *Splice) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(w, h), StreamBuf)
+	for _, p := range s.pieces {
+		var err error
+		if p.off < 0 {
+			_, err = bw.Write(p.data)
+		} else {
+			_, err = io.Copy(bw, io.NewSectionReader(src, p.off, p.n))
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Bytes is the result, read from src.
+func (s *Splice) Bytes(src io.ReaderAt) ([]byte, error) {
+	out := make([]byte, s.size)
+	_, err := s.At(src).ReadAt(out, 0)
+	if err == io.EOF {
+		err = nil
+	}
+	return out, err
+}
+
+// At is the result as a reader, the original's ranges read from src.
+func (s *Splice) At(src io.ReaderAt) io.ReaderAt { return spliceReader{s, src} }
+
+type spliceReader struct {
+	s   *Splice
+	src io.ReaderAt
+}
+
+func (r spliceReader) ReadAt(b []byte, off int64) (int, error) {
+	ps := r.s.pieces
+	i := sort.Search(len(ps), func(i int) bool { return ps[i].at+ps[i].n > off })
+	n := 0
+	for ; i < len(ps) && n < len(b); i++ {
+		p := ps[i]
+		from := off + int64(n) - p.at
+		want := min(int64(len(b)-n), p.n-from)
+		if p.off < 0 {
+			n += copy(b[n:], p.data[from:from+want])
+			continue
+		}
+		k, err := r.src.ReadAt(b[n:n+int(want)], p.off+from)
+		n += k
+		if err != nil && !(err == io.EOF && int64(k) == want) {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the original is shorter than when it was planned
+			}
+			return n, err
+		}
+	}
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
