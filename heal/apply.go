@@ -141,7 +141,13 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 func (e *Engine) verify(t Target, in *inspection) {
 	c := in.ctx
 	c.lastGood = nil
+	if !t.Rule.KeepLastGood {
+		return // the verdict would keep no copy
+	}
 	if id, err := fsio.StatIdentity(t.Path); err == nil && (c.typ.Plain() || appStreamed(c.typ)) && id.Size > e.bigAbove() {
+		if lg := e.LastGood.MaxFileBytes; (lg > 0 && id.Size > lg) || id.Size > planLimit {
+			return // no copy of a file this large
+		}
 		f, err := fsio.OpenStable(t.Path, id)
 		if err != nil {
 			return
@@ -154,8 +160,7 @@ func (e *Engine) verify(t Target, in *inspection) {
 		}
 		same := fsio.StillSame(f, id)
 		f.Close()
-		lg := e.LastGood.MaxFileBytes
-		if err != nil || !same || v.Status != Healthy || !t.Rule.KeepLastGood || (lg > 0 && id.Size > lg) || id.Size > planLimit {
+		if err != nil || !same || v.Status != Healthy {
 			return
 		}
 		// Validated: read whole only to keep the copy, if it is still that version.
@@ -165,7 +170,7 @@ func (e *Engine) verify(t Target, in *inspection) {
 		return
 	}
 	if data, _, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {
-		if format.Inspect(c.typ, c.file(), data).Status == Healthy && t.Rule.KeepLastGood {
+		if format.Inspect(c.typ, c.file(), data).Status == Healthy {
 			_ = e.LastGood.Put(t.Path, data)
 		}
 	}
