@@ -293,7 +293,10 @@ const claudeWarnDepth = 4
 func (s *claudeSequence) Record(rec []byte) string {
 	v, err := jsonv.ParseDepth(rec, nodeDialect, claudeWarnDepth)
 	if err != nil {
-		return ""
+		return err.Error() // as RecordProblem says it
+	}
+	if p := claudeRecordProblem(v); p != "" {
+		return p
 	}
 	if t := strOf(v.Get("type")); t == "user" || t == "assistant" {
 		s.conversation = true
@@ -307,6 +310,9 @@ func (s *claudeSequence) Record(rec []byte) string {
 	s.w.add(v)
 	return ""
 }
+
+// ChecksRecords: Record applies RecordProblem's checklist on its own parse of the record.
+func (s *claudeSequence) ChecksRecords() {}
 
 // Warnings: claudeWarner's, once End has run.
 func (s *claudeSequence) Warnings() []string {

@@ -264,6 +264,13 @@ type SequenceChecker interface {
 	NewSequence(path string) Sequence
 }
 
+// RecordSequence is a [Sequence] whose Record also applies the profile's per-record checklist
+// ([RecordChecker]'s RecordProblem) on the one parse of the record it makes: a pass does not
+// ask RecordProblem of the records it feeds it.
+type RecordSequence interface {
+	ChecksRecords()
+}
+
 // SequenceWarner is a [Sequence] that also gives the checklist's warnings, once End has run
 // and found nothing wrong.
 type SequenceWarner interface {

@@ -96,6 +96,9 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 	var seq Sequence
 	if sc, ok := p.(SequenceChecker); ok {
 		seq = sc.NewSequence(path)
+		if _, self := seq.(RecordSequence); self {
+			rc = nil // the sequence applies it
+		}
 	}
 	var next int64 // where the next line starts
 	var last int64 // where the last record starts
@@ -144,8 +147,10 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 	if schema != nil {
 		return *schema
 	}
-	if rc != nil && records == 0 {
-		return rc.NoRecords()
+	if records == 0 {
+		if rc, ok := p.(RecordChecker); ok {
+			return rc.NoRecords()
+		}
 	}
 	v := OK()
 	if seq != nil {

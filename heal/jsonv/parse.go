@@ -1,6 +1,7 @@
 package jsonv
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 	"unicode/utf16"
@@ -229,15 +230,26 @@ func isIntLiteral(s string) bool {
 func (p *builder) str(i int) (string, int) {
 	b := p.b
 	j := i + 1
-	for {
-		c := b[j]
-		if c == '"' {
-			return p.src[i+1 : j], j + 1
+	if !p.surr {
+		// The input is valid: the first quote is the closing one unless a backslash comes
+		// first (both found a word at a time).
+		q := bytes.IndexByte(b[j:], '"')
+		bs := bytes.IndexByte(b[j:j+q], '\\')
+		if bs < 0 {
+			return p.src[j : j+q], j + q + 1
 		}
-		if c == '\\' || (c == 0xED && p.surr && b[j+1] >= 0xA0) {
-			break
+		j += bs
+	} else {
+		for {
+			c := b[j]
+			if c == '"' {
+				return p.src[i+1 : j], j + 1
+			}
+			if c == '\\' || (c == 0xED && b[j+1] >= 0xA0) {
+				break
+			}
+			j++
 		}
-		j++
 	}
 	buf := make([]byte, j-(i+1), j-i+32)
 	copy(buf, b[i+1:j])
