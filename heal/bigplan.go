@@ -86,9 +86,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		if keep, keepFig, err = format.PlanKeep(c.typ, c.path, f, size); err != nil {
 			return nil, nil, err
 		}
-		switch v, err := keepVerdict(c, f, keep); {
-		case err != nil:
-			return nil, nil, err
+		var v Verdict
+		var sum string
+		if keep != nil {
+			// Judged, and hashed for the journal, in one read.
+			if v, sum, err = format.InspectSum(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
+				return nil, nil, err
+			}
+		}
+		switch {
 		case keep == nil:
 			keepWhy = noSalvage(c, false)
 		case v.Status != Healthy:
@@ -96,9 +102,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		case !keepsPrefixAt(c, keep):
 			keepWhy = whyForkPrefix
 		default:
-			if keepSHA, err = keep.WriteOut(io.Discard, f); err != nil {
-				return nil, nil, err
-			}
+			keepSHA = sum
 		}
 	}
 	// One pass over the original measures what the plans need.
@@ -237,14 +241,6 @@ func (e *Engine) planWhole(rule *policy.Rule, in *inspection, f *os.File) ([]*pl
 	in.data, in.big = data, false
 	plans, tries := makePlans(rule, in)
 	return plans, tries, nil
-}
-
-// keepVerdict is the verdict on an app's streamed salvage (none: healthy, nothing to judge).
-func keepVerdict(c *fileCtx, f io.ReaderAt, keep *format.Splice) (Verdict, error) {
-	if keep == nil {
-		return format.OK(), nil
-	}
-	return format.InspectAt(c.typ, c.path, keep.At(f), keep.Size())
 }
 
 // keepsPrefixAt is keepsPrefix of a streamed salvage.

@@ -2,6 +2,7 @@ package heal
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io/fs"
 	"math/rand"
@@ -76,6 +77,11 @@ func streamedDiff(path string, typ format.Profile, data []byte) string {
 	at, err := format.InspectAt(typ, path, bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		return fmt.Sprintf("%s: InspectAt: %v", path, err)
+	}
+	// InspectSum hashes what it judges healthy in the same read.
+	if v, sum, err := format.InspectSum(typ, path, bytes.NewReader(data), int64(len(data))); err != nil || v.Status != at.Status ||
+		(v.Status == format.Healthy) != (sum == fmt.Sprintf("%x", sha256.Sum256(data))) {
+		return fmt.Sprintf("%s: InspectSum: %s %q %v, InspectAt %s", path, v.Status, sum, err, at.Status)
 	}
 	for _, v := range []struct {
 		how string

@@ -8,6 +8,7 @@
 //	go run ./cmd/smbench -only growth   # how cost grows with file size, file count, write rate
 //	go run ./cmd/smbench -only healrss  # heal peak RSS by size: 1, 16, 200 MB, CLI and daemon
 //	go run ./cmd/smbench -only claude   # Claude Code transcripts under the claude-code preset
+//	go run ./cmd/smbench -only apps     # 100–300 MB app transcripts checked and healed, the sidecar's first scan
 //	go run ./cmd/smbench -only validate,e2e,small,bigfile   # the validator, end to end, 20,000 small files, memory
 //
 // claude lays out 5,000 transcripts (2 GB; -quick: 200, 40 MB) as ~/.claude/projects/<slug>/
@@ -47,7 +48,7 @@ func main() {
 }
 
 // workloads in the order they run. growth goes last: it reuses the scan tree when scan ran.
-var workloads = []string{"validate", "append", "e2e", "small", "scan", "idle", "latency", "bigfile", "healrss", "claude", "growth"}
+var workloads = []string{"validate", "append", "e2e", "small", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "growth"}
 
 type options struct {
 	json, quick, keep bool
@@ -181,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	res := Result{Machine: machine, Quick: o.quick, Started: started.UTC().Format(time.RFC3339)}
 	failed := false
 	needBin := false
-	for _, n := range []string{"e2e", "small", "scan", "idle", "latency", "bigfile", "healrss", "claude", "growth"} {
+	for _, n := range []string{"e2e", "small", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "growth"} {
 		needBin = needBin || o.selected(n)
 	}
 	if needBin {
@@ -242,7 +243,7 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 	limit := map[string]time.Duration{
 		"validate": 5 * time.Minute, "append": 5 * time.Minute, "e2e": 5 * time.Minute, "small": 5 * time.Minute, "scan": 60 * time.Minute,
 		"idle": 40 * time.Minute, "latency": 5 * time.Minute, "bigfile": 10 * time.Minute,
-		"healrss": 15 * time.Minute, "claude": 20 * time.Minute, "growth": 20 * time.Minute,
+		"healrss": 15 * time.Minute, "claude": 20 * time.Minute, "apps": 15 * time.Minute, "growth": 20 * time.Minute,
 	}[name]
 	if b.o.quick {
 		limit = min(limit, 5*time.Minute)
@@ -271,6 +272,8 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 		return b.healrss(ctx)
 	case "claude":
 		return b.claude(ctx)
+	case "apps":
+		return b.appsBench(ctx)
 	case "growth":
 		return b.growth(ctx)
 	}

@@ -3,7 +3,10 @@ package format
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"hash"
 	"io"
 	"sync"
 
@@ -334,6 +337,35 @@ func appendedLines(p Profile, walk walker, n int64) bool {
 // checklist runs record by record ([SequenceChecker]) or that has none (Plain). The
 // profile's skip reason is asked of the first bytes only.
 func InspectAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error) {
+	v, _, err := inspectAt(p, path, r, size, false)
+	return v, err
+}
+
+// InspectSum is [InspectAt] that also gives the hex sha256 of the bytes, read in the same
+// pass ("" when they are not healthy).
+func InspectSum(p Profile, path string, r io.ReaderAt, size int64) (Verdict, string, error) {
+	return inspectAt(p, path, r, size, true)
+}
+
+func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Verdict, string, error) {
+	var ta *teeAt
+	var h hash.Hash
+	if sum {
+		h = sha256.New()
+		ta = &teeAt{r: io.NewSectionReader(r, 0, size), w: h}
+		r = ta
+	}
+	v, err := judgeAt(p, path, r, size)
+	if err != nil || v.Status != Healthy || !sum {
+		return v, "", err
+	}
+	if err := ta.through(size); err != nil {
+		return Verdict{}, "", err
+	}
+	return v, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func judgeAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error) {
 	if !StreamJudged(p) {
 		return Verdict{}, ErrNoStream
 	}
