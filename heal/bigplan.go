@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,8 @@ type memCand struct {
 }
 
 // makeBigPlans is makePlans for a big file: the same strategies in the same order, with the
-// same results, except that salvage+last-good is not offered.
+// same results, except that salvage+last-good is not offered for a generic file (nor for an
+// app's whose salvaged records the copy lacks are over unionBudget).
 func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try, error) {
 	c := &in.ctx
 	crossFile := in.verdict.Kind == format.KindDanglingReference || in.verdict.Kind == format.KindStaleLiveRecords || in.verdict.Kind == format.KindMetadataLag
@@ -103,6 +105,21 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			keepWhy = whyForkPrefix
 		default:
 			keepSHA = sum
+		}
+	}
+	// The union of the last-good copy and an app's salvage (the in-memory last-good planner's
+	// extra plan, when salvage comes first in the rule), held as a candidate: the copy and the
+	// salvaged records it lacks, up to unionBudget of them.
+	var union *memCand
+	if keep != nil && c.lastGood != nil && lastGoodWhy == "" && !crossFile && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) {
+		u, err := format.UnionFrom(c.typ, c.lastGood, keep.At(f), keep.Size(), unionBudget)
+		switch {
+		case errors.Is(err, format.ErrUnionTooLarge):
+		case err != nil:
+			return nil, nil, err
+		case u != nil && !bytes.Equal(u, c.lastGood):
+			union = &memCand{strategy: "salvage+last-good", SurveyCand: &format.SurveyCand{Data: u}}
+			surveyed = append(surveyed, union.SurveyCand)
 		}
 	}
 	// One pass over the original measures what the plans need.
@@ -197,19 +214,59 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				}
 			}
 		}
+		var extra *plan
+		if s == policy.LastGoodCopy && union != nil {
+			if extra, err = unionPlan(c, f, union, bigPlan); err != nil {
+				return nil, nil, err
+			}
+			if extra != nil {
+				extra.total = sv.Total
+				out = append(out, extra) // before the copy's: ties go to it
+			}
+		}
 		if p != nil {
 			out = append(out, p)
 			tr = try{strategy: s, plan: p}
 		}
 		tries = append(tries, tr)
+		if extra != nil {
+			tries = append(tries, try{strategy: extra.strategy, plan: extra})
+		}
 	}
 	if fallBack(rule, c, size, out, notStreamed) {
 		// A file that can be held is planned whole when streaming found no repair within
-		// max_loss and a strategy only done whole may find one, or when the salvage and the
-		// last-good copy both apply: their union (planned whole only) may keep more.
+		// max_loss and a strategy only done whole may find one.
 		return e.planWhole(rule, in, f)
 	}
 	return out, tries, nil
+}
+
+// unionBudget is the most bytes of salvaged records a union adds to the last-good copy it
+// holds; a union that would add more is not offered for a big file.
+const unionBudget = 16 << 20
+
+// unionPlan is the plan that writes the union u (nil when the checklist refuses it, or it
+// changes bytes a fork points into), as the in-memory planner makes it.
+func unionPlan(c *fileCtx, f io.ReaderAt, u *memCand, bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) (*plan, error) {
+	if !candidateOK(c, u.Data) {
+		return nil, nil
+	}
+	if k, ok := c.typ.(format.PrefixKeeper); ok {
+		if n := k.KeptPrefix(c.path); n > 0 && (int64(len(u.Data)) < n || u.PrefixN < n) {
+			return nil, nil
+		}
+	}
+	p := bigPlan(u.strategy, fsio.Bytes(u.Data), sha(u.Data), int64(len(u.Data)), u.PrefixN == int64(len(u.Data)))
+	p.edits[0].data = u.Data
+	p.keep = format.Records(c.typ, u.Data)
+	p.lostRecords, p.lostBytes = u.Lost, u.LostBytes
+	return p, nil
+}
+
+// before: strategy a comes before b in the rule's list (both in it).
+func before(list []policy.Strategy, a, b policy.Strategy) bool {
+	i, j := slices.Index(list, a), slices.Index(list, b)
+	return i >= 0 && j >= 0 && i < j
 }
 
 // fallBack: a big app file's streamed plans (out) are put aside for the plans made on the
@@ -218,14 +275,11 @@ func fallBack(rule *policy.Rule, c *fileCtx, size int64, out []*plan, notStreame
 	if c.typ.Plain() || size > planLimit {
 		return false
 	}
-	var salv, lg bool
 	ok := false
 	for _, p := range out {
 		ok = ok || p.lossRatio() <= rule.Limits.MaxLoss
-		salv = salv || p.strategy == policy.Salvage
-		lg = lg || p.strategy == policy.LastGoodCopy
 	}
-	return !ok && notStreamed || salv && lg
+	return !ok && notStreamed
 }
 
 // planWhole reads the file the big plans were made from whole (the version they were made

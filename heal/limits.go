@@ -7,8 +7,10 @@ import (
 )
 
 // Large append-only logs are validated streaming, so that memory stays bounded whatever the
-// file's size: only a block and the line it cuts are held (see format.StreamBuf). A damaged one is read whole for planning
-// only up to planLimit; beyond that the damage is reported and the heal refused.
+// file's size: only a block and the line it cuts are held (see format.StreamBuf). A damaged
+// one whose app's checklist runs record by record (appStreamed) is planned from the file at
+// any size (bigplan.go); another is read whole for planning only up to planLimit, and beyond
+// that the damage is reported and the heal refused.
 const (
 	streamThreshold = 32 << 20
 	planLimit       = 256 << 20

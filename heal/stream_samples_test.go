@@ -282,7 +282,7 @@ func TestPlanKeepMatchesWholeOnDamage(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for range 150 {
+		for range 80 {
 			data := damageLines(rng, healthy[rng.Intn(len(healthy))], 1+rng.Intn(4))
 			whole := format.KeepLines(typ, path, data)
 			r := bytes.NewReader(data)

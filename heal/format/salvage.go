@@ -3,7 +3,9 @@ package format
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"hash/maphash"
+	"io"
 	"strings"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -461,40 +463,108 @@ func recordKey(p Profile, l Line) string {
 // version of a keyed record (the metadata line) replacing its old one, then the new records
 // in order. It is nil for JSON, or when nothing was salvaged.
 func Union(p Profile, lastGood, salvaged []byte) []byte {
-	if !p.JSONL() || salvaged == nil {
+	if salvaged == nil {
 		return nil
 	}
-	newer := map[string][]byte{}
-	var order []string
+	u, _ := UnionFrom(p, lastGood, bytes.NewReader(salvaged), int64(len(salvaged)), 0)
+	return u
+}
+
+// ErrUnionTooLarge: the records a union would add to the last-good copy are over its budget.
+var ErrUnionTooLarge = errors.New("the union would hold too many new records")
+
+// UnionFrom is [Union] of a salvage of size bytes read from salv a line at a time (a salvage
+// is valid record lines, each ended by '\n'): only the last-good copy, the keys of its
+// records and the salvaged records it lacks are held — up to budget bytes of them
+// (0: no limit), else ErrUnionTooLarge. A salvaged line longer than LineWindow is not held
+// either: ErrUnionTooLarge.
+func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget int) ([]byte, error) {
+	if !p.JSONL() {
+		return nil, nil
+	}
 	_, keyed := p.(RecordKeyer)
-	for _, l := range split(salvaged, p, keyed) {
-		if l.Val == nil {
-			continue
+	type rec struct {
+		hdr  bool   // a keyed record replaced in place by its newest version ("\x00" key)
+		line []byte // its newest salvaged version (with its '\n')
+	}
+	newer := map[[16]byte]*rec{}
+	var order [][16]byte // the salvaged keys in the order first seen
+	held := 0
+	lj := &longJudge{r: rulesOf(p), window: lineWindow}
+	walk := readWalker(salv, size, min(StreamBuf, lineWindow), MaxLine, lj)
+	err := walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
+		if long != nil {
+			if long.record {
+				return ErrUnionTooLarge
+			}
+			return nil
 		}
-		k := recordKey(p, l)
-		if _, dup := newer[k]; !dup {
+		key, ok := lineRecordKey(p, line, keyed)
+		if !ok {
+			return nil
+		}
+		k := lineKey([]byte(key))
+		r := newer[k]
+		if r == nil {
+			r = &rec{hdr: strings.HasPrefix(key, "\x00")}
+			newer[k] = r
 			order = append(order, k)
 		}
-		newer[k] = salvaged[l.Start:l.End]
+		held += len(line) + 1 - len(r.line)
+		if budget > 0 && held > budget {
+			return ErrUnionTooLarge
+		}
+		r.line = append(append(r.line[:0], line...), '\n')
+		if !terminated {
+			r.line = r.line[:len(r.line)-1] // as the salvage has it
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out []byte
-	used := map[string]bool{}
-	for _, l := range split(lastGood, p, keyed) {
-		if l.Val == nil {
-			continue
+	used := map[[16]byte]bool{}
+	jsonv.Lines(lastGood, func(start int, line []byte, terminated bool) bool {
+		key, ok := lineRecordKey(p, line, keyed)
+		if !ok {
+			return true
 		}
-		k := recordKey(p, l)
-		if b, ok := newer[k]; ok && strings.HasPrefix(k, "\x00") {
-			out = append(out, b...)
+		k := lineKey([]byte(key))
+		end := start + len(line)
+		if terminated {
+			end++
+		}
+		if r := newer[k]; r != nil && r.hdr {
+			out = append(out, r.line...)
 		} else {
-			out = append(out, lastGood[l.Start:l.End]...)
+			out = append(out, lastGood[start:end]...)
 		}
 		used[k] = true
-	}
+		return true
+	})
 	for _, k := range order {
 		if !used[k] {
-			out = append(out, newer[k]...)
+			out = append(out, newer[k].line...)
 		}
 	}
-	return out
+	return out, nil
+}
+
+// lineRecordKey is recordKey of a line: ok is false when it is no valid record.
+func lineRecordKey(p Profile, line []byte, keyed bool) (string, bool) {
+	body := bytes.TrimSuffix(line, []byte("\r"))
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || !ValidRecord(p, line) {
+		return "", false
+	}
+	l := Line{Raw: line, Val: anyObject}
+	if keyed && trimmed[0] == '{' {
+		v, err := jsonv.Parse(body, p.Dialect())
+		if err != nil {
+			return "", false
+		}
+		l.Val = v
+	}
+	return recordKey(p, l), true
 }

@@ -1,0 +1,127 @@
+package format
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// keyedLog is a JSONL log whose records are keyed by id, its session header ("type":"session")
+// by one key for all versions of it.
+type keyedLog struct{ plain }
+
+func (keyedLog) Plain() bool { return false }
+func (keyedLog) RecordKey(v *jsonv.Value) string {
+	id := v.Get("id")
+	if id == nil || id.Type != jsonv.String {
+		return ""
+	}
+	if t := v.Get("type"); t != nil && t.Type == jsonv.String && t.Str == "session" {
+		return "\x00header"
+	}
+	return "id:" + id.Str
+}
+
+// unionRef is Union as it was written on the salvage held whole, every record's tree at once:
+// the reference UnionFrom is held to.
+func unionRef(p Profile, lastGood, salvaged []byte) []byte {
+	if !p.JSONL() || salvaged == nil {
+		return nil
+	}
+	newer := map[string][]byte{}
+	var order []string
+	_, keyed := p.(RecordKeyer)
+	for _, l := range split(salvaged, p, keyed) {
+		if l.Val == nil {
+			continue
+		}
+		k := recordKey(p, l)
+		if _, dup := newer[k]; !dup {
+			order = append(order, k)
+		}
+		newer[k] = salvaged[l.Start:l.End]
+	}
+	var out []byte
+	used := map[string]bool{}
+	for _, l := range split(lastGood, p, keyed) {
+		if l.Val == nil {
+			continue
+		}
+		k := recordKey(p, l)
+		if b, ok := newer[k]; ok && strings.HasPrefix(k, "\x00") {
+			out = append(out, b...)
+		} else {
+			out = append(out, lastGood[l.Start:l.End]...)
+		}
+		used[k] = true
+	}
+	for _, k := range order {
+		if !used[k] {
+			out = append(out, newer[k]...)
+		}
+	}
+	return out
+}
+
+// TestUnionFromMatchesWhole: the union planned a salvaged line at a time is the one planned on
+// the salvage held whole, for keyed and unkeyed logs, over last-good copies and salvages that
+// share, repeat, update and lack records; over its budget it says so.
+func TestUnionFromMatchesWhole(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	rec := func(i, v int) string {
+		if i == 0 {
+			return fmt.Sprintf(`{"type":"session","id":"s","v":%d}`, v)
+		}
+		if i%7 == 0 {
+			return fmt.Sprintf(`{"type":"note","text":"n%d"}`, i) // no id: keyed by its bytes
+		}
+		return fmt.Sprintf(`{"type":"message","id":"m%d","v":%d}`, i, v)
+	}
+	gen := func(n int) []byte {
+		var b []byte
+		for range n {
+			i := rng.Intn(12)
+			b = append(b, rec(i, rng.Intn(3))...)
+			if rng.Intn(9) == 0 {
+				b = append(b, "\r"...)
+			}
+			b = append(b, '\n')
+			if rng.Intn(15) == 0 {
+				b = append(b, "\n  \nnot json\n"...)
+			}
+		}
+		if rng.Intn(5) == 0 {
+			b = bytes.TrimSuffix(b, []byte("\n"))
+		}
+		return b
+	}
+	for _, p := range []Profile{keyedLog{plain{jsonl: true}}, plain{jsonl: true}} {
+		for range 400 {
+			lg, salv := gen(rng.Intn(12)), gen(1+rng.Intn(12))
+			want := unionRef(p, lg, salv)
+			got, err := UnionFrom(p, lg, bytes.NewReader(salv), int64(len(salv)), 0)
+			if err != nil || !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+				t.Fatalf("%T: last-good %q, salvage %q:\nunion %q (%v)\nwant  %q", p, lg, salv, got, err, want)
+			}
+			if u := Union(p, lg, salv); !bytes.Equal(u, want) {
+				t.Fatalf("%T: Union %q, want %q", p, u, want)
+			}
+		}
+	}
+	if Union(keyedLog{plain{jsonl: true}}, []byte(rec(1, 0)+"\n"), nil) != nil {
+		t.Fatal("a union with nothing salvaged")
+	}
+	// Over the budget: refused, not cut short.
+	p := keyedLog{plain{jsonl: true}}
+	salv := []byte(rec(1, 0) + "\n" + rec(2, 0) + "\n" + rec(3, 0) + "\n")
+	if _, err := UnionFrom(p, nil, bytes.NewReader(salv), int64(len(salv)), 40); err != ErrUnionTooLarge {
+		t.Fatalf("over budget: %v", err)
+	}
+	if u, err := UnionFrom(p, nil, bytes.NewReader(salv), int64(len(salv)), len(salv)); err != nil || !bytes.Equal(u, salv) {
+		t.Fatalf("within budget: %q %v", u, err)
+	}
+}
