@@ -37,6 +37,7 @@ type Engine struct {
 	quietCheck  time.Duration
 	findWriters func(dev, ino uint64) []int
 	onStep      func(step, path string)
+	onWalk      func(root string) // tests: each tree Targets walks
 
 	// bigThreshold, when set, replaces bigFile: files larger than it are planned and healed
 	// streaming (tests lower it to run small files through that path).

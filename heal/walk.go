@@ -6,10 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -90,6 +92,9 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 		return f
 	}
 	walk := func(root string) {
+		if e.onWalk != nil {
+			e.onWalk(root)
+		}
 		// The root's own files first, its subdirectories set aside; then the subtrees, in
 		// parallel (a first scan of a large tree is mostly system calls).
 		var subdirs []string
@@ -106,10 +111,8 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 		}
 	}
 	if len(paths) == 0 {
-		for _, r := range e.Policy.Rules {
-			for _, root := range r.Paths {
-				walk(root)
-			}
+		for _, root := range walkRoots(e.Policy.Rules) {
+			walk(root)
 		}
 	}
 	for _, p := range paths {
@@ -148,6 +151,53 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 	}
 	sort.SliceStable(out, func(i, j int) bool { return targetLess(ords, out[i], out[j]) })
 	return out, errs
+}
+
+// walkRoots are the rules' roots, each tree once: a root several rules name is walked once,
+// and a root inside another's tree, reached from it through real directories only (no
+// symlink below the outer root, which a walk never follows), is walked as part of it. Every
+// file found goes to the rule the policy gives it, whichever root found it.
+func walkRoots(rules []policy.Rule) []string {
+	var all []string
+	for _, r := range rules {
+		all = append(all, r.Paths...)
+	}
+	sort.Slice(all, func(i, j int) bool { return len(all[i]) < len(all[j]) || len(all[i]) == len(all[j]) && all[i] < all[j] })
+	var out []string
+	for _, root := range slices.Compact(all) {
+		covered := false
+		for _, o := range out {
+			if pathx.Within(o, root) && realBelow(o, root) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, root)
+		}
+	}
+	return out
+}
+
+// realBelow: every directory from below outer down to inner (inner within outer) is a real
+// directory, no symlink: a walk of outer reaches inner.
+func realBelow(outer, inner string) bool {
+	rel, ok := pathx.Rel(outer, inner)
+	if !ok {
+		return false
+	}
+	p := outer
+	for _, part := range strings.Split(rel, "/") {
+		if part == "" || part == "." {
+			continue
+		}
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // targetLess orders files so that a heal sees a file a profile wants last in its directory
