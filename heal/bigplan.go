@@ -81,11 +81,12 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	// as a splice of the original.
 	var keep *format.Splice
 	var keepFig format.KeepFigures
-	var keepSHA, keepWhy string
+	var keepSHA, keepWhy, oldSHA string
 	var keepFails *Verdict
 	if !c.typ.Plain() && slices.Contains(rule.Strategies, policy.Salvage) {
 		var err error
-		if keep, keepFig, err = format.PlanKeep(c.typ, c.path, f, size); err != nil {
+		// The original is hashed in the same read (the journal's and the quarantine's sum).
+		if keep, keepFig, oldSHA, err = format.PlanKeepSum(c.typ, c.path, f, size); err != nil {
 			return nil, nil, err
 		}
 		var v Verdict
@@ -122,12 +123,21 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			surveyed = append(surveyed, union.SurveyCand)
 		}
 	}
-	// One pass over the original measures what the plans need.
-	sv, err := format.Survey(f, size, c.typ, format.SurveyOptions{
-		FirstValueEnd: in.bigEnd,
-		BOMLess:       bomLess,
-		Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
-	}, surveyed)
+	// One pass over the original measures what the plans need, unless an app's salvage
+	// pass already hashed it and nothing else needs measuring.
+	var sv format.SurveyResult
+	if oldSHA != "" && len(surveyed) == 0 && !bomLess {
+		sv.OldSHA, sv.Total = oldSHA, keepFig.Total
+		if !fsio.StillSame(f, in.id) {
+			err = fsio.ErrChanged
+		}
+	} else {
+		sv, err = format.Survey(f, size, c.typ, format.SurveyOptions{
+			FirstValueEnd: in.bigEnd,
+			BOMLess:       bomLess,
+			Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
+		}, surveyed)
+	}
 	if errors.Is(err, format.ErrNoStream) {
 		return nil, nil, fmt.Errorf("%s: a number or literal is over %d bytes: not repaired streaming", in.ctx.path, maxLine)
 	}

@@ -206,6 +206,11 @@ func FuzzPlanKeepMatchesWhole(f *testing.F) {
 		if msg := figuresDiff(typ, path, data, whole, fig); msg != "" {
 			t.Fatalf("%s: %s\ninput %q\nsalvage %q", a.preset, msg, data, whole)
 		}
+		// PlanKeepSum is the same plan, and the original's hash read in the same pass.
+		s2, fig2, sum, err := format.PlanKeepSum(typ, path, r, int64(len(data)))
+		if err != nil || fig2 != fig || (s2 == nil) != (s == nil) || sum != fmt.Sprintf("%x", sha256.Sum256(data)) {
+			t.Fatalf("PlanKeepSum: %+v %q %v; PlanKeep %+v", fig2, sum, err, fig)
+		}
 	})
 }
 

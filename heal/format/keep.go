@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/hex"
 	"io"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -37,6 +38,23 @@ func PlanKeep(p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepF
 	_, superseder := p.(Superseder)
 	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: superseder}
 	return planKeep(p, path, f, size, readWalker(f, size, min(StreamBuf, lineWindow), MaxLine, lj))
+}
+
+// PlanKeepSum is [PlanKeep] that also gives the hex sha256 of the original, read in the same
+// pass.
+func PlanKeepSum(p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepFigures, string, error) {
+	h := sha256.New()
+	ta := &teeAt{r: io.NewSectionReader(f, 0, size), w: h}
+	_, superseder := p.(Superseder)
+	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: superseder}
+	s, fig, err := planKeep(p, path, f, size, readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj))
+	if err == nil {
+		err = ta.through(size)
+	}
+	if err != nil {
+		return nil, KeepFigures{}, "", err
+	}
+	return s, fig, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // planKeep is PlanKeep of the lines walk walks.
