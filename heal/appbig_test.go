@@ -3,11 +3,9 @@ package heal
 import (
 	"bytes"
 	"context"
-	"io/fs"
 	"math/rand"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/policy"
@@ -72,15 +70,7 @@ func TestAppBigPathMatchesInMemory(t *testing.T) {
 	}
 	streamed, unions := 0, 0
 	for _, a := range streamApps {
-		var healthy [][]byte
-		filepath.WalkDir(filepath.Join(samples, a.preset), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(p, "healthy") {
-				if b, err := os.ReadFile(p); err == nil {
-					healthy = append(healthy, b)
-				}
-			}
-			return nil
-		})
+		healthy := jsonlSamples(t, a.preset, "healthy")
 		for i := range n {
 			orig := healthy[rng.Intn(len(healthy))]
 			data := damageLines(rng, orig, 1+rng.Intn(3))

@@ -109,19 +109,39 @@ var streamApps = []struct{ preset, rel string }{
 	{"openclaw", "state/agents/main/sessions/5dbda090-2ac0-44ad-b015-c3eca97cfdce.jsonl"},
 }
 
+// seedStreamApps seeds a fuzz target of (app, data) with every JSONL sample of each of
+// streamApps.
+func seedStreamApps(f *testing.F) {
+	for i, a := range streamApps {
+		for _, b := range jsonlSamples(f, a.preset, "") {
+			if len(b) < 64<<10 {
+				f.Add(uint8(i), b)
+			}
+		}
+	}
+}
+
+// jsonlSamples are the JSONL files of the preset's samples whose path holds within.
+func jsonlSamples(t testing.TB, preset, within string) [][]byte {
+	var out [][]byte
+	filepath.WalkDir(filepath.Join(samples, preset), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(p, within) {
+			if b, err := os.ReadFile(p); err == nil {
+				out = append(out, b)
+			}
+		}
+		return nil
+	})
+	if len(out) == 0 {
+		t.Fatalf("%s: no sample", preset)
+	}
+	return out
+}
+
 // FuzzStreamedVerdictMatchesWhole: whatever a transcript holds, the verdict record by record
 // (a file too large to hold, a first scan) is the one read whole.
 func FuzzStreamedVerdictMatchesWhole(f *testing.F) {
-	for i, a := range streamApps {
-		filepath.WalkDir(filepath.Join(samples, a.preset), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
-				if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
-					f.Add(uint8(i), b)
-				}
-			}
-			return nil
-		})
-	}
+	seedStreamApps(f)
 	reg := apps.Registry()
 	f.Fuzz(func(t *testing.T, app uint8, data []byte) {
 		a := streamApps[int(app)%len(streamApps)]
@@ -143,6 +163,40 @@ func FuzzStreamedVerdictMatchesWhole(f *testing.F) {
 			t.Fatalf("%s\ninput %q", diff, data)
 		}
 	})
+}
+
+// planKeepDiff says how the salvage of data planned streaming (PlanKeep, PlanKeepSum, the
+// splice read and written) differs from the one planned held whole (KeepLines), in bytes or
+// figures ("" for none), and gives the latter.
+func planKeepDiff(typ format.Profile, path string, data []byte) (whole []byte, diff string) {
+	whole = format.KeepLines(typ, path, data)
+	r := bytes.NewReader(data)
+	s, fig, err := format.PlanKeep(typ, path, r, int64(len(data)))
+	if err != nil {
+		return whole, err.Error()
+	}
+	var streamed []byte
+	if s != nil {
+		if streamed, err = s.Bytes(r); err != nil {
+			return whole, err.Error()
+		}
+		var w bytes.Buffer
+		if _, err := s.WriteOut(&w, r); err != nil || !bytes.Equal(w.Bytes(), streamed) {
+			return whole, fmt.Sprintf("WriteOut %q (%v), At %q", w.Bytes(), err, streamed)
+		}
+	}
+	if !bytes.Equal(streamed, whole) || (s == nil) != (whole == nil) {
+		return whole, fmt.Sprintf("streamed salvage %q, whole %q", streamed, whole)
+	}
+	if msg := figuresDiff(typ, path, data, whole, fig); msg != "" {
+		return whole, msg
+	}
+	// PlanKeepSum is the same plan, and the original's hash read in the same pass.
+	s2, fig2, sum, err := format.PlanKeepSum(typ, path, r, int64(len(data)))
+	if err != nil || fig2 != fig || (s2 == nil) != (s == nil) || sum != fmt.Sprintf("%x", sha256.Sum256(data)) {
+		return whole, fmt.Sprintf("PlanKeepSum: %+v %q %v; PlanKeep %+v", fig2, sum, err, fig)
+	}
+	return whole, ""
 }
 
 // figuresDiff says how a streamed salvage's figures (fig) differ from those of the salvage
@@ -169,47 +223,14 @@ func figuresDiff(typ format.Profile, path string, data, whole []byte, fig format
 // a run at a time, the rest ranges of the original) is byte for byte the one planned on the
 // file held whole (KeepLines), and its figures are Records and Loss of that result.
 func FuzzPlanKeepMatchesWhole(f *testing.F) {
-	for i, a := range streamApps {
-		filepath.WalkDir(filepath.Join(samples, a.preset), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
-				if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
-					f.Add(uint8(i), b)
-				}
-			}
-			return nil
-		})
-	}
+	seedStreamApps(f)
 	reg := apps.Registry()
 	f.Fuzz(func(t *testing.T, app uint8, data []byte) {
 		a := streamApps[int(app)%len(streamApps)]
 		path := filepath.Join("/nonexistent", a.rel)
 		typ := reg.Profile(a.preset, path)
-		whole := format.KeepLines(typ, path, data)
-		r := bytes.NewReader(data)
-		s, fig, err := format.PlanKeep(typ, path, r, int64(len(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var streamed []byte
-		if s != nil {
-			if streamed, err = s.Bytes(r); err != nil {
-				t.Fatal(err)
-			}
-			var w bytes.Buffer
-			if _, err := s.WriteOut(&w, r); err != nil || !bytes.Equal(w.Bytes(), streamed) {
-				t.Fatalf("WriteOut %q (%v), At %q", w.Bytes(), err, streamed)
-			}
-		}
-		if !bytes.Equal(streamed, whole) || (s == nil) != (whole == nil) {
-			t.Fatalf("%s: streamed salvage %q, whole %q\ninput %q", a.preset, streamed, whole, data)
-		}
-		if msg := figuresDiff(typ, path, data, whole, fig); msg != "" {
-			t.Fatalf("%s: %s\ninput %q\nsalvage %q", a.preset, msg, data, whole)
-		}
-		// PlanKeepSum is the same plan, and the original's hash read in the same pass.
-		s2, fig2, sum, err := format.PlanKeepSum(typ, path, r, int64(len(data)))
-		if err != nil || fig2 != fig || (s2 == nil) != (s == nil) || sum != fmt.Sprintf("%x", sha256.Sum256(data)) {
-			t.Fatalf("PlanKeepSum: %+v %q %v; PlanKeep %+v", fig2, sum, err, fig)
+		if _, diff := planKeepDiff(typ, path, data); diff != "" {
+			t.Fatalf("%s: %s\ninput %q", a.preset, diff, data)
 		}
 	})
 }
@@ -269,18 +290,7 @@ func TestPlanKeepMatchesWholeOnDamage(t *testing.T) {
 	rng := rand.New(rand.NewSource(21))
 	cases := 0
 	for _, a := range streamApps {
-		var healthy [][]byte
-		filepath.WalkDir(filepath.Join(samples, a.preset), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(p, "healthy") {
-				if b, err := os.ReadFile(p); err == nil {
-					healthy = append(healthy, b)
-				}
-			}
-			return nil
-		})
-		if len(healthy) == 0 {
-			t.Fatalf("%s: no healthy sample", a.preset)
-		}
+		healthy := jsonlSamples(t, a.preset, "healthy")
 		path := filepath.Join("/nonexistent", a.rel)
 		typ := reg.Profile(a.preset, path)
 		real := filepath.Join(t.TempDir(), a.rel)
@@ -289,21 +299,9 @@ func TestPlanKeepMatchesWholeOnDamage(t *testing.T) {
 		}
 		for range 80 {
 			data := damageLines(rng, healthy[rng.Intn(len(healthy))], 1+rng.Intn(4))
-			whole := format.KeepLines(typ, path, data)
-			r := bytes.NewReader(data)
-			s, fig, err := format.PlanKeep(typ, path, r, int64(len(data)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var streamed []byte
-			if s != nil {
-				streamed, _ = s.Bytes(r)
-			}
-			if !bytes.Equal(streamed, whole) {
-				t.Fatalf("%s: streamed salvage differs\ninput %q\nstreamed %q\nwhole %q", a.preset, data, streamed, whole)
-			}
-			if msg := figuresDiff(typ, path, data, whole, fig); msg != "" {
-				t.Errorf("%s: %s\ninput %q", a.preset, msg, data)
+			whole, diff := planKeepDiff(typ, path, data)
+			if diff != "" {
+				t.Errorf("%s: %s\ninput %q", a.preset, diff, data)
 			}
 			// The damaged file and its salvage are judged streaming as they are held whole.
 			for _, b := range [][]byte{data, whole} {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -136,25 +135,13 @@ func (b *bench) appsFirstScan(ctx context.Context, dir string, idle int64) (Row,
 		return Row{}, err
 	}
 	env := append(childEnv(filepath.Join(run, "home"), filepath.Join(run, "state")), "GOMEMLIMIT=56MiB")
-	var mu sync.Mutex
-	scanned := false
 	start := time.Now()
-	d, err := startDaemon(b.bin, pol, env, func(ev logEvent) {
-		if ev.Msg == "scan.finished" {
-			mu.Lock()
-			scanned = true
-			mu.Unlock()
-		}
-	})
+	d, err := startDaemon(b.bin, pol, env, func(logEvent) {})
 	if err != nil {
 		return Row{}, err
 	}
 	defer d.stop()
-	if err := d.waitFor(ctx, "the first scan", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return scanned
-	}); err != nil {
+	if err := d.waitFor(ctx, "the first scan", func() bool { return d.count("scan.finished") > 0 }); err != nil {
 		return Row{}, err
 	}
 	wall := time.Since(start)

@@ -269,12 +269,19 @@ func lineKey(b []byte) [16]byte {
 
 // longKey is lineKey of the n-byte line at start of f, read from f.
 func longKey(f io.ReaderAt, start, n int64) ([16]byte, error) {
+	h, err := longLineHash(f, start, n)
+	return [16]byte(h[:16]), err
+}
+
+// longLineHash is the sha256 of the n-byte line at start of f without its trailing '\r's,
+// read from f (a line too long to hold).
+func longLineHash(f io.ReaderAt, start, n int64) (key [sha256.Size]byte, err error) {
 	var b [64]byte
 	keyN := n
 	for keyN > 0 {
 		c := min(keyN, int64(len(b)))
 		if _, err := f.ReadAt(b[:c], start+keyN-c); err != nil && err != io.EOF {
-			return [16]byte{}, err
+			return key, err
 		}
 		t := bytes.TrimRight(b[:c], "\r")
 		keyN -= c - int64(len(t))
@@ -284,9 +291,8 @@ func longKey(f io.ReaderAt, start, n int64) ([16]byte, error) {
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, io.NewSectionReader(f, start, keyN)); err != nil {
-		return [16]byte{}, err
+		return key, err
 	}
-	var key [16]byte
-	copy(key[:], h.Sum(nil))
+	h.Sum(key[:0])
 	return key, nil
 }

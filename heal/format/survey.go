@@ -281,26 +281,10 @@ func surveyLong(p Profile, res *SurveyResult, f io.ReaderAt, start int64, long *
 	if len(meters) == 0 {
 		return nil
 	}
-	// The key: the line without its trailing '\r's, hashed from f.
-	keyN := long.n
-	var b [64]byte
-	for keyN > 0 {
-		k := min(keyN, int64(len(b)))
-		if _, err := f.ReadAt(b[:k], start+keyN-k); err != nil && err != io.EOF {
-			return err
-		}
-		t := bytes.TrimRight(b[:k], "\r")
-		keyN -= k - int64(len(t))
-		if len(t) > 0 {
-			break
-		}
-	}
-	kh := sha256.New()
-	if _, err := io.Copy(kh, io.NewSectionReader(f, start, keyN)); err != nil {
+	key, err := longLineHash(f, start, long.n)
+	if err != nil {
 		return err
 	}
-	var key [sha256.Size]byte
-	kh.Sum(key[:0])
 	for _, m := range meters {
 		m.longLine(key, long.record, obj, ll)
 	}
