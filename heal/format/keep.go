@@ -19,10 +19,13 @@ type KeepFigures struct {
 	LostBytes int64 // ... and their bytes
 }
 
-// hunkBudget is the most bytes of damaged lines a salvage holds at once: a longer run of
-// them is repaired in pieces of this size (a record split by raw newlines across the cut
-// is not joined back).
-const hunkBudget = 16 << 20
+// hunkBudget and hunkLines are the most bytes and lines of damaged lines a salvage holds at
+// once: a longer run of them is repaired in pieces of this size (a record split by raw
+// newlines across the cut is not joined back).
+const (
+	hunkBudget = 16 << 20
+	hunkLines  = 4096
+)
 
 // PlanKeep is [KeepLines] of the size bytes of f, read once in blocks and never held: the
 // salvage as a [Splice] of the original (nil when it keeps nothing), and its figures. Only
@@ -89,6 +92,7 @@ type keeper struct {
 
 	hunk      []byte // the damaged lines held, each with its '\n' when it had one
 	hunkStart int64
+	hunkN     int // ... and how many
 }
 
 func newKeeper(p Profile, path string) *keeper {
@@ -111,7 +115,7 @@ func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) 
 		}
 		if k.hunk == nil {
 			k.hunkStart = start
-		} else if len(k.hunk)+len(line) > hunkBudget {
+		} else if len(k.hunk)+len(line) > hunkBudget || k.hunkN == hunkLines {
 			if err := k.flush(f); err != nil {
 				return err
 			}
@@ -124,6 +128,7 @@ func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) 
 		if terminated {
 			k.hunk = append(k.hunk, '\n')
 		}
+		k.hunkN++
 		return nil
 	}
 	if err := k.flush(f); err != nil {
@@ -209,7 +214,7 @@ func (k *keeper) flush(f io.ReaderAt) error {
 		return nil
 	}
 	hunk := k.hunk
-	k.hunk = nil
+	k.hunk, k.hunkN = nil, 0
 	lines := split(hunk, k.p, false)
 	var out []byte
 	for i := 0; i < len(lines); i++ {

@@ -483,12 +483,13 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 		return nil, nil
 	}
 	_, keyed := p.(RecordKeyer)
-	type rec struct {
-		hdr  bool   // a keyed record replaced in place by its newest version ("\x00" key)
-		line []byte // its newest salvaged version (with its '\n')
-	}
-	newer := map[[16]byte]*rec{}
-	var order [][16]byte // the salvaged keys in the order first seen
+	// The copy's records, by key: a salvaged record the copy has is not held (but for the
+	// newest version of a keyed record replaced in place, a "\x00" key).
+	inCopy := map[[16]byte]bool{}
+	eachKeyed(p, lastGood, keyed, func(_, _ int, k [16]byte, _ bool) { inCopy[k] = true })
+	newest := map[[16]byte][]byte{} // the copy's "\x00" records' newest salvaged versions
+	added := map[[16]byte][]byte{}  // the salvaged records the copy lacks, newest version
+	var order [][16]byte            // ... in the order first salvaged
 	held := 0
 	lj := &longJudge{r: rulesOf(p), window: lineWindow}
 	walk := readWalker(salv, size, min(StreamBuf, lineWindow), MaxLine, lj)
@@ -504,19 +505,23 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 			return nil
 		}
 		k := lineKey([]byte(key))
-		r := newer[k]
-		if r == nil {
-			r = &rec{hdr: strings.HasPrefix(key, "\x00")}
-			newer[k] = r
-			order = append(order, k)
-		}
-		held += len(line) + 1 - len(r.line)
-		if budget > 0 && held > budget {
-			return ErrUnionTooLarge
-		}
-		r.line = append(append(r.line[:0], line...), '\n')
+		rec := append(bytes.Clone(line), '\n')
 		if !terminated {
-			r.line = r.line[:len(r.line)-1] // as the salvage has it
+			rec = rec[:len(rec)-1] // as the salvage has it
+		}
+		switch {
+		case inCopy[k] && strings.HasPrefix(key, "\x00"):
+			newest[k] = rec
+		case inCopy[k]:
+		default:
+			old, seen := added[k]
+			if !seen {
+				order = append(order, k)
+			}
+			if held += len(rec) - len(old); budget > 0 && held > budget {
+				return ErrUnionTooLarge
+			}
+			added[k] = rec
 		}
 		return nil
 	})
@@ -524,31 +529,34 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 		return nil, err
 	}
 	var out []byte
-	used := map[[16]byte]bool{}
-	jsonv.Lines(lastGood, func(start int, line []byte, terminated bool) bool {
+	eachKeyed(p, lastGood, keyed, func(start, end int, k [16]byte, _ bool) {
+		if b, ok := newest[k]; ok {
+			out = append(out, b...)
+		} else {
+			out = append(out, lastGood[start:end]...)
+		}
+	})
+	for _, k := range order {
+		out = append(out, added[k]...)
+	}
+	return out, nil
+}
+
+// eachKeyed calls fn for each record of data in order: its bytes [start, end) (with its '\n'
+// when it has one) and the lineKey of its recordKey.
+func eachKeyed(p Profile, data []byte, keyed bool, fn func(start, end int, k [16]byte, terminated bool)) {
+	jsonv.Lines(data, func(start int, line []byte, terminated bool) bool {
 		key, ok := lineRecordKey(p, line, keyed)
 		if !ok {
 			return true
 		}
-		k := lineKey([]byte(key))
 		end := start + len(line)
 		if terminated {
 			end++
 		}
-		if r := newer[k]; r != nil && r.hdr {
-			out = append(out, r.line...)
-		} else {
-			out = append(out, lastGood[start:end]...)
-		}
-		used[k] = true
+		fn(start, end, lineKey([]byte(key)), terminated)
 		return true
 	})
-	for _, k := range order {
-		if !used[k] {
-			out = append(out, newer[k].line...)
-		}
-	}
-	return out, nil
 }
 
 // lineRecordKey is recordKey of a line: ok is false when it is no valid record.

@@ -115,6 +115,20 @@ func TestUnionFromMatchesWhole(t *testing.T) {
 	if Union(keyedLog{plain{jsonl: true}}, []byte(rec(1, 0)+"\n"), nil) != nil {
 		t.Fatal("a union with nothing salvaged")
 	}
+	// Only the records the copy lacks count against the budget: a salvage of 1,000 records
+	// the copy has and two it lacks fits in 200 bytes.
+	{
+		p := keyedLog{plain{jsonl: true}}
+		var lg, salv []byte
+		for i := range 1000 {
+			lg = append(lg, rec(1+i%6, 0)+"\n"...)
+		}
+		salv = append(bytes.Clone(lg), rec(8, 1)+"\n"+rec(9, 1)+"\n"...)
+		u, err := UnionFrom(p, lg, bytes.NewReader(salv), int64(len(salv)), 200)
+		if want := unionRef(p, lg, salv); err != nil || !bytes.Equal(u, want) {
+			t.Fatalf("a salvage mostly in the copy: %v, union of %d bytes, want %d", err, len(u), len(want))
+		}
+	}
 	// Over the budget: refused, not cut short.
 	p := keyedLog{plain{jsonl: true}}
 	salv := []byte(rec(1, 0) + "\n" + rec(2, 0) + "\n" + rec(3, 0) + "\n")
