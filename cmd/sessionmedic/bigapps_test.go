@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sessionmedic/sessionmedic/internal/damage"
 )
 
 // bigTranscript is a transcript of the preset's app of at least size bytes, as its app lays
@@ -52,15 +54,10 @@ func TestBigAppTranscriptsHealedFromTheFile(t *testing.T) {
 			var damaged []byte
 			lost := 0
 			if c.preset == "claude-code" {
-				// A middle record glued to the next: split back, nothing lost.
-				mid := len(healthy) / 2
-				nl := mid + bytes.IndexByte(healthy[mid:], '\n')
-				damaged = append(bytes.Clone(healthy[:nl]), healthy[nl+1:]...)
+				damaged = damage.GlueMiddle(healthy) // split back, nothing lost
 			} else {
-				// A torn last line: cut, the torn record lost.
-				last := bytes.LastIndexByte(healthy[:len(healthy)-1], '\n') + 1
-				damaged = healthy[:last+(len(healthy)-last)/2]
-				healthy, lost = healthy[:last], 1
+				damaged, healthy = damage.TearLast(healthy) // cut, the torn record lost
+				lost = 1
 			}
 			home := t.TempDir()
 			path := filepath.Join(home, c.rel)

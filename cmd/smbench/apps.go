@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/sessionmedic/sessionmedic/internal/damage"
 )
 
 // apps: the apps' own formats at the sizes heavy users reach. A Claude Code transcript with a
@@ -161,8 +163,9 @@ func (b *bench) appsFirstScan(ctx context.Context, dir string, idle int64) (Row,
 
 // writeAppTranscript writes, under run, a transcript of the preset's app of about size bytes
 // where the app keeps it, damaged (Claude Code: a middle record glued to the next; OpenClaw:
-// its last line torn), and returns its path, its bytes before the damage, and the damage.
-func writeAppTranscript(run, preset string, size int64) (path string, healthy []byte, damage string, err error) {
+// its last line torn), and returns its path, its bytes before the damage, and what the
+// damage is.
+func writeAppTranscript(run, preset string, size int64) (path string, healthy []byte, what string, err error) {
 	var buf bytes.Buffer
 	switch preset {
 	case "claude-code":
@@ -170,7 +173,7 @@ func writeAppTranscript(run, preset string, size int64) (path string, healthy []
 		dir := filepath.Join(run, "home", ".claude", "projects", claudeSlug("/home/user/src/demo"))
 		path = filepath.Join(dir, "7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13.jsonl")
 		healthy = s.fill(nil, int(size))
-		damage = "a middle record glued to the next"
+		what = "a middle record glued to the next"
 	case "openclaw":
 		dir := filepath.Join(run, "state-oc", "agents", "main", "sessions")
 		path = filepath.Join(dir, "5dbda090-2ac0-44ad-b015-c3eca97cfdce.jsonl")
@@ -188,28 +191,24 @@ func writeAppTranscript(run, preset string, size int64) (path string, healthy []
 			parent = fmt.Sprintf("%q", id)
 		}
 		healthy = buf.Bytes()
-		damage = "its last line torn"
+		what = "its last line torn"
 	default:
 		return "", nil, "", fmt.Errorf("no transcript for %s", preset)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", nil, "", err
 	}
-	damaged := healthy
+	var damaged []byte
 	if preset == "claude-code" {
-		mid := len(healthy) / 2
-		nl := mid + bytes.IndexByte(healthy[mid:], '\n')
-		damaged = append(bytes.Clone(healthy[:nl]), healthy[nl+1:]...)
+		damaged = damage.GlueMiddle(healthy)
 	} else {
-		last := bytes.LastIndexByte(healthy[:len(healthy)-1], '\n') + 1
-		damaged = healthy[:last+(len(healthy)-last)/2]
 		// The heal cuts the torn line: the file before the damage is the rest.
-		healthy = healthy[:last]
+		damaged, healthy = damage.TearLast(healthy)
 	}
 	if err := os.WriteFile(path, damaged, 0o600); err != nil {
 		return "", nil, "", err
 	}
-	return path, healthy, damage, nil
+	return path, healthy, what, nil
 }
 
 // cpFsync is the time of one copy of src to dst with an fsync: the physical reference.
