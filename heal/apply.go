@@ -158,15 +158,12 @@ func (e *Engine) verify(t Target, in *inspection) {
 		} else {
 			v, err = format.InspectAt(c.typ, t.Path, f, id.Size)
 		}
-		same := fsio.StillSame(f, id)
-		f.Close()
-		if err != nil || !same || v.Status != Healthy {
+		defer f.Close()
+		if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
 			return
 		}
-		// Validated: read whole only to keep the copy, if it is still that version.
-		if data, rid, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil && rid.Same(id) {
-			_ = e.LastGood.Put(t.Path, data)
-		}
+		// Validated: copied streaming, and kept if it is still that version.
+		_ = e.LastGood.PutFrom(t.Path, f, id.Size, func() bool { return fsio.StillSame(f, id) })
 		return
 	}
 	if data, _, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {

@@ -3,6 +3,7 @@ package fsio
 import (
 	"bufio"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -206,6 +207,44 @@ func (fs FS) ReplaceAtomic(path string, data []byte, mode os.FileMode) error {
 		return err
 	}
 	return nil
+}
+
+// ReplaceAtomicFrom is ReplaceAtomic of content streamed from src, never held; keep, given
+// the sha256 of what was written, says whether to put it in place (false: the temp is
+// removed, nothing replaced).
+func (fs FS) ReplaceAtomicFrom(path string, c Content, src io.ReaderAt, mode os.FileMode, keep func(sum [sha256.Size]byte) bool) error {
+	tmp := TempName(path)
+	if err := fs.fault("create", tmp); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	err = fs.Do("write", tmp, func() error {
+		w := bufio.NewWriterSize(io.MultiWriter(f, h), bufSize)
+		if _, err := c.WriteOut(w, src); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	if err == nil && !keep(sum) {
+		os.Remove(tmp)
+		return nil
+	}
+	if err == nil {
+		err = fs.Do("rename", path, func() error { return os.Rename(tmp, path) })
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // MkdirAllSync creates dir and fsyncs each parent it created.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -161,6 +162,39 @@ func (l LastGood) Put(path string, data []byte) error {
 		l.idx.set(k, sum)
 	}
 	l.clearGone(path) // seen again: no longer deleted
+	return nil
+}
+
+// PutFrom is Put of the size bytes of src, copied streaming, never held (a big file's copy).
+// unchanged is asked once they are copied, before the copy is put in place: false (the file
+// moved meanwhile, so the bytes may be of two versions) leaves the old copy as it was.
+func (l LastGood) PutFrom(path string, src io.ReaderAt, size int64, unchanged func() bool) error {
+	if l.Root == "" || (l.MaxFileBytes > 0 && size > l.MaxFileBytes) {
+		return nil
+	}
+	k := copyKey(path)
+	old, ok := uint64(0), false
+	if l.idx != nil {
+		l.idx.load(l.Root, l.ownTemp)
+		old, ok = l.idx.get(k)
+	}
+	if err := l.fs.MkdirAllSync(l.Root); err != nil {
+		return err
+	}
+	var sum uint64
+	placed := false
+	err := l.fs.ReplaceAtomicFrom(l.file(path), fsio.Range{Off: 0, N: size}, src, 0o600, func(full [sha256.Size]byte) bool {
+		sum = binary.LittleEndian.Uint64(full[:8]) | 1
+		placed = unchanged() && (!ok || old != sum) // a copy already holding these bytes is left as it is
+		return placed
+	})
+	if err != nil || !placed {
+		return err
+	}
+	if l.idx != nil {
+		l.idx.set(k, sum)
+	}
+	l.clearGone(path)
 	return nil
 }
 

@@ -60,3 +60,48 @@ func TestLastGoodFollowsTheRootsRealPath(t *testing.T) {
 		t.Fatalf("a new store handed tree b's file tree a's copy: %q", got)
 	}
 }
+
+// TestLastGoodPutFrom: a copy streamed from a file is the file's bytes, kept like Put's (Get
+// reads it, an identical copy is not written again), and one whose file moved while it was
+// copied is never put in place: the older copy stays.
+func TestLastGoodPutFrom(t *testing.T) {
+	root := t.TempDir()
+	lg := NewLastGood(filepath.Join(root, "lg"), 0, fsio.FS{}, nil)
+	src := filepath.Join(root, "s.jsonl")
+	v1, v2 := []byte("{\"a\":1}\n"), []byte("{\"a\":1}\n{\"b\":2}\n")
+	put := func(data []byte, unchanged bool) {
+		t.Helper()
+		if err := os.WriteFile(src, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := lg.PutFrom("/srv/s.jsonl", f, int64(len(data)), func() bool { return unchanged }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(v1, true)
+	if got := lg.Get("/srv/s.jsonl"); string(got) != string(v1) {
+		t.Fatalf("copy %q, want %q", got, v1)
+	}
+	copyPath := filepath.Join(root, "lg", CopyName("/srv/s.jsonl"))
+	before, _ := os.Stat(copyPath)
+	put(v1, true)
+	if after, _ := os.Stat(copyPath); !os.SameFile(before, after) {
+		t.Error("an identical copy was written again")
+	}
+	put(v2, false)
+	if got := lg.Get("/srv/s.jsonl"); string(got) != string(v1) {
+		t.Fatalf("a copy of a file that moved replaced the older one: %q", got)
+	}
+	put(v2, true)
+	if got := lg.Get("/srv/s.jsonl"); string(got) != string(v2) {
+		t.Fatalf("copy %q, want %q", got, v2)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "lg")); len(ents) != 1 {
+		t.Fatalf("%d entries in the store, want the copy alone (no temp left)", len(ents))
+	}
+}
