@@ -14,9 +14,10 @@ import (
 	"github.com/sessionmedic/sessionmedic/internal/damage"
 )
 
-// apps: the apps' own formats at the sizes heavy users reach. A Claude Code transcript with a
-// glued middle record (two records on one line) and an OpenClaw transcript with a torn last
-// line, of 100 MB (and Claude's of 300 MB; -quick: 16 MB each), are checked and healed by
+// apps: the apps' own formats at the sizes heavy users reach. A Claude Code transcript and a
+// Codex rollout with a glued middle record (two records on one line) and an OpenClaw
+// transcript with a torn last line, of 100 MB (and Claude's of 300 MB; -quick: 16 MB each),
+// are checked and healed by
 // the CLI (`check -json`, `heal -json`: wall time and peak RSS, sampled), beside the
 // physical reference of one `cp` of the file with an fsync. Then the daemon's first scan of
 // a healthy 20 MB OpenClaw transcript under the sidecar's GOMEMLIMIT, as a Kubernetes
@@ -31,9 +32,9 @@ func (b *bench) appsBench(ctx context.Context) ([]Row, error) {
 		app, preset string
 		size        int64
 	}
-	cases := []appCase{{"Claude Code", "claude-code", 100e6}, {"Claude Code", "claude-code", 300e6}, {"OpenClaw", "openclaw", 100e6}}
+	cases := []appCase{{"Claude Code", "claude-code", 100e6}, {"Claude Code", "claude-code", 300e6}, {"Codex", "codex", 100e6}, {"OpenClaw", "openclaw", 100e6}}
 	if b.o.quick {
-		cases = []appCase{{"Claude Code", "claude-code", 16e6}, {"OpenClaw", "openclaw", 16e6}}
+		cases = []appCase{{"Claude Code", "claude-code", 16e6}, {"Codex", "codex", 16e6}, {"OpenClaw", "openclaw", 16e6}}
 	}
 	idle, err := b.idleRSS(ctx, dir)
 	if err != nil {
@@ -174,6 +175,22 @@ func writeAppTranscript(run, preset string, size int64) (path string, healthy []
 		path = filepath.Join(dir, "7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13.jsonl")
 		healthy = s.fill(nil, int(size))
 		what = "a middle record glued to the next"
+	case "codex":
+		// A paginated rollout (codex.md): session_meta, then response items numbered on.
+		const id = "01a20539-677f-7710-87e4-54a740761238"
+		path = filepath.Join(run, "home", ".codex", "sessions", "2026", "11", "22", "rollout-2026-11-22T21-46-17-"+id+".jsonl")
+		g := newGen(23)
+		fmt.Fprintf(&buf, `{"timestamp":"2026-11-22T21:46:17.895Z","ordinal":0,"type":"session_meta","payload":{"id":%q,"timestamp":"2026-11-22T21:46:17.862Z","cwd":"/tmp/demo/proj","originator":"codex_exec","cli_version":"0.169.0","source":"exec","model_provider":"mock"}}`+"\n", id)
+		for i := 1; int64(buf.Len()) < size; i++ {
+			role, kind := "user", "input_text"
+			if i%2 == 0 {
+				role, kind = "assistant", "output_text"
+			}
+			text, _ := json.Marshal(g.content(role, 20+i%200))
+			fmt.Fprintf(&buf, `{"timestamp":"2026-11-22T21:46:18.000Z","ordinal":%d,"type":"response_item","payload":{"type":"message","id":"msg_%08x","role":%q,"content":[{"type":%q,"text":%s}]}}`+"\n", i, i, role, kind, text)
+		}
+		healthy = buf.Bytes()
+		what = "a middle record glued to the next"
 	case "openclaw":
 		dir := filepath.Join(run, "state-oc", "agents", "main", "sessions")
 		path = filepath.Join(dir, "5dbda090-2ac0-44ad-b015-c3eca97cfdce.jsonl")
@@ -199,7 +216,7 @@ func writeAppTranscript(run, preset string, size int64) (path string, healthy []
 		return "", nil, "", err
 	}
 	var damaged []byte
-	if preset == "claude-code" {
+	if preset != "openclaw" {
 		damaged = damage.GlueMiddle(healthy)
 	} else {
 		// The heal cuts the torn line: the file before the damage is the rest.
