@@ -152,13 +152,8 @@ func (e *Engine) verify(t Target, in *inspection) {
 		if err != nil {
 			return
 		}
-		var v Verdict
-		if c.typ.Plain() {
-			v, _, err = format.StreamVerdict(f, 0, id.Size, c.typ)
-		} else {
-			v, err = format.InspectAt(c.typ, t.Path, f, id.Size)
-		}
 		defer f.Close()
+		v, err := judgeStreamed(&c, f, 0, id.Size)
 		if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
 			return
 		}

@@ -65,13 +65,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var bomLess bool
 	var bomLessV Verdict
 	if in.verdict.Kind == format.KindBOM {
-		var v Verdict
-		var err error
-		if c.typ.Plain() {
-			v, _, err = format.StreamVerdict(f, 3, size, c.typ)
-		} else {
-			v, err = format.InspectAt(c.typ, c.path, io.NewSectionReader(f, 3, size-3), size-3)
-		}
+		v, err := judgeStreamed(c, f, 3, size)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -136,6 +130,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			FirstValueEnd: in.bigEnd,
 			BOMLess:       bomLess,
 			Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
+			OwnSalvage:    !c.typ.Plain(),
 		}, surveyed)
 	}
 	if errors.Is(err, format.ErrNoStream) {
@@ -167,8 +162,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		case policy.Salvage:
 			tr.why = noSalvage(c, false)
 		case policy.Reconcile, policy.DropInvalidEntries, policy.RestoreFields, policy.AddOrdinals, policy.RebuildHeader:
-			tr.why = whyNotStreamed
-			notStreamed = true
+			notStreamed = true // tr.why says so
 		case policy.Normalize:
 			tr.why = whyNoBOM
 			if in.verdict.Kind == format.KindBOM {
@@ -226,11 +220,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 		var extra *plan
 		if s == policy.LastGoodCopy && union != nil {
-			if extra, err = unionPlan(c, f, union, bigPlan); err != nil {
-				return nil, nil, err
-			}
-			if extra != nil {
-				extra.total = sv.Total
+			if extra = unionPlan(c, union, sv.Total, bigPlan); extra != nil {
 				out = append(out, extra) // before the copy's: ties go to it
 			}
 		}
@@ -255,22 +245,23 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 // holds; a union that would add more is not offered for a big file.
 const unionBudget = 16 << 20
 
-// unionPlan is the plan that writes the union u (nil when the checklist refuses it, or it
-// changes bytes a fork points into), as the in-memory planner makes it.
-func unionPlan(c *fileCtx, f io.ReaderAt, u *memCand, bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) (*plan, error) {
+// unionPlan is the plan that writes the union u, of a file of total records (nil when the
+// checklist refuses it, or it changes bytes a fork points into), as the in-memory planner
+// makes it.
+func unionPlan(c *fileCtx, u *memCand, total int, bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) *plan {
 	if !candidateOK(c, u.Data) {
-		return nil, nil
+		return nil
 	}
 	if k, ok := c.typ.(format.PrefixKeeper); ok {
 		if n := k.KeptPrefix(c.path); n > 0 && (int64(len(u.Data)) < n || u.PrefixN < n) {
-			return nil, nil
+			return nil
 		}
 	}
 	p := bigPlan(u.strategy, fsio.Bytes(u.Data), sha(u.Data), int64(len(u.Data)), u.PrefixN == int64(len(u.Data)))
 	p.edits[0].data = u.Data
-	p.keep = format.Records(c.typ, u.Data)
+	p.keep, p.total = format.Records(c.typ, u.Data), total
 	p.lostRecords, p.lostBytes = u.Lost, u.LostBytes
-	return p, nil
+	return p
 }
 
 // before: strategy a comes before b in the rule's list (both in it).
@@ -305,6 +296,16 @@ func (e *Engine) planWhole(rule *policy.Rule, in *inspection, f *os.File) ([]*pl
 	in.data, in.big = data, false
 	plans, tries := makePlans(rule, in)
 	return plans, tries, nil
+}
+
+// judgeStreamed is the verdict on bytes [off, size) of r as the file at c's path, read in
+// blocks: a plain profile's syntax, an app's checklist record by record.
+func judgeStreamed(c *fileCtx, r io.ReaderAt, off, size int64) (Verdict, error) {
+	if c.typ.Plain() {
+		v, _, err := format.StreamVerdict(r, off, size, c.typ)
+		return v, err
+	}
+	return format.InspectAt(c.typ, c.path, io.NewSectionReader(r, off, size-off), size-off)
 }
 
 // keepsPrefixAt is keepsPrefix of a streamed salvage.

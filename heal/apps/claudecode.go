@@ -208,7 +208,6 @@ type claudeWarner struct {
 	dangling, foreign, hollow int
 	lastToolUses              []string        // the tool_use ids of the last assistant row
 	answered                  map[string]bool // tool_use ids with a result after it
-	assistant                 bool            // an assistant row was seen
 }
 
 func (w *claudeWarner) add(v *jsonv.Value) {
@@ -220,7 +219,6 @@ func (w *claudeWarner) add(v *jsonv.Value) {
 		if m := v.Get("message"); m.Get("role") == nil || m.Get("content") == nil || m.Get("content").Type == jsonv.Null {
 			w.hollow++
 		}
-		w.assistant = true
 		w.lastToolUses = w.lastToolUses[:0]
 		for _, b := range claudeBlocks(v, "tool_use") {
 			w.lastToolUses = append(w.lastToolUses, strOf(b.Get("id")))

@@ -23,25 +23,8 @@ func AllNUL(b []byte) bool {
 
 // Inspect judges a file's content with its profile's full checklist.
 func Inspect(p Profile, f File, data []byte) Verdict {
-	if s, ok := p.(Skipper); ok {
-		if reason := s.SkipReason(f.Path, data); reason != "" {
-			return Skip("%s", reason)
-		}
-	}
-	if len(data) == 0 {
-		if e, ok := p.(EmptyChecker); ok {
-			return e.CheckEmpty(f)
-		}
-		if p.EmptyIsDamage() {
-			return Damage(KindEmpty, 0, "file is empty")
-		}
-		return OK()
-	}
-	if AllNUL(data) {
-		return Damage(KindNULFilled, 0, "file is %d NUL bytes", len(data))
-	}
-	if bytes.HasPrefix(data, BOM) {
-		return Damage(KindBOM, 0, "file starts with a UTF-8 byte order mark")
+	if v, done, _ := judgeFront(p, f, data, int64(len(data)), func() (bool, error) { return AllNUL(data), nil }); done {
+		return v
 	}
 	var v Verdict
 	if p.JSONL() {
@@ -59,6 +42,34 @@ func Inspect(p Profile, f File, data []byte) Verdict {
 		return Damage(KindTruncated, int64(len(data)), "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", len(data), len(f.LastGood))
 	}
 	return v
+}
+
+// judgeFront is what is judged of a file of size bytes before any record of it: its
+// profile's skip (asked of head, its first bytes or all of them), an empty file, one of NUL
+// bytes only (allNUL), one that starts with a byte order mark. done is false when none of
+// these decides.
+func judgeFront(p Profile, f File, head []byte, size int64, allNUL func() (bool, error)) (v Verdict, done bool, err error) {
+	if s, ok := p.(Skipper); ok {
+		if reason := s.SkipReason(f.Path, head); reason != "" {
+			return Skip("%s", reason), true, nil
+		}
+	}
+	if size == 0 {
+		if e, ok := p.(EmptyChecker); ok {
+			return e.CheckEmpty(f), true, nil
+		}
+		if p.EmptyIsDamage() {
+			return Damage(KindEmpty, 0, "file is empty"), true, nil
+		}
+		return OK(), true, nil
+	}
+	if all, err := allNUL(); err != nil || all {
+		return Damage(KindNULFilled, 0, "file is %d NUL bytes", size), true, err
+	}
+	if bytes.HasPrefix(head, BOM) {
+		return Damage(KindBOM, 0, "file starts with a UTF-8 byte order mark"), true, nil
+	}
+	return Verdict{}, false, nil
 }
 
 func inspectJSON(p Profile, f File, data []byte) Verdict {

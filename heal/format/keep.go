@@ -38,9 +38,15 @@ const (
 // (never split). A profile whose salvage needs more than its lines (a [SalvageFinisher])
 // is not planned here.
 func PlanKeep(p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepFigures, error) {
+	return planKeep(p, path, f, size, keepWalker(p, f, size))
+}
+
+// keepWalker walks the lines of r for a salvage: a line longer than LineWindow judged from
+// r, its record's skeleton made for a Superseder (which parses the records it keeps).
+func keepWalker(p Profile, r io.ReaderAt, size int64) walker {
 	_, superseder := p.(Superseder)
 	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: superseder}
-	return planKeep(p, path, f, size, readWalker(f, size, min(StreamBuf, lineWindow), MaxLine, lj))
+	return readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)
 }
 
 // PlanKeepSum is [PlanKeep] that also gives the hex sha256 of the original, read in the same
@@ -48,9 +54,7 @@ func PlanKeep(p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepF
 func PlanKeepSum(p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepFigures, string, error) {
 	h := sha256.New()
 	ta := &teeAt{r: io.NewSectionReader(f, 0, size), w: h}
-	_, superseder := p.(Superseder)
-	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: superseder}
-	s, fig, err := planKeep(p, path, f, size, readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj))
+	s, fig, err := planKeep(p, path, f, size, keepWalker(p, ta, size))
 	if err == nil {
 		err = ta.through(size)
 	}
@@ -90,9 +94,8 @@ type keeper struct {
 	s    *Splice
 	fig  KeepFigures
 
-	hunk      []byte // the damaged lines held, each with its '\n' when it had one
-	hunkStart int64
-	hunkN     int // ... and how many
+	hunk  []byte // the damaged lines held, each with its '\n' when it had one
+	hunkN int    // ... and how many
 }
 
 func newKeeper(p Profile, path string) *keeper {
@@ -113,16 +116,13 @@ func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) 
 		if blank && k.hunk == nil {
 			return nil // a blank line is no record, and not kept
 		}
-		if k.hunk == nil {
-			k.hunkStart = start
-		} else if len(k.hunk)+len(line) > hunkBudget || k.hunkN == hunkLines {
+		if k.hunk != nil && (len(k.hunk)+len(line) > hunkBudget || k.hunkN == hunkLines) {
 			if err := k.flush(f); err != nil {
 				return err
 			}
 			if blank {
 				return nil
 			}
-			k.hunkStart = start
 		}
 		k.hunk = append(k.hunk, line...)
 		if terminated {
@@ -176,12 +176,11 @@ func (k *keeper) long(f io.ReaderAt, start int64, long *longLine) error {
 	}
 	if !long.record {
 		// Dropped whole: a record if it starts as one.
-		var head [4096]byte
-		n, err := f.ReadAt(head[:min(int64(len(head)), long.n)], start)
-		if err != nil && err != io.EOF {
+		obj, err := longStartsRecord(k.p, f, start, long.n)
+		if err != nil {
 			return err
 		}
-		if startsRecord(k.p, head[:n]) {
+		if obj {
 			k.fig.Total++
 			k.fig.Lost++
 		}
@@ -276,6 +275,17 @@ func lineKey(b []byte) [16]byte {
 func longKey(f io.ReaderAt, start, n int64) ([16]byte, error) {
 	h, err := longLineHash(f, start, n)
 	return [16]byte(h[:16]), err
+}
+
+// longStartsRecord is startsRecord of the n-byte line at start of f, its first bytes read
+// from f.
+func longStartsRecord(p Profile, f io.ReaderAt, start, n int64) (bool, error) {
+	var head [4096]byte
+	k, err := f.ReadAt(head[:min(int64(len(head)), n)], start)
+	if err != nil && err != io.EOF {
+		return false, err
+	}
+	return startsRecord(p, head[:k]), nil
 }
 
 // longLineHash is the sha256 of the n-byte line at start of f without its trailing '\r's,

@@ -124,8 +124,6 @@ func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved
 		return // a torn last record whose whole version the result holds
 	}
 	if recs := SplitLine(m.p, raw); recs != nil {
-		// Split: each whole record kept or lost, and the bytes around them (a stub) one
-		// record more.
 		// Split: each whole record kept or lost, and each stretch of bytes around them (a
 		// stub) one record more, lost unless it is the torn start of a record split out of
 		// the same line and kept (a writer's first try, written again in full), or no
@@ -486,7 +484,7 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 	// The copy's records, by key: a salvaged record the copy has is not held (but for the
 	// newest version of a keyed record replaced in place, a "\x00" key).
 	inCopy := map[[16]byte]bool{}
-	eachKeyed(p, lastGood, keyed, func(_, _ int, k [16]byte, _ bool) { inCopy[k] = true })
+	eachKeyed(p, lastGood, keyed, func(_, _ int, k [16]byte) { inCopy[k] = true })
 	newest := map[[16]byte][]byte{} // the copy's "\x00" records' newest salvaged versions
 	added := map[[16]byte][]byte{}  // the salvaged records the copy lacks, newest version
 	var order [][16]byte            // ... in the order first salvaged
@@ -505,14 +503,16 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 			return nil
 		}
 		k := lineKey([]byte(key))
+		if inCopy[k] && !strings.HasPrefix(key, "\x00") {
+			return nil // the copy's version stays: nothing to hold
+		}
 		rec := append(bytes.Clone(line), '\n')
 		if !terminated {
 			rec = rec[:len(rec)-1] // as the salvage has it
 		}
 		switch {
-		case inCopy[k] && strings.HasPrefix(key, "\x00"):
-			newest[k] = rec
 		case inCopy[k]:
+			newest[k] = rec
 		default:
 			old, seen := added[k]
 			if !seen {
@@ -529,7 +529,7 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 		return nil, err
 	}
 	var out []byte
-	eachKeyed(p, lastGood, keyed, func(start, end int, k [16]byte, _ bool) {
+	eachKeyed(p, lastGood, keyed, func(start, end int, k [16]byte) {
 		if b, ok := newest[k]; ok {
 			out = append(out, b...)
 		} else {
@@ -544,7 +544,7 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 
 // eachKeyed calls fn for each record of data in order: its bytes [start, end) (with its '\n'
 // when it has one) and the lineKey of its recordKey.
-func eachKeyed(p Profile, data []byte, keyed bool, fn func(start, end int, k [16]byte, terminated bool)) {
+func eachKeyed(p Profile, data []byte, keyed bool, fn func(start, end int, k [16]byte)) {
 	jsonv.Lines(data, func(start int, line []byte, terminated bool) bool {
 		key, ok := lineRecordKey(p, line, keyed)
 		if !ok {
@@ -554,7 +554,7 @@ func eachKeyed(p Profile, data []byte, keyed bool, fn func(start, end int, k [16
 		if terminated {
 			end++
 		}
-		fn(start, end, lineKey([]byte(key)), terminated)
+		fn(start, end, lineKey([]byte(key)))
 		return true
 	})
 }

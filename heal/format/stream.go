@@ -373,25 +373,8 @@ func judgeAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error)
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
 		return Verdict{}, err
 	}
-	if s, ok := p.(Skipper); ok {
-		if reason := s.SkipReason(path, head); reason != "" {
-			return Skip("%s", reason), nil
-		}
-	}
-	if size == 0 {
-		if e, ok := p.(EmptyChecker); ok {
-			return e.CheckEmpty(File{Path: path}), nil
-		}
-		if p.EmptyIsDamage() {
-			return Damage(KindEmpty, 0, "file is empty"), nil
-		}
-		return OK(), nil
-	}
-	if all, err := AllNULAt(r, 0, size); err != nil || all {
-		return Damage(KindNULFilled, 0, "file is %d NUL bytes", size), err
-	}
-	if bytes.HasPrefix(head, BOM) {
-		return Damage(KindBOM, 0, "file starts with a UTF-8 byte order mark"), nil
+	if v, done, err := judgeFront(p, File{Path: path}, head, size, func() (bool, error) { return AllNULAt(r, 0, size) }); done || err != nil {
+		return v, err
 	}
 	// A read error would end the walk as the end of the file: it is the caller's instead.
 	var mu sync.Mutex

@@ -20,6 +20,10 @@ type SurveyOptions struct {
 	// Unchanged, when set, is asked after the pass over the file and before it is read
 	// again: false ends the survey with [fsio.ErrChanged].
 	Unchanged func() bool
+	// OwnSalvage: the caller plans the salvage itself (an app's, [PlanKeep]): the valid
+	// lines' hash and the search for a torn last line's whole version in them are not made,
+	// and the result's SalvSHA is empty.
+	OwnSalvage bool
 }
 
 // SurveyCand is a candidate replacement held in memory (a backup, the last-good copy),
@@ -93,8 +97,11 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		torn          []byte // an unterminated invalid last line
 		tornLen       int64
 		tornN         int
-		salvLines     = sha256.New()
+		salvLines     hash.Hash // nil: not hashed (OwnSalvage)
 	)
+	if !opt.OwnSalvage {
+		salvLines = sha256.New()
+	}
 	res.SalvPrefix = true
 	var err error
 	// One read of the original feeds every writer in order (teeAt), however the walk reads.
@@ -119,8 +126,10 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 			if valid {
 				res.SalvKeep++
 				res.SalvSize += int64(len(line)) + 1
-				salvLines.Write(line)
-				salvLines.Write([]byte{'\n'})
+				if salvLines != nil {
+					salvLines.Write(line)
+					salvLines.Write([]byte{'\n'})
+				}
 				if droppedBefore || !terminated {
 					res.SalvPrefix = false
 				}
@@ -164,7 +173,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	}
 	res.OldSHA = hex.EncodeToString(oldH.Sum(nil))
 	// A torn last record whose whole version the salvage holds is not lost.
-	if torn != nil && res.SalvKeep > 0 {
+	if torn != nil && res.SalvKeep > 0 && !opt.OwnSalvage {
 		cw := &fsio.ContainsWriter{Needle: torn}
 		if _, err := (ValidLines{Profile: p, Size: size}).WriteOut(cw, f); err != nil {
 			return SurveyResult{}, err
@@ -186,7 +195,9 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 			c.Lost, c.LostBytes = m.lost, m.lostBytes
 		}
 	}
-	res.SalvSHA = hex.EncodeToString(salvLines.Sum(nil))
+	if salvLines != nil {
+		res.SalvSHA = hex.EncodeToString(salvLines.Sum(nil))
+	}
 	if opt.BOMLess {
 		res.NormSHA, res.NormFirst = normH.Sum(), *normFirst
 	}
@@ -245,10 +256,12 @@ func surveyLong(p Profile, res *SurveyResult, f io.ReaderAt, start int64, long *
 	if long.record {
 		res.SalvKeep++
 		res.SalvSize += long.n + 1
-		if _, err := io.Copy(salvLines, io.NewSectionReader(f, start, long.n)); err != nil {
-			return err
+		if salvLines != nil {
+			if _, err := io.Copy(salvLines, io.NewSectionReader(f, start, long.n)); err != nil {
+				return err
+			}
+			salvLines.Write([]byte{'\n'})
 		}
-		salvLines.Write([]byte{'\n'})
 		if *droppedBefore || !long.terminated {
 			res.SalvPrefix = false
 		}
@@ -263,12 +276,10 @@ func surveyLong(p Profile, res *SurveyResult, f io.ReaderAt, start int64, long *
 	}
 	// A damaged line counts one record if it starts as an object does (as heldRecords
 	// counts a line held, but for the records glued in it).
-	var head [4096]byte
-	k, err := f.ReadAt(head[:min(int64(len(head)), long.n)], start)
-	if err != nil && err != io.EOF {
+	obj, err := longStartsRecord(p, f, start, long.n)
+	if err != nil {
 		return err
 	}
-	obj := startsRecord(p, head[:k])
 	if long.record || obj {
 		res.Total++
 	}

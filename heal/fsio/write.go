@@ -3,7 +3,6 @@ package fsio
 import (
 	"bufio"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -210,41 +209,23 @@ func (fs FS) ReplaceAtomic(path string, data []byte, mode os.FileMode) error {
 }
 
 // ReplaceAtomicFrom is ReplaceAtomic of content streamed from src, never held; keep, given
-// the sha256 of what was written, says whether to put it in place (false: the temp is
-// removed, nothing replaced).
-func (fs FS) ReplaceAtomicFrom(path string, c Content, src io.ReaderAt, mode os.FileMode, keep func(sum [sha256.Size]byte) bool) error {
+// the hex sha256 WriteOut returned for what was written, says whether to put it in place
+// (false: the temp is removed, nothing replaced).
+func (fs FS) ReplaceAtomicFrom(path string, c Content, src io.ReaderAt, mode os.FileMode, keep func(sum string) bool) error {
 	tmp := TempName(path)
-	if err := fs.fault("create", tmp); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, mode)
+	sum, err := fs.writeNewFrom(tmp, c, src, mode, false)
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
-	err = fs.Do("write", tmp, func() error {
-		w := bufio.NewWriterSize(io.MultiWriter(f, h), bufSize)
-		if _, err := c.WriteOut(w, src); err != nil {
-			return err
-		}
-		return w.Flush()
-	})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	if err == nil && !keep(sum) {
+	if !keep(sum) {
 		os.Remove(tmp)
 		return nil
 	}
-	if err == nil {
-		err = fs.Do("rename", path, func() error { return os.Rename(tmp, path) })
-	}
-	if err != nil {
+	if err := fs.Do("rename", path, func() error { return os.Rename(tmp, path) }); err != nil {
 		os.Remove(tmp)
+		return err
 	}
-	return err
+	return nil
 }
 
 // MkdirAllSync creates dir and fsyncs each parent it created.
@@ -264,6 +245,21 @@ func (fs FS) MkdirAllSync(dir string) error {
 // WriteDurableFrom is WriteDurable for content streamed from src (with the same fault
 // points); it returns the sha256 of what it wrote.
 func (fs FS) WriteDurableFrom(path string, c Content, src io.ReaderAt, mode os.FileMode) (string, error) {
+	sum, err := fs.writeNewFrom(path, c, src, mode, true)
+	if err == nil {
+		if err = fs.SyncDir(filepath.Dir(path)); err != nil {
+			os.Remove(path)
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+	return sum, nil
+}
+
+// writeNewFrom is WriteNew of content streamed from src: it returns the sha256 WriteOut gave
+// for what it wrote; on failure the file is removed.
+func (fs FS) writeNewFrom(path string, c Content, src io.ReaderAt, mode os.FileMode, sync bool) (string, error) {
 	if err := fs.fault("create", path); err != nil {
 		return "", err
 	}
@@ -280,14 +276,11 @@ func (fs FS) WriteDurableFrom(path string, c Content, src io.ReaderAt, mode os.F
 		}
 		return err
 	})
-	if err == nil {
+	if err == nil && sync {
 		err = fs.Do("fsync", path, f.Sync)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = fs.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		os.Remove(path)

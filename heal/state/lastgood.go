@@ -183,8 +183,10 @@ func (l LastGood) PutFrom(path string, src io.ReaderAt, size int64, unchanged fu
 	}
 	var sum uint64
 	placed := false
-	err := l.fs.ReplaceAtomicFrom(l.file(path), fsio.Range{Off: 0, N: size}, src, 0o600, func(full [sha256.Size]byte) bool {
-		sum = binary.LittleEndian.Uint64(full[:8]) | 1
+	err := l.fs.ReplaceAtomicFrom(l.file(path), fsio.Range{Off: 0, N: size}, src, 0o600, func(hexSum string) bool {
+		if full, err := hex.DecodeString(hexSum); err == nil && len(full) >= 8 {
+			sum = binary.LittleEndian.Uint64(full[:8]) | 1 // as Put keys it (0: unknown)
+		}
 		placed = unchanged() && (!ok || old != sum) // a copy already holding these bytes is left as it is
 		return placed
 	})
