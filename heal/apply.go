@@ -144,7 +144,7 @@ func (e *Engine) verify(t Target, in *inspection) {
 	if !t.Rule.KeepLastGood {
 		return // the verdict would keep no copy
 	}
-	if id, err := fsio.StatIdentity(t.Path); err == nil && (c.typ.Plain() || appStreamed(c.typ)) && id.Size > e.bigAbove() {
+	if id, err := fsio.StatIdentity(t.Path); err == nil && (c.typ.Plain() || appStreamed(c.typ) || format.IsDocument(c.typ)) && id.Size > e.bigAbove() {
 		if lg := e.LastGood.MaxFileBytes; (lg > 0 && id.Size > lg) || id.Size > planLimit {
 			return // no copy of a file this large
 		}

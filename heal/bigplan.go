@@ -64,12 +64,13 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	// The BOM-less bytes, when the file starts with a byte order mark (normalize).
 	var bomLess bool
 	var bomLessV Verdict
+	bomRecords := 0 // an app document's
 	if in.verdict.Kind == format.KindBOM {
-		v, err := judgeStreamed(c, f, 3, size)
+		v, n, err := judgeStreamedDoc(c, f, 3, size)
 		if err != nil {
 			return nil, nil, err
 		}
-		bomLess, bomLessV = v.Status == Healthy, v
+		bomLess, bomLessV, bomRecords = v.Status == Healthy, v, n
 	}
 	// An app's salvage (its checklist's records split, rejoined, repeats dropped), planned
 	// as a splice of the original.
@@ -77,7 +78,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var keepFig format.KeepFigures
 	var keepSHA, keepWhy, oldSHA string
 	var keepFails *Verdict
-	if !c.typ.Plain() && slices.Contains(rule.Strategies, policy.Salvage) {
+	doc := format.IsDocument(c.typ)
+	if !c.typ.Plain() && !doc && slices.Contains(rule.Strategies, policy.Salvage) {
 		var err error
 		// The original is hashed in the same read (the journal's and the quarantine's sum).
 		if keep, keepFig, oldSHA, err = format.PlanKeepSum(c.typ, c.path, f, size); err != nil {
@@ -101,6 +103,17 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		default:
 			keepSHA = sum
 		}
+	}
+	// An app document's salvage is its first value (the bytes before trailing garbage), as a
+	// plain document's, when its checklist passes it.
+	var valueV *Verdict
+	valueRecords := 0
+	if doc && in.bigEnd > 0 && slices.Contains(rule.Strategies, policy.Salvage) {
+		v, n, err := judgeStreamedDoc(c, f, 0, in.bigEnd)
+		if err != nil {
+			return nil, nil, err
+		}
+		valueV, valueRecords = &v, n
 	}
 	// The union of the last-good copy and an app's salvage (the in-memory last-good planner's
 	// extra plan, when salvage comes first in the rule), held as a candidate: the copy and the
@@ -130,7 +143,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			FirstValueEnd: in.bigEnd,
 			BOMLess:       bomLess,
 			Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
-			OwnSalvage:    !c.typ.Plain(),
+			OwnSalvage:    !c.typ.Plain() && !doc,
 		}, surveyed)
 	}
 	if errors.Is(err, format.ErrNoStream) {
@@ -162,6 +175,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		case policy.Salvage:
 			tr.why = noSalvage(c, false)
 		case policy.Reconcile, policy.DropInvalidEntries, policy.RestoreFields, policy.AddOrdinals, policy.RebuildHeader:
+			if doc && unparsed(in.verdict.Kind) {
+				// They rewrite a document that parses: asked of one that does not, they say
+				// why not as they would of its bytes.
+				cp, st := *in, planState{}
+				cp.data = nil
+				planners[s](rule, &cp, &st)
+				tr.why = st.why
+				break
+			}
 			notStreamed = true // tr.why says so
 		case policy.Normalize:
 			tr.why = whyNoBOM
@@ -175,7 +197,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 		switch s {
 		case policy.Salvage:
-			if !c.typ.Plain() {
+			if !c.typ.Plain() && !doc {
 				tr.why, tr.fails = keepWhy, keepFails
 				if keepSHA != "" {
 					p = bigPlan(s, keep, keepSHA, keep.Size(), keep.Prefix())
@@ -184,9 +206,14 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			} else if c.typ.JSONL() && sv.SalvKeep > 0 {
 				p = bigPlan(s, format.ValidLines{Profile: c.typ, Size: size}, sv.SalvSHA, sv.SalvSize, sv.SalvPrefix)
 				p.keep, p.total, p.lostRecords, p.lostBytes = sv.SalvKeep, sv.Total, sv.SalvLost, sv.SalvLostBytes
+			} else if valueV != nil && valueV.Status != Healthy {
+				tr.why, tr.fails = whyFails, valueV
 			} else if sv.ValueSHA != "" {
 				p = bigPlan(s, fsio.Range{Off: 0, N: in.bigEnd}, sv.ValueSHA, in.bigEnd, true)
 				p.keep = format.JSONRecords(sv.ValueFirst)
+				if doc {
+					p.keep = valueRecords
+				}
 				p.lostBytes = size - in.bigEnd
 			}
 		case policy.Normalize:
@@ -198,6 +225,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 					if !sv.Line1Blank {
 						p.keep++
 					}
+				} else if doc {
+					p.keep = bomRecords
 				} else {
 					p.keep = format.JSONRecords(sv.NormFirst)
 				}
@@ -239,6 +268,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		return e.planWhole(rule, in, f)
 	}
 	return out, tries, nil
+}
+
+// unparsed: a document with damage of kind does not parse.
+func unparsed(kind string) bool {
+	switch kind {
+	case format.KindTruncated, format.KindTrailingGarbage, format.KindSyntax, format.KindInvalidUTF8, format.KindBOM, format.KindNULFilled, format.KindEmpty:
+		return true
+	}
+	return false
 }
 
 // unionBudget is the most bytes of salvaged records a union adds to the last-good copy it
@@ -301,6 +339,21 @@ func (e *Engine) planWhole(rule *policy.Rule, in *inspection, f *os.File) ([]*pl
 // judgeStreamed is the verdict on bytes [off, size) of r as the file at c's path, read in
 // blocks: a plain profile's syntax, an app's checklist record by record.
 func judgeStreamed(c *fileCtx, r io.ReaderAt, off, size int64) (Verdict, error) {
+	v, _, err := judgeStreamedDoc(c, r, off, size)
+	return v, err
+}
+
+// judgeStreamedDoc is judgeStreamed, with the records of a healthy app document.
+func judgeStreamedDoc(c *fileCtx, r io.ReaderAt, off, size int64) (Verdict, int, error) {
+	if format.IsDocument(c.typ) {
+		v, j, err := format.JudgeDocAt(c.typ, c.path, io.NewSectionReader(r, off, size-off), size-off)
+		return v, j.Records, err
+	}
+	v, err := judgeStreamedLog(c, r, off, size)
+	return v, 0, err
+}
+
+func judgeStreamedLog(c *fileCtx, r io.ReaderAt, off, size int64) (Verdict, error) {
 	if c.typ.Plain() {
 		v, _, err := format.StreamVerdict(r, off, size, c.typ)
 		return v, err

@@ -210,7 +210,11 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		// An incremental pass read only the appended bytes: the last-good copy stays the
 		// older prefix (the union of last-good and salvage covers what came after it).
 		if !dryRun && !in.incremental && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
-			_ = e.LastGood.Put(t.Path, in.data)
+			if in.copyFrom {
+				e.lastGoodFrom(t.Path, in.id)
+			} else {
+				_ = e.LastGood.Put(t.Path, in.data)
+			}
 		}
 		return r
 	case Damaged:
@@ -332,4 +336,15 @@ func ruleRoot(r *policy.Rule, path string) string {
 		return filepath.Dir(path)
 	}
 	return best
+}
+
+// lastGoodFrom keeps a last-good copy of a healthy file judged streaming, copied from the file
+// itself and kept only if it is still the version judged.
+func (e *Engine) lastGoodFrom(path string, id Identity) {
+	f, err := fsio.OpenStable(path, id)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = e.LastGood.PutFrom(path, f, id.Size, func() bool { return fsio.StillSame(f, id) })
 }

@@ -27,9 +27,20 @@ func (e *Engine) inspect(t Target) *inspection {
 	if in.ctx.typ.Plain() {
 		big = min(big, e.wholeLimit(t.Rule, in.ctx.typ))
 	}
+	_, doc := in.ctx.typ.(format.DocChecker)
+	doc = doc && !in.ctx.typ.JSONL() && !in.ctx.typ.Plain()
+	if doc {
+		big = e.bigAbove()
+	}
 	data, id, err := fsio.ReadStableBelow(t.Path, t.Rule.Limits.MaxFileSize, big)
 	if errors.Is(err, fsio.ErrBig) && in.ctx.typ.Plain() && e.inspectBig(t, in) {
 		return in
+	}
+	if errors.Is(err, fsio.ErrBig) && doc {
+		if e.inspectDoc(t, in) {
+			return in
+		}
+		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
 	if errors.Is(err, fsio.ErrBig) {
 		if in.ctx.typ.AppendOnly() {
@@ -117,6 +128,43 @@ func (e *Engine) inspect(t Target) *inspection {
 		in.verdict = format.Skip("unreadable: %v", err)
 	}
 	return in
+}
+
+// inspectDoc judges an app's JSON document over the big-file size streaming (its checklist
+// runs in one pass, element by element: format.DocChecker). A healthy one is not held (its
+// last-good copy is copied from the file); a damaged one is planned from the file
+// (bigplan.go). done is false when the caller is to read the file whole: one that cannot be
+// judged streaming (a token longer than the stream's window) and is not over planLimit.
+func (e *Engine) inspectDoc(t Target, in *inspection) (done bool) {
+	maxSize := t.Rule.Limits.MaxFileSize
+	f, id, err := fsio.OpenRegular(t.Path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if maxSize > 0 && id.Size > maxSize {
+		return false
+	}
+	v, j, err := format.JudgeDocAt(in.ctx.typ, t.Path, f, id.Size)
+	if err != nil && id.Size <= planLimit {
+		return false // judged whole
+	}
+	if err != nil {
+		in.id, in.verdict = id, format.Skip("%d bytes: not judged streaming (%v), and too large to judge in memory", id.Size, err)
+		return true
+	}
+	if !fsio.StillSame(f, id) {
+		in.verdict = format.Wait("file changed while it was read")
+		return true
+	}
+	in.id, in.verdict = id, v
+	switch v.Status {
+	case Healthy:
+		in.copyFrom = true
+	case Damaged:
+		in.big, in.bigEnd = true, j.FirstEnd
+	}
+	return true
 }
 
 // appStreamed: a damaged file of typ over the big-file size is planned streaming

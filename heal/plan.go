@@ -48,6 +48,7 @@ type inspection struct {
 	verdict Verdict
 
 	incremental bool  // validated without holding the bytes (incremental or streaming); data is nil
+	copyFrom    bool  // healthy, judged streaming: its last-good copy is copied from the file
 	tooLarge    bool  // damaged, and too large to plan a repair in memory
 	big         bool  // damaged, judged streaming and planned from the file (bigplan.go); data is nil
 	bigEnd      int64 // big JSON with trailing garbage: the end of its first value, else -1

@@ -1,8 +1,6 @@
 package apps
 
 import (
-	"strings"
-
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
@@ -21,20 +19,75 @@ type copaw struct{ format.Document }
 func (copaw) Name() string           { return "copaw" }
 func (copaw) Dialect() jsonv.Dialect { return jsonv.Dialect{NonFinite: true, Surrogates: true} }
 func (copaw) EmptyIsDamage() bool    { return true }
-func (copaw) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
-	return checkCopaw(f, data, root)
+
+// DocShape: the checklist takes agent.memory.content message by message.
+func (copaw) DocShape() jsonv.Shape {
+	return jsonv.Shape{Items: []string{"agent", "memory", "content"}}
+}
+
+func (copaw) NewDocCheck(format.File) format.DocCheck { return &copawCheck{} }
+
+// copawCheck: copaw.md "What valid means" 2–5, the messages of each agent.memory.content
+// (every occurrence of a duplicated name: the last is the one the app reads) checked as
+// they come.
+type copawCheck struct {
+	problem map[*jsonv.Value]*format.Verdict // the first of each list
+	count   map[*jsonv.Value]int
+	records int
+}
+
+func (c *copawCheck) Elem(e jsonv.Elem) {
+	if e.In.Type != jsonv.Array {
+		return
+	}
+	if c.count == nil {
+		c.problem, c.count = map[*jsonv.Value]*format.Verdict{}, map[*jsonv.Value]int{}
+	}
+	c.count[e.In]++
+	if c.problem[e.In] != nil {
+		return
+	}
+	if v := copawMessageProblem(e.Index, e.Val); v != nil {
+		c.problem[e.In] = v
+	}
+}
+
+func copawMessageProblem(i int, item *jsonv.Value) *format.Verdict {
+	damage := func(at *jsonv.Value, f string, args ...any) *format.Verdict {
+		v := format.Damage(format.KindSchema, int64(at.Start), f, args...)
+		return &v
+	}
+	msg := item
+	if isArr(item) {
+		if len(item.Items) != 2 {
+			return damage(item, "agent.memory.content[%d] is not a [msg, marks] pair", i)
+		}
+		msg = item.Items[0]
+		marks := item.Items[1]
+		if !isArr(marks) {
+			return damage(marks, "agent.memory.content[%d] marks are not a list", i)
+		}
+		for _, m := range marks.Items {
+			if !isStr(m) {
+				return damage(m, "agent.memory.content[%d] mark is not a string", i)
+			}
+		}
+	}
+	if !isObj(msg) {
+		return damage(msg, "agent.memory.content[%d] message is not an object", i)
+	}
+	for _, k := range []string{"name", "content", "role"} {
+		if msg.Get(k) == nil {
+			return damage(msg, "agent.memory.content[%d] message has no %q", i, k)
+		}
+	}
+	return nil
 }
 
 // Records: the messages of agent.memory.content.
-func (copaw) Records(root *jsonv.Value) int {
-	if c := root.Get("agent").Get("memory").Get("content"); c != nil {
-		return len(c.Items)
-	}
-	return 0
-}
+func (c *copawCheck) Records() int { return c.records }
 
-// checkCopaw: copaw.md "What valid means" 2–5.
-func checkCopaw(_ format.File, data []byte, root *jsonv.Value) format.Verdict {
+func (c *copawCheck) End(root *jsonv.Value, info jsonv.WalkInfo) format.Verdict {
 	if root.Type != jsonv.Object {
 		return format.Damage(format.KindNotObject, int64(root.Start), "top-level value is not an object")
 	}
@@ -60,33 +113,11 @@ func checkCopaw(_ format.File, data []byte, root *jsonv.Value) format.Verdict {
 	if !isArr(content) {
 		return format.Damage(format.KindSchema, int64(content.Start), "agent.memory.content is not a list")
 	}
-	for i, item := range content.Items {
-		msg := item
-		if isArr(item) {
-			if len(item.Items) != 2 {
-				return format.Damage(format.KindSchema, int64(item.Start), "agent.memory.content[%d] is not a [msg, marks] pair", i)
-			}
-			msg = item.Items[0]
-			marks := item.Items[1]
-			if !isArr(marks) {
-				return format.Damage(format.KindSchema, int64(marks.Start), "agent.memory.content[%d] marks are not a list", i)
-			}
-			for _, m := range marks.Items {
-				if !isStr(m) {
-					return format.Damage(format.KindSchema, int64(m.Start), "agent.memory.content[%d] mark is not a string", i)
-				}
-			}
-		}
-		if !isObj(msg) {
-			return format.Damage(format.KindSchema, int64(msg.Start), "agent.memory.content[%d] message is not an object", i)
-		}
-		for _, k := range []string{"name", "content", "role"} {
-			if msg.Get(k) == nil {
-				return format.Damage(format.KindSchema, int64(msg.Start), "agent.memory.content[%d] message has no %q", i, k)
-			}
-		}
+	c.records = c.count[content]
+	if p := c.problem[content]; p != nil {
+		return *p
 	}
-	if strings.Contains(strings.TrimRight(string(data), "\n"), "\n") || strings.HasSuffix(string(data), "\n") {
+	if info.Newline {
 		v.Warnings = append(v.Warnings, "not in CoPaw's one-line form")
 	}
 	return v

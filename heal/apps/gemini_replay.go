@@ -3,6 +3,7 @@ package apps
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"path/filepath"
 	"strings"
 
@@ -15,22 +16,27 @@ const geminiLostRewind = "$rewindTo names no earlier message (the app's loader e
 
 // geminiReplay is the message list the app's loader builds: messages kept by id in first-seen
 // order, a $set.messages checkpoint replacing them all, a $rewindTo dropping its target and
-// everything after it. Only whether each message is resumable is kept, not the message.
+// everything after it. Only whether each message is resumable is kept, not the message, and
+// each id as its 64-bit hash: a chat of any length is replayed in a few bytes a message.
 type geminiReplay struct {
-	ids []string
-	res map[string]bool
+	seed  maphash.Seed
+	ready bool
+	ids   []uint64
+	res   map[uint64]bool
 }
+
+func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id) }
 
 // apply replays one record after line 1; false for a $rewindTo naming no message held.
 func (r *geminiReplay) apply(v *jsonv.Value) bool {
-	if r.res == nil {
-		r.res = map[string]bool{}
+	if !r.ready {
+		r.seed, r.ready, r.res = maphash.MakeSeed(), true, map[uint64]bool{}
 	}
 	switch {
 	case isStr(v.Get("id")):
 		r.add(v)
 	case isArr(v.Get("$set").Get("messages")):
-		r.ids, r.res = nil, map[string]bool{}
+		r.ids, r.res = nil, map[uint64]bool{}
 		for _, it := range arrOf(v.Get("$set").Get("messages")) {
 			if isStr(it.Get("id")) {
 				r.add(it)
@@ -44,8 +50,9 @@ func (r *geminiReplay) apply(v *jsonv.Value) bool {
 			}
 		}
 	case isStr(v.Get("$rewindTo")):
+		to := r.key(v.Get("$rewindTo").Str)
 		for i, id := range r.ids {
-			if id == v.Get("$rewindTo").Str {
+			if id == to {
 				for _, gone := range r.ids[i:] {
 					delete(r.res, gone)
 				}
@@ -53,14 +60,14 @@ func (r *geminiReplay) apply(v *jsonv.Value) bool {
 				return true
 			}
 		}
-		r.ids, r.res = nil, map[string]bool{}
+		r.ids, r.res = nil, map[uint64]bool{}
 		return false
 	}
 	return true
 }
 
 func (r *geminiReplay) add(v *jsonv.Value) {
-	id := v.Get("id").Str
+	id := r.key(v.Get("id").Str)
 	if _, ok := r.res[id]; !ok {
 		r.ids = append(r.ids, id)
 	}

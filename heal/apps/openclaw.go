@@ -47,10 +47,38 @@ type openclawStore struct{ format.Document }
 func (openclawStore) Name() string           { return "openclaw-store" }
 func (openclawStore) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
 func (openclawStore) EmptyIsDamage() bool    { return true }
-func (openclawStore) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
-	return checkOpenClawStore(f, data, root)
+
+// DocShape: the checklist takes the store's entries one by one.
+func (openclawStore) DocShape() jsonv.Shape { return jsonv.Shape{Root: true} }
+
+func (openclawStore) NewDocCheck(f format.File) format.DocCheck { return &openclawStoreCheck{f: f} }
+
+// openclawStoreCheck checks each entry as it comes; the first problem is the verdict.
+type openclawStoreCheck struct {
+	f       format.File
+	entries int
+	problem *format.Verdict
 }
-func (openclawStore) Records(root *jsonv.Value) int           { return len(root.Keys) }
+
+func (c *openclawStoreCheck) Elem(e jsonv.Elem) {
+	if e.In.Type != jsonv.Object {
+		return
+	}
+	c.entries++
+	if c.problem == nil {
+		if p := openclawEntryProblem(e.Val); p != "" {
+			v := format.Damage(format.KindSchema, int64(e.KeyStart), "%s: %s", e.Key, p)
+			c.problem = &v
+		}
+	}
+}
+
+// Records: the store's entries.
+func (c *openclawStoreCheck) Records() int { return c.entries }
+
+func (c *openclawStoreCheck) End(root *jsonv.Value, _ jsonv.WalkInfo) format.Verdict {
+	return checkOpenClawStore(c.f, root, c.entries, c.problem)
+}
 func (openclawStore) SkipReason(path string, _ []byte) string { return openclawSQLiteEra(path) }
 
 // DropInvalid removes the entries that fail the per-entry checklist.
@@ -181,20 +209,20 @@ func openclawEntryProblem(e *jsonv.Value) string {
 	return ""
 }
 
-func checkOpenClawStore(f format.File, data []byte, root *jsonv.Value) format.Verdict {
+// checkOpenClawStore is the store's verdict, given its number of entries and the first
+// entry's problem.
+func checkOpenClawStore(f format.File, root *jsonv.Value, entries int, problem *format.Verdict) format.Verdict {
 	if root.Type != jsonv.Object {
 		return format.Damage(format.KindNotObject, int64(root.Start), "store is not an object")
 	}
-	for _, m := range root.Keys {
-		if p := openclawEntryProblem(m.Val); p != "" {
-			return format.Damage(format.KindSchema, int64(m.KeyStart), "%s: %s", m.Key, p)
-		}
+	if problem != nil {
+		return *problem
 	}
 	v := format.OK()
 	if filepath.Base(f.Path) != "sessions.json" {
 		return v
 	}
-	if len(root.Keys) == 0 {
+	if entries == 0 {
 		if bak := openclawWipeEvidence(f.Path); bak != "" {
 			return format.Damage(format.KindWipedPlaceholder, 0, "empty store, but %s holds entries whose transcripts are live and unreferenced", filepath.Base(bak))
 		}

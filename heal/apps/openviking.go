@@ -96,13 +96,21 @@ var ovLockNameRe = regexp.MustCompile(`(\.ovlock|^\.exact\.ovlock\..*)$`)
 // IsLockName: OpenViking's path locks.
 func (ovMeta) IsLockName(name string) bool { return ovLockNameRe.MatchString(name) }
 
-func (ovMeta) Name() string             { return "openviking-meta" }
-func (ovMeta) Dialect() jsonv.Dialect   { return ovDialect }
-func (ovMeta) EmptyIsDamage() bool      { return true }
-func (ovMeta) Records(*jsonv.Value) int { return 1 }
-func (ovMeta) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
-	return checkOVMeta(f, data, root)
+func (ovMeta) Name() string           { return "openviking-meta" }
+func (ovMeta) Dialect() jsonv.Dialect { return ovDialect }
+func (ovMeta) EmptyIsDamage() bool    { return true }
+
+// DocShape: the checklist reads top-level members only.
+func (ovMeta) DocShape() jsonv.Shape                     { return jsonv.Shape{} }
+func (ovMeta) NewDocCheck(f format.File) format.DocCheck { return ovMetaCheck{f} }
+
+type ovMetaCheck struct{ f format.File }
+
+func (ovMetaCheck) Elem(jsonv.Elem) {}
+func (c ovMetaCheck) End(root *jsonv.Value, _ jsonv.WalkInfo) format.Verdict {
+	return checkOVMeta(c.f, root)
 }
+func (ovMetaCheck) Records() int                       { return 1 }
 func (ovMeta) SkipReason(_ string, data []byte) string { return ovEncrypted(data) }
 
 // Reconcile sets message_count to the live messages, when none of them is archived.
@@ -307,7 +315,7 @@ func ovLive(sid string) (live int, overlap bool, ok bool) {
 	return live, overlap, true
 }
 
-func checkOVMeta(f format.File, data []byte, root *jsonv.Value) format.Verdict {
+func checkOVMeta(f format.File, root *jsonv.Value) format.Verdict {
 	if root.Type != jsonv.Object {
 		return format.Damage(format.KindNotObject, int64(root.Start), "top-level value is not an object")
 	}

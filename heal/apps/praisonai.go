@@ -33,10 +33,46 @@ type praison struct{ format.Document }
 func (praison) Name() string           { return "praisonai" }
 func (praison) Dialect() jsonv.Dialect { return praisonDialect }
 func (praison) EmptyIsDamage() bool    { return true }
-func (praison) CheckValue(f format.File, data []byte, root *jsonv.Value) format.Verdict {
-	return checkPraison(f, data, root)
+
+// DocShape: the checklist takes messages one by one, and reads children_ids whole.
+func (praison) DocShape() jsonv.Shape {
+	return jsonv.Shape{Items: []string{"messages"}, Keep: [][]string{{"children_ids"}}}
 }
-func (praison) Records(root *jsonv.Value) int { return len(root.Get("messages").Items) }
+
+func (praison) NewDocCheck(f format.File) format.DocCheck { return &praisonCheck{f: f} }
+
+// praisonCheck: praisonai.md "What valid means" 1–6, the messages of each messages list
+// (the last of a duplicated name is the one the app reads) checked as they come.
+type praisonCheck struct {
+	f       format.File
+	bad     map[*jsonv.Value]*jsonv.Value // each list's first message that is not an object
+	count   map[*jsonv.Value]int
+	records int
+}
+
+func (c *praisonCheck) Elem(e jsonv.Elem) {
+	if e.In.Type != jsonv.Array {
+		return
+	}
+	if c.count == nil {
+		c.bad, c.count = map[*jsonv.Value]*jsonv.Value{}, map[*jsonv.Value]int{}
+	}
+	c.count[e.In]++
+	if c.bad[e.In] == nil && !isObj(e.Val) {
+		c.bad[e.In] = &jsonv.Value{Type: e.Val.Type, Start: e.Val.Start, Int: int64(e.Index)}
+	}
+}
+
+// Records: the live messages.
+func (c *praisonCheck) Records() int { return c.records }
+
+func (c *praisonCheck) End(root *jsonv.Value, _ jsonv.WalkInfo) format.Verdict {
+	msgs := root.Get("messages")
+	if isArr(msgs) {
+		c.records = c.count[msgs]
+	}
+	return checkPraison(c.f, root, c.bad[msgs])
+}
 
 // Reconcile rebuilds children_ids from the children's parent_id.
 func (praison) Reconcile(path string, data []byte, _ string) []byte {
@@ -89,7 +125,8 @@ func (praison) TempLockTarget(temp string, data []byte) string {
 var praisonSessionRe = regexp.MustCompile(`^[A-Za-z0-9_-]+\.json$`)
 
 // checkPraison: praisonai.md "What valid means" 1–6.
-func checkPraison(f format.File, data []byte, root *jsonv.Value) format.Verdict {
+// badMsg, when not nil, is the first message that is not an object (its index in Int).
+func checkPraison(f format.File, root *jsonv.Value, badMsg *jsonv.Value) format.Verdict {
 	if root.Type != jsonv.Object {
 		return format.Damage(format.KindNotObject, int64(root.Start), "top-level value is not an object")
 	}
@@ -98,12 +135,8 @@ func checkPraison(f format.File, data []byte, root *jsonv.Value) format.Verdict 
 	if msgs != nil && !isArr(msgs) {
 		return format.Damage(format.KindSchema, int64(msgs.Start), "messages is not a list")
 	}
-	if msgs != nil {
-		for i, m := range msgs.Items {
-			if !isObj(m) {
-				return format.Damage(format.KindSchema, int64(m.Start), "messages[%d] is not an object", i)
-			}
-		}
+	if msgs != nil && badMsg != nil {
+		return format.Damage(format.KindSchema, int64(badMsg.Start), "messages[%d] is not an object", badMsg.Int)
 	}
 	if a := root.Get("archived_messages"); a != nil && !isArr(a) {
 		return format.Damage(format.KindSchema, int64(a.Start), "archived_messages is not a list")

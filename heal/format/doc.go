@@ -26,10 +26,12 @@
 //     app's own reader accepts (no more, no less);
 //   - EmptyIsDamage, AppendOnly, Plain: whether a 0-byte file is damage, whether the app only
 //     appends (which allows incremental passes), whether syntax is all there is to check;
-//   - CheckValue or CheckLines: the app's checklist over a valid document or valid lines,
-//     returning a [Damage] of kind [KindSchema] (or a more precise kind) at the offset of the
-//     first problem, and [OK] for a file the app itself wrote and reads;
-//   - Records: how many records a valid document holds.
+//   - a document's [DocChecker] or a log's CheckLines: the app's checklist over a valid
+//     document (one streamed pass: a few members, then its history element by element, so
+//     that a document of any size is judged in bounded memory) or valid lines, returning a
+//     [Damage] of kind [KindSchema] (or a more precise kind) at the offset of the first
+//     problem, and [OK] for a file the app itself wrote and reads; a document's pass also
+//     counts the records it holds.
 //
 // and, where they apply, the optional abilities, each a small interface that heal asks for
 // and does without:

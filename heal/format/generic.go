@@ -23,15 +23,13 @@ type generic struct {
 	jsonl bool
 }
 
-func (p generic) Name() string                                { return p.name }
-func (p generic) JSONL() bool                                 { return p.jsonl }
-func (generic) Dialect() jsonv.Dialect                        { return jsonv.Dialect{} }
-func (p generic) EmptyIsDamage() bool                         { return !p.jsonl }
-func (p generic) AppendOnly() bool                            { return p.jsonl }
-func (generic) Plain() bool                                   { return true }
-func (generic) CheckValue(File, []byte, *jsonv.Value) Verdict { return OK() }
-func (generic) CheckLines(File, []Line) Verdict               { return OK() }
-func (generic) Records(*jsonv.Value) int                      { return 1 }
+func (p generic) Name() string                  { return p.name }
+func (p generic) JSONL() bool                   { return p.jsonl }
+func (generic) Dialect() jsonv.Dialect          { return jsonv.Dialect{} }
+func (p generic) EmptyIsDamage() bool           { return !p.jsonl }
+func (p generic) AppendOnly() bool              { return p.jsonl }
+func (generic) Plain() bool                     { return true }
+func (generic) CheckLines(File, []Line) Verdict { return OK() }
 
 // JSONLines: the generic JSONL profile is JSON Lines.
 func (p generic) JSONLines() bool { return p.jsonl }

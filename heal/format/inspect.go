@@ -79,11 +79,11 @@ func inspectJSON(p Profile, f File, data []byte) Verdict {
 	if p.Plain() {
 		return OK() // no checklist reads the tree: valid is all there is to know
 	}
-	root, err := jsonv.Parse(data, p.Dialect())
+	v, _, err := checkDoc(p, f, bytes.NewReader(data), int64(len(data)))
 	if err != nil {
-		return SyntaxVerdict(err, 0)
+		return Skip("unreadable: %v", err)
 	}
-	return p.CheckValue(f, data, root)
+	return v
 }
 
 // Line is one line of a JSONL file as the checklists see it.
@@ -199,11 +199,17 @@ func Records(p Profile, data []byte) int {
 		}
 		return n
 	}
-	root, err := jsonv.Parse(data, p.Dialect())
-	if err != nil || root.Type != jsonv.Object {
+	if jsonv.Valid(data, p.Dialect()) != nil {
 		return 0
 	}
-	return p.Records(root)
+	if p.Plain() {
+		if data = bytes.TrimSpace(data); len(data) > 0 && data[0] == '{' {
+			return 1
+		}
+		return 0
+	}
+	_, n, _ := checkDoc(p, File{}, bytes.NewReader(data), int64(len(data)))
+	return n
 }
 
 // ValidRecord: a line (without its '\n') that Split gives a value: a valid object record.

@@ -26,15 +26,9 @@ type Profile interface {
 	// per line). Its records' trees are never parsed, and a big file of it may be judged and
 	// repaired streaming.
 	Plain() bool
-	// CheckValue applies the app's checklist to a valid JSON document (not asked of a plain
-	// or a JSONL profile).
-	CheckValue(f File, data []byte, root *jsonv.Value) Verdict
 	// CheckLines applies the app's checklist to a JSONL file whose every line is a blank or
 	// a complete object record (not asked of a plain or a JSON profile).
 	CheckLines(f File, lines []Line) Verdict
-	// Records counts the history a valid JSON document holds (messages, sessions), for
-	// choosing between repair plans and measuring loss. JSONL records are counted by lines.
-	Records(root *jsonv.Value) int
 }
 
 // Skipper is a Profile that leaves some files unjudged: a non-empty reason (an encrypted
@@ -169,7 +163,7 @@ type LockNamer interface {
 
 // Document gives a JSON-document profile the answers every app's document shares: not JSONL,
 // not append-only, with a checklist (not plain), never asked about lines. Embed it and answer
-// the rest (Name, Dialect, EmptyIsDamage, CheckValue, Records).
+// the rest (Name, Dialect, EmptyIsDamage) and the checklist ([DocChecker]).
 type Document struct{}
 
 func (Document) JSONL() bool                     { return false }
@@ -183,11 +177,9 @@ func (Document) CheckLines(File, []Line) Verdict { return OK() }
 // CheckLines).
 type Log struct{}
 
-func (Log) JSONL() bool                                   { return true }
-func (Log) AppendOnly() bool                              { return false }
-func (Log) Plain() bool                                   { return false }
-func (Log) Records(*jsonv.Value) int                      { return 1 }
-func (Log) CheckValue(File, []byte, *jsonv.Value) Verdict { return OK() }
+func (Log) JSONL() bool      { return true }
+func (Log) AppendOnly() bool { return false }
+func (Log) Plain() bool      { return false }
 
 // Splitter is a JSONL Profile whose app glues records onto one line (a torn stub and then a
 // whole record appended without a newline; two complete records with the '\n' between them

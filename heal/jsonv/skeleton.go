@@ -20,14 +20,20 @@ func Skeleton(r io.Reader, keep, limit int) ([]byte, error) {
 	if !ok {
 		br = bufio.NewReaderSize(r, 64<<10)
 	}
+	return skeleton(br, keep, limit, nil)
+}
+
+// skeleton is Skeleton, noting in cuts (when not nil) where each cut string ends.
+func skeleton(br *bufio.Reader, keep, limit int, cuts *[]cut) ([]byte, error) {
 	var out []byte
+	dropped := 0 // bytes of the current cut string left out
 	var (
 		inStr    bool
 		content  int  // content bytes of the current string copied
 		hexLeft  int  // hex digits of a \u escape still to come
 		contLeft int  // continuation bytes of a UTF-8 sequence still to come
 		afterEsc bool // the byte after a backslash decides the escape's length
-		cut      bool // the rest of the current string is skipped
+		cutting  bool // the rest of the current string is skipped
 		skipEsc  bool // skipping: the byte after a backslash
 	)
 	for {
@@ -41,8 +47,8 @@ func Skeleton(r io.Reader, keep, limit int) ([]byte, error) {
 		switch {
 		case !inStr:
 			inStr = c == '"'
-			content, hexLeft, contLeft, afterEsc, cut = 0, 0, 0, false, false
-		case cut:
+			content, hexLeft, contLeft, afterEsc, cutting = 0, 0, 0, false, false
+		case cutting:
 			switch {
 			case skipEsc:
 				skipEsc = false
@@ -50,8 +56,13 @@ func Skeleton(r io.Reader, keep, limit int) ([]byte, error) {
 				skipEsc = true
 			case c == '"':
 				inStr = false
+				if cuts != nil {
+					*cuts = append(*cuts, cut{pos: len(out), n: dropped})
+				}
 				out = append(out, c)
+				continue
 			}
+			dropped++
 			continue
 		case hexLeft > 0:
 			hexLeft--
@@ -68,7 +79,7 @@ func Skeleton(r io.Reader, keep, limit int) ([]byte, error) {
 		case c == '"':
 			inStr, contLeft = false, 0
 		case content >= keep:
-			cut, skipEsc = true, c == '\\'
+			cutting, skipEsc, dropped = true, c == '\\', 1
 			continue
 		default:
 			contLeft = 0 // a sequence cut short (Lossy) ends before any byte but a continuation

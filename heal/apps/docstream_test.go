@@ -1,0 +1,120 @@
+package apps
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
+)
+
+// docProfiles are the apps' JSON documents with a checklist, by the sample files they judge.
+var docProfiles = []struct {
+	app  string
+	p    format.Profile
+	file func(name string) bool
+}{
+	{"copaw", copaw{}, func(n string) bool { return strings.HasSuffix(n, ".json") }},
+	{"praisonai", praison{}, func(n string) bool { return praisonSessionRe.MatchString(n) }},
+	{"openclaw", openclawStore{}, func(n string) bool { return n == "sessions.json" || strings.HasPrefix(n, "sessions.json.bak") }},
+	{"openviking", ovMeta{}, func(n string) bool { return n == ".meta.json" }},
+}
+
+// Every sample document is judged the same held whole and streamed from its file: status,
+// kind, offset, detail and warnings.
+func TestDocumentsJudgedStreamingAsHeld(t *testing.T) {
+	n := 0
+	for _, dp := range docProfiles {
+		root := filepath.Join("../testdata/samples", dp.app)
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() || !dp.file(d.Name()) {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			held := format.Inspect(dp.p, format.File{Path: path}, data)
+			streamed, err := format.InspectDocAt(dp.p, path, bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Errorf("%s: %v", path, err)
+				return nil
+			}
+			if !reflect.DeepEqual(held, streamed) {
+				t.Errorf("%s:\nheld     %+v\nstreamed %+v", path, held, streamed)
+			}
+			n++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d sample documents judged", n)
+	}
+}
+
+// A name the app reads last-wins is judged by its last occurrence, wherever the walk met a
+// problem in an earlier one; a problem in the last one is found though an earlier was fine.
+func TestDocumentsDuplicateNamesLastWins(t *testing.T) {
+	msg := `{"name":"u","role":"user","content":"hi"}`
+	cases := []struct {
+		p    format.Profile
+		path string
+		data string
+		kind string
+		recs int
+	}{
+		{copaw{}, "s.json", `{"agent":{"memory":{"content":[1]}},"agent":{"memory":{"content":[[` + msg + `,[]]]}}}`, "", 1},
+		{copaw{}, "s.json", `{"agent":{"memory":{"content":[[` + msg + `,[]]]}},"agent":{"memory":{"content":[[` + msg + `,[]],2]}}}`, format.KindSchema, 2},
+		{copaw{}, "s.json", `{"agent":{"memory":{"content":[1],"content":[]}}}`, "", 0},
+		{copaw{}, "s.json", `{"agent":{"memory":{"content":[[` + msg + `,[7]]]}}}`, format.KindSchema, 1},
+		{copaw{}, "s.json", `{"agent":{"memory":{"content":{"a":1}}}}`, format.KindSchema, 0},
+		{copaw{}, "s.json", `[1,2]`, format.KindNotObject, 0},
+		{praison{}, "p.json", `{"session_id":"p","messages":[1],"messages":[{},{}]}`, "", 2},
+		{praison{}, "p.json", `{"session_id":"p","messages":[{}],"messages":[{},"x"]}`, format.KindSchema, 2},
+		{openclawStore{}, "sessions.json", `{"a":{"sessionId":"x","updatedAt":1},"b":1}`, format.KindSchema, 2},
+	}
+	for i, tc := range cases {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tc.path)
+			v := format.Inspect(tc.p, format.File{Path: path}, []byte(tc.data))
+			if got := verdictKindOf(v); got != tc.kind {
+				t.Fatalf("kind %q (%s), want %q", got, v.Detail, tc.kind)
+			}
+			if n := format.Records(tc.p, []byte(tc.data)); n != tc.recs {
+				t.Errorf("Records = %d, want %d", n, tc.recs)
+			}
+		})
+	}
+}
+
+// A document whose history holds messages over the walk's inline size and strings over its
+// cut is judged as one with short ones: offsets of a later problem are the file's.
+func TestDocumentsWithHugeMessages(t *testing.T) {
+	big := strings.Repeat(`a\"é`, 600_000) // 3 MB of text with escapes and UTF-8
+	var b strings.Builder
+	b.WriteString(`{"agent":{"memory":{"content":[`)
+	for i := 0; i < 5; i++ {
+		fmt.Fprintf(&b, `[{"name":"u","role":"user","content":"%s","n":%d},["m"]],`, big, i)
+	}
+	bad := b.Len()
+	b.WriteString(`[{"name":"u","role":"user"},[]]]}}}`)
+	data := []byte(b.String())
+	v, err := format.InspectDocAt(copaw{}, "s.json", bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Kind != format.KindSchema || v.Offset != int64(bad+1) || !strings.Contains(v.Detail, `content[5] message has no "content"`) {
+		t.Fatalf("got %+v, want schema damage at %d", v, bad+1)
+	}
+	if held := format.Inspect(copaw{}, format.File{Path: "s.json"}, data); !reflect.DeepEqual(held, v) {
+		t.Fatalf("held %+v, streamed %+v", held, v)
+	}
+}

@@ -1,0 +1,499 @@
+package jsonv
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"slices"
+	"sort"
+)
+
+// Shape says which parts of a JSON document a streamed pass ([Walk]) builds. An app's
+// checklist reads a few members of its document and then each element of one container, the
+// history (CoPaw's agent.memory.content, PraisonAI's messages, the entries of OpenClaw's
+// store): that container's elements are handed over one at a time and never held together,
+// the members a checklist names are built whole, and every other container is built shallow
+// (its Type and bounds only), so that memory stays bounded whatever the document's size.
+type Shape struct {
+	// Items is the path of object member names from the top-level value to the container whose
+	// elements are streamed (an array's items, an object's member values). Each object on
+	// the path is walked member by member; every occurrence of a duplicated name is walked
+	// (the checklist decides which counts: [Value.Get] is last-wins).
+	Items []string
+	// Root streams the elements of the top-level value itself (Items is then unused).
+	Root bool
+	// Keep are paths of members built whole, from the top-level value, each of whose objects
+	// up to the member must lie on the Items path.
+	Keep [][]string
+}
+
+// Elem is one element of a streamed container.
+type Elem struct {
+	In       *Value // the container: its Type and Start (End is set once it is walked)
+	Index    int    // the element's index in In
+	Key      string // the member's name when In is an object
+	KeyStart int    // offset of that name's opening quote
+	Val      *Value // the element, its offsets the document's
+}
+
+// WalkInfo is what a pass learns about the document's bytes besides its values.
+type WalkInfo struct {
+	Newline bool // a '\n' occurs anywhere in the document
+}
+
+const (
+	// WalkInline: a value up to this size is built from the pass's window as it is.
+	WalkInline = 1 << 20
+	// WalkCut: a larger value is built from a skeleton ([Skeleton]) whose strings are cut
+	// after this many bytes, so that its Str holds their beginning only.
+	WalkCut = 64 << 10
+	// WalkLimit: a skeleton larger than this is not built ([ErrTooLarge]).
+	WalkLimit = 8 << 20
+	walkChunk = 256 << 10
+)
+
+// errWalk: bytes a valid document cannot hold (Walk is given a document Valid accepted).
+var errWalk = errors.New("jsonv: walk: not a valid document")
+
+// Walk makes one pass over the size bytes of the valid document r holds (check it with
+// [Valid] or [ValidReader] first), building the top-level value as s says and calling elem
+// with each element of the container s streams, in document order. It holds a window of the
+// input and one element at a time: an element or member up to [WalkInline] bytes is built
+// as it is, a larger one from its skeleton ([WalkCut]), and one whose skeleton is over
+// [WalkLimit] fails the pass with [ErrTooLarge]. Offsets in every Value built are the
+// document's (a skeleton's cut strings included).
+func Walk(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
+	w := &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, walkChunk)}
+	root, err := w.document(s)
+	return root, w.info, err
+}
+
+// WalkBytes is [Walk] of a document held in memory.
+func WalkBytes(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
+	return Walk(bytes.NewReader(b), int64(len(b)), d, s, elem)
+}
+
+type walker struct {
+	r    io.ReaderAt
+	size int64
+	d    Dialect
+	elem func(Elem)
+	info WalkInfo
+
+	buf  []byte // the window: the input's bytes from base
+	base int64
+	pos  int // the next byte, in buf
+	mark int // -1, or the start in buf of a value being skipped, which fill keeps
+	gen  int // fill count: offsets found in an older window are searched again
+}
+
+// fill reads the input's next bytes into the window, keeping the bytes from mark (or from
+// pos); false at the end of the input.
+func (w *walker) fill() bool {
+	if w.base+int64(len(w.buf)) >= w.size {
+		return false
+	}
+	from := w.pos
+	if w.mark >= 0 {
+		if len(w.buf)-w.mark > WalkInline {
+			w.mark = -1 // too long to build from the window: rebuilt from its skeleton
+		} else {
+			from = w.mark
+		}
+	}
+	n := copy(w.buf, w.buf[from:])
+	w.buf = w.buf[:n]
+	w.base += int64(from)
+	w.pos -= from
+	if w.mark >= 0 {
+		w.mark -= from
+	}
+	if cap(w.buf)-len(w.buf) < walkChunk {
+		w.buf = slices.Grow(w.buf, walkChunk)
+	}
+	want := min(int64(cap(w.buf)-len(w.buf)), w.size-w.base-int64(len(w.buf)))
+	got, err := w.r.ReadAt(w.buf[len(w.buf):len(w.buf)+int(want)], w.base+int64(len(w.buf)))
+	if got <= 0 && err != nil {
+		w.size = w.base + int64(len(w.buf)) // the input ended early
+		return false
+	}
+	fresh := w.buf[len(w.buf) : len(w.buf)+got]
+	if !w.info.Newline && bytes.IndexByte(fresh, '\n') >= 0 {
+		w.info.Newline = true
+	}
+	w.buf = w.buf[:len(w.buf)+got]
+	w.gen++
+	return true
+}
+
+func (w *walker) off() int64 { return w.base + int64(w.pos) }
+
+func (w *walker) peek() (byte, bool) {
+	if w.pos >= len(w.buf) && !w.fill() {
+		return 0, false
+	}
+	return w.buf[w.pos], true
+}
+
+func (w *walker) ws() {
+	for {
+		c, ok := w.peek()
+		if !ok || (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+			return
+		}
+		w.pos++
+	}
+}
+
+// expect consumes c, after whitespace.
+func (w *walker) expect(c byte) error {
+	w.ws()
+	if b, ok := w.peek(); !ok || b != c {
+		return errWalk
+	}
+	w.pos++
+	return nil
+}
+
+// structural marks the bytes a skip of a container stops at.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
+// delimiter marks the bytes a number or literal ends before.
+var delimiter = [256]bool{',': true, '}': true, ']': true, ' ': true, '\t': true, '\n': true, '\r': true}
+
+// skip passes over the value at pos.
+func (w *walker) skip() error {
+	c, ok := w.peek()
+	if !ok {
+		return errWalk
+	}
+	switch c {
+	case '"':
+		return w.skipString()
+	case '{', '[':
+		depth := 0
+		for {
+			if w.pos >= len(w.buf) && !w.fill() {
+				return errWalk
+			}
+			b := w.buf[w.pos:]
+			i := 0
+			for i < len(b) && !structural[b[i]] {
+				i++
+			}
+			w.pos += i
+			if i == len(b) {
+				continue
+			}
+			switch b[i] {
+			case '"':
+				if err := w.skipString(); err != nil {
+					return err
+				}
+				continue
+			case '{', '[':
+				depth++
+			default:
+				depth--
+			}
+			w.pos++
+			if depth == 0 {
+				return nil
+			}
+		}
+	case ',', ':', '}', ']':
+		return errWalk
+	default:
+		for {
+			c, ok := w.peek()
+			if !ok || delimiter[c] {
+				return nil
+			}
+			w.pos++
+		}
+	}
+}
+
+// skipString passes over the string whose opening quote is at pos.
+func (w *walker) skipString() error {
+	w.pos++
+	q, qgen := int64(-1), -1 // offset of the next quote found in the window (MaxInt64: none in it)
+	for {
+		if w.pos >= len(w.buf) && !w.fill() {
+			return errWalk
+		}
+		b, o := w.buf[w.pos:], w.off()
+		if qgen != w.gen || (q != math.MaxInt64 && q < o) {
+			q, qgen = math.MaxInt64, w.gen
+			if j := bytes.IndexByte(b, '"'); j >= 0 {
+				q = o + int64(j)
+			}
+		}
+		lim := len(b)
+		if q != math.MaxInt64 {
+			lim = int(q - o)
+		}
+		k := bytes.IndexByte(b[:lim], '\\')
+		if k < 0 {
+			w.pos += lim
+			if q == math.MaxInt64 {
+				continue
+			}
+			w.pos++
+			return nil
+		}
+		w.pos += k + 1 // the backslash; then the byte it escapes
+		if w.pos >= len(w.buf) && !w.fill() {
+			return errWalk
+		}
+		w.pos++
+	}
+}
+
+// capture builds the value at pos.
+func (w *walker) capture() (*Value, error) {
+	start := w.off()
+	w.mark = w.pos
+	err := w.skip()
+	mark := w.mark
+	w.mark = -1
+	if err != nil {
+		return nil, err
+	}
+	end := w.off()
+	if mark >= 0 && end-start <= WalkInline {
+		v, err := Parse(w.buf[mark:w.pos], w.d)
+		if err != nil {
+			return nil, err
+		}
+		remap(v, int(start), nil)
+		return v, nil
+	}
+	var cuts []cut
+	sk, err := skeleton(bufio.NewReaderSize(io.NewSectionReader(w.r, start, end-start), 64<<10), WalkCut, WalkLimit, &cuts)
+	if err != nil {
+		return nil, err
+	}
+	v, err := Parse(sk, w.d)
+	if err != nil {
+		return nil, err
+	}
+	remap(v, int(start), cuts)
+	return v, nil
+}
+
+// shallow passes over the value at pos, giving its type and bounds only.
+func (w *walker) shallow(t Type) (*Value, error) {
+	v := &Value{Type: t, Start: int(w.off())}
+	if err := w.skip(); err != nil {
+		return nil, err
+	}
+	v.End = int(w.off())
+	return v, nil
+}
+
+func containerType(c byte) (Type, bool) {
+	switch c {
+	case '{':
+		return Object, true
+	case '[':
+		return Array, true
+	}
+	return 0, false
+}
+
+func (w *walker) document(s Shape) (*Value, error) {
+	w.ws()
+	c, ok := w.peek()
+	if !ok {
+		return nil, errWalk
+	}
+	var root *Value
+	var err error
+	t, container := containerType(c)
+	switch {
+	case container && s.Root:
+		root = &Value{Type: t, Start: int(w.off())}
+		err = w.stream(root)
+	case t == Object && container:
+		root = &Value{Type: Object, Start: int(w.off())}
+		err = w.object(root, s.Items, true, s.Keep)
+	case container:
+		root, err = w.shallow(t)
+	default:
+		root, err = w.capture()
+	}
+	if err != nil {
+		return nil, err
+	}
+	w.ws()
+	if _, more := w.peek(); more {
+		return nil, errWalk
+	}
+	return root, nil
+}
+
+// object walks the members of the object at pos into v: the member named rest[0] (onPath)
+// is walked on, or streamed when it is the last of rest; members keep names are built whole.
+func (w *walker) object(v *Value, rest []string, onPath bool, keep [][]string) error {
+	w.pos++
+	for first := true; ; first = false {
+		w.ws()
+		c, ok := w.peek()
+		if !ok {
+			return errWalk
+		}
+		if c == '}' {
+			w.pos++
+			v.End = int(w.off())
+			return nil
+		}
+		if !first {
+			if c != ',' {
+				return errWalk
+			}
+			w.pos++
+			w.ws()
+		}
+		keyStart := w.off()
+		k, err := w.capture()
+		if err != nil || k.Type != String {
+			return errWalk
+		}
+		if err := w.expect(':'); err != nil {
+			return err
+		}
+		w.ws()
+		c, ok = w.peek()
+		if !ok {
+			return errWalk
+		}
+		t, container := containerType(c)
+		var child *Value
+		switch {
+		case onPath && len(rest) > 0 && k.Str == rest[0] && container:
+			child = &Value{Type: t, Start: int(w.off())}
+			switch {
+			case len(rest) == 1:
+				err = w.stream(child)
+			case t == Object:
+				err = w.object(child, rest[1:], true, under(keep, k.Str))
+			default:
+				child, err = w.shallow(t)
+			}
+		case kept(keep, k.Str) || !container:
+			child, err = w.capture()
+		default:
+			child, err = w.shallow(t)
+		}
+		if err != nil {
+			return err
+		}
+		v.Keys = append(v.Keys, Member{Key: k.Str, KeyStart: int(keyStart), Val: child})
+	}
+}
+
+// stream hands over the elements of the container at pos, one at a time.
+func (w *walker) stream(v *Value) error {
+	w.pos++
+	closing := byte(']')
+	if v.Type == Object {
+		closing = '}'
+	}
+	for i := 0; ; i++ {
+		w.ws()
+		c, ok := w.peek()
+		if !ok {
+			return errWalk
+		}
+		if c == closing {
+			w.pos++
+			v.End = int(w.off())
+			return nil
+		}
+		if i > 0 {
+			if c != ',' {
+				return errWalk
+			}
+			w.pos++
+			w.ws()
+		}
+		e := Elem{In: v, Index: i}
+		if v.Type == Object {
+			e.KeyStart = int(w.off())
+			k, err := w.capture()
+			if err != nil || k.Type != String {
+				return errWalk
+			}
+			e.Key = k.Str
+			if err := w.expect(':'); err != nil {
+				return err
+			}
+			w.ws()
+		}
+		val, err := w.capture()
+		if err != nil {
+			return err
+		}
+		e.Val = val
+		if w.elem != nil {
+			w.elem(e)
+		}
+	}
+}
+
+func kept(keep [][]string, name string) bool {
+	for _, p := range keep {
+		if len(p) == 1 && p[0] == name {
+			return true
+		}
+	}
+	return false
+}
+
+func under(keep [][]string, name string) [][]string {
+	var out [][]string
+	for _, p := range keep {
+		if len(p) > 1 && p[0] == name {
+			out = append(out, p[1:])
+		}
+	}
+	return out
+}
+
+// cut is a string a skeleton cut: pos is its closing quote's offset in the skeleton, n the
+// bytes left out before it.
+type cut struct{ pos, n int }
+
+// remap turns the offsets of a value built from a slice (or a skeleton with cuts) starting at
+// base in the document into the document's.
+func remap(v *Value, base int, cuts []cut) {
+	sum := make([]int, len(cuts)) // bytes left out up to and including each cut
+	for i, c := range cuts {
+		sum[i] = c.n
+		if i > 0 {
+			sum[i] += sum[i-1]
+		}
+	}
+	at := func(x int) int {
+		// The cuts whose closing quote is before x moved it.
+		if i := sort.Search(len(cuts), func(i int) bool { return cuts[i].pos >= x }); i > 0 {
+			x += sum[i-1]
+		}
+		return base + x
+	}
+	var walk func(v *Value)
+	walk = func(v *Value) {
+		v.Start, v.End = at(v.Start), at(v.End)
+		for _, it := range v.Items {
+			walk(it)
+		}
+		for i := range v.Keys {
+			v.Keys[i].KeyStart = at(v.Keys[i].KeyStart)
+			walk(v.Keys[i].Val)
+		}
+	}
+	walk(v)
+}
