@@ -103,6 +103,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		default:
 			keepSHA = sum
 		}
+		if fin, ok := c.typ.(format.StreamFinisher); ok && keep != nil {
+			asIs, err := fin.FinishesAsIs(c.path, f, size, keep.At(f), keep.Size())
+			if (err != nil || !asIs) && size <= planLimit {
+				return e.planWhole(rule, in, f) // the app's finish changes the salvage
+			}
+			if err != nil || !asIs {
+				keep, keepSHA, keepWhy, keepFails = nil, "", whyNotStreamed, nil
+			}
+		}
 	}
 	// An app document's salvage is its first value (the bytes before trailing garbage), as a
 	// plain document's, when its checklist passes it.

@@ -175,6 +175,9 @@ func appStreamed(typ format.Profile) bool {
 		return false
 	}
 	_, fin := typ.(format.SalvageFinisher)
+	if _, ok := typ.(format.StreamFinisher); ok {
+		fin = false // finished streaming, or on the file held whole when it changes the salvage
+	}
 	_, sup := typ.(format.Superseder)
 	_, linked := typ.(format.LinkedEditor)
 	return !fin && !sup && !linked

@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,11 +111,20 @@ func TestCodexLineTooDeep(t *testing.T) {
 // start-up sweep deletes the chat (case gemini-7 of the campaign). The heal drops that
 // checkpoint too, so the chat resumes with its history as before that resume (the oracle:
 // 12 messages, where the damaged file and the plain salvage were deleted).
+// The same on a chat planned streaming (a threshold of one byte): the app's finish is asked
+// streaming, and the file is planned whole when it changes the salvage.
 func TestGeminiTornResumeCheckpoint(t *testing.T) {
+	for _, threshold := range []int64{0, 1} {
+		t.Run(fmt.Sprint(threshold), func(t *testing.T) { geminiTornResume(t, threshold) })
+	}
+}
+
+func geminiTornResume(t *testing.T, threshold int64) {
 	src := filepath.Join(recorded, "gemini-cli/resumed")
 	root := filepath.Join(t.TempDir(), "home")
 	copyTree(t, src, root)
 	e := testEngine(t, "gemini-cli", filepath.Join(root, ".gemini"))
+	e.bigThreshold = threshold
 	reports := runAll(t, e, false)
 	if len(reports) != 1 {
 		t.Fatalf("reports: %+v", reports)
@@ -152,10 +162,17 @@ func TestGeminiTornResumeCheckpoint(t *testing.T) {
 // call, which the model's API rejects (case gemini-465 of the campaign). The heal drops the
 // whole line, as Gemini does, and the oracle resumes the healed chat (12 messages, ok).
 func TestGeminiSplitKeepsNoOrphanToolResult(t *testing.T) {
+	for _, threshold := range []int64{0, 1} {
+		t.Run(fmt.Sprint(threshold), func(t *testing.T) { geminiNoOrphan(t, threshold) })
+	}
+}
+
+func geminiNoOrphan(t *testing.T, threshold int64) {
 	src := filepath.Join(recorded, "gemini-cli/glued-tool-result")
 	root := filepath.Join(t.TempDir(), "home")
 	copyTree(t, src, root)
 	e := testEngine(t, "gemini-cli", filepath.Join(root, ".gemini"))
+	e.bigThreshold = threshold
 	reports := runAll(t, e, true)
 	if len(reports) != 1 || reports[0].Action != ActionHealed || reports[0].Strategy != "salvage" {
 		t.Fatalf("reports: %+v", reports)

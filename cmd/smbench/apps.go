@@ -15,9 +15,10 @@ import (
 )
 
 // apps: the apps' own formats at the sizes heavy users reach. A Claude Code transcript and a
-// Codex rollout with a glued middle record (two records on one line) and an OpenClaw
-// transcript with a torn last line, of 100 MB (and Claude's of 300 MB; -quick: 16 MB each),
-// are checked and healed by
+// Codex rollout with a glued middle record (two records on one line), an OpenClaw transcript
+// and a Gemini CLI chat with a torn last line, and a CoPaw and a PraisonAI session document
+// with another write's bytes after it, of 100 MB (and Claude's of 300 MB; -quick: 16 MB
+// each), are checked and healed by
 // the CLI (`check -json`, `heal -json`: wall time and peak RSS, sampled), beside the
 // physical reference of one `cp` of the file with an fsync. Then the daemon's first scan of
 // a healthy 20 MB OpenClaw transcript under the sidecar's GOMEMLIMIT, as a Kubernetes
@@ -32,9 +33,11 @@ func (b *bench) appsBench(ctx context.Context) ([]Row, error) {
 		app, preset string
 		size        int64
 	}
-	cases := []appCase{{"Claude Code", "claude-code", 100e6}, {"Claude Code", "claude-code", 300e6}, {"Codex", "codex", 100e6}, {"OpenClaw", "openclaw", 100e6}}
+	cases := []appCase{{"Claude Code", "claude-code", 100e6}, {"Claude Code", "claude-code", 300e6}, {"Codex", "codex", 100e6}, {"OpenClaw", "openclaw", 100e6},
+		{"Gemini CLI", "gemini-cli", 100e6}, {"CoPaw", "copaw", 100e6}, {"PraisonAI", "praisonai", 100e6}}
 	if b.o.quick {
-		cases = []appCase{{"Claude Code", "claude-code", 16e6}, {"Codex", "codex", 16e6}, {"OpenClaw", "openclaw", 16e6}}
+		cases = []appCase{{"Claude Code", "claude-code", 16e6}, {"Codex", "codex", 16e6}, {"OpenClaw", "openclaw", 16e6},
+			{"Gemini CLI", "gemini-cli", 16e6}, {"CoPaw", "copaw", 16e6}, {"PraisonAI", "praisonai", 16e6}}
 	}
 	idle, err := b.idleRSS(ctx, dir)
 	if err != nil {
@@ -49,7 +52,11 @@ func (b *bench) appsBench(ctx context.Context) ([]Row, error) {
 		if err != nil {
 			return rows, err
 		}
-		what := fmt.Sprintf("a %s %s transcript, %s", fmtMB(c.size), c.app, damage)
+		noun := map[string]string{"copaw": "session document", "praisonai": "session document", "gemini-cli": "chat"}[c.preset]
+		if noun == "" {
+			noun = "transcript"
+		}
+		what := fmt.Sprintf("a %s %s %s, %s", fmtMB(c.size), c.app, noun, damage)
 		cp, err := cpFsync(path, filepath.Join(run, "cp-reference"))
 		if err != nil {
 			return rows, err
@@ -209,6 +216,61 @@ func writeAppTranscript(run, preset string, size int64) (path string, healthy []
 		}
 		healthy = buf.Bytes()
 		what = "its last line torn"
+	case "gemini-cli":
+		// A chat as Gemini CLI appends it (gemini-cli.md): the metadata record, then messages
+		// each followed by a $set of lastUpdated; its project's .project_root beside it.
+		gemini := filepath.Join(run, "home", ".gemini")
+		path = filepath.Join(gemini, "tmp", "proj", "chats", "session-2026-11-22T21-40-7759d9fe.jsonl")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return "", nil, "", err
+		}
+		if err := os.WriteFile(filepath.Join(gemini, "tmp", "proj", ".project_root"), []byte("/tmp/demo/proj"), 0o644); err != nil {
+			return "", nil, "", err
+		}
+		g := newGen(24)
+		buf.WriteString(`{"sessionId":"7759d9fe-6f50-4824-9ae2-297b0ba46ecd","projectHash":"342670b99fa44fb66b2f3d357f6058dc84472b699facf440efe047fbfb07d363","startTime":"2026-11-22T21:40:53.398Z","lastUpdated":"2026-11-22T21:40:53.398Z","kind":"main"}` + "\n")
+		for i := 0; int64(buf.Len()) < size; i++ {
+			text, _ := json.Marshal(g.content("user", 20+i%200))
+			if i%2 == 0 {
+				fmt.Fprintf(&buf, `{"id":"%08x-0000-4000-8000-000000000000","timestamp":"2026-11-22T21:41:58.581Z","type":"user","content":[{"text":%s}]}`+"\n", i, text)
+			} else {
+				fmt.Fprintf(&buf, `{"id":"%08x-0000-4000-8000-000000000000","timestamp":"2026-11-22T21:41:58.658Z","type":"gemini","content":%s,"thoughts":[],"model":"gemini-3.1-pro-preview"}`+"\n", i, text)
+			}
+			buf.WriteString(`{"$set":{"lastUpdated":"2026-11-22T21:41:58.658Z"}}` + "\n")
+		}
+		healthy = buf.Bytes()
+		what = "its last line torn"
+	case "copaw", "praisonai":
+		// One JSON document a session (copaw.md: one line, agent.memory.content pairs;
+		// praisonai.md: indented, messages), and another write's bytes after it.
+		g := newGen(25)
+		if preset == "copaw" {
+			path = filepath.Join(run, "copaw", "sessions", "console", "default_console--default.json")
+			buf.WriteString(`{"agent": {"memory": {"_compressed_summary": "", "content": [`)
+			for i := 0; int64(buf.Len()) < size; i++ {
+				role := map[bool]string{true: "user", false: "assistant"}[i%2 == 0]
+				text, _ := json.Marshal(g.content(role, 20+i%200))
+				if i > 0 {
+					buf.WriteString(", ")
+				}
+				fmt.Fprintf(&buf, `[{"id": "m%07d", "name": %q, "role": %q, "content": %s, "metadata": {}, "timestamp": "2026-11-21 07:42:09.662"}, []]`, i, role, role, text)
+			}
+			buf.WriteString(`]}, "toolkit": {"active_groups": []}, "name": "QwenPaw", "_sys_prompt": "You are QwenPaw.", "plan_notebook": {"current_plan": null, "storage": {"plans": {}}}}}`)
+		} else {
+			path = filepath.Join(run, "praisonai", "sessions", "c86cb912-1e05-4283-90df-f0a7cc101d65.json")
+			buf.WriteString("{\n  \"session_id\": \"c86cb912-1e05-4283-90df-f0a7cc101d65\",\n  \"messages\": [")
+			for i := 0; int64(buf.Len()) < size; i++ {
+				role := map[bool]string{true: "user", false: "assistant"}[i%2 == 0]
+				text, _ := json.Marshal(g.content(role, 20+i%200))
+				if i > 0 {
+					buf.WriteString(",")
+				}
+				fmt.Fprintf(&buf, "\n    {\n      \"role\": %q,\n      \"content\": %s,\n      \"timestamp\": 1795246942.6978495,\n      \"metadata\": {}\n    }", role, text)
+			}
+			buf.WriteString("\n  ],\n  \"created_at\": \"2026-11-21T07:42:22.707896+00:00\",\n  \"updated_at\": \"2026-11-21T07:42:22.711724+00:00\",\n  \"agent_id\": null,\n  \"user_id\": null,\n  \"metadata\": {}\n}")
+		}
+		healthy = buf.Bytes()
+		what = "another write's bytes after it"
 	default:
 		return "", nil, "", fmt.Errorf("no transcript for %s", preset)
 	}
@@ -216,11 +278,15 @@ func writeAppTranscript(run, preset string, size int64) (path string, healthy []
 		return "", nil, "", err
 	}
 	var damaged []byte
-	if preset != "openclaw" {
-		damaged = damage.GlueMiddle(healthy)
-	} else {
+	switch preset {
+	case "openclaw", "gemini-cli":
 		// The heal cuts the torn line: the file before the damage is the rest.
 		damaged, healthy = damage.TearLast(healthy)
+	case "copaw", "praisonai":
+		// Two writers: the longer one's tail after the shorter one's document.
+		damaged = append(bytes.Clone(healthy), "ion-2\"}]}}\n"...)
+	default:
+		damaged = damage.GlueMiddle(healthy)
 	}
 	if err := os.WriteFile(path, damaged, 0o600); err != nil {
 		return "", nil, "", err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -345,4 +346,87 @@ func geminiToolIDs(v *jsonv.Value, key string, calls map[string]bool, results *[
 			geminiToolIDs(it, "", calls, results)
 		}
 	}
+}
+
+// FinishesAsIs is whether FinishSalvage leaves salvaged as it is, read streaming: no record
+// recovered from a glued line answers a call no kept record makes, and the replay of the
+// salvage is resumable or has no context-only checkpoint after its last resumable point.
+// The ids and lines it must remember are kept as 64-bit hashes. false also when a drop is
+// possible but not certain: FinishSalvage, on the file held whole, decides.
+func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (bool, error) {
+	seed := maphash.MakeSeed()
+	lineKey := func(b []byte) uint64 { return maphash.Bytes(seed, bytes.TrimRight(b, "\r")) }
+	calls := map[uint64]bool{}
+	type answer struct {
+		line uint64
+		ids  []uint64
+	}
+	var answers []answer // the records holding tool results
+	var r geminiReplay
+	first, pending := true, false
+	err := format.EachLine(io.NewSectionReader(salvaged, 0, ssize), func(_ int64, line []byte, _ bool) error {
+		if !format.ValidRecord(geminiLog{}, line) {
+			return nil
+		}
+		v, err := jsonv.Parse(bytes.TrimRight(line, "\r"), nodeDialect)
+		if err != nil {
+			return err
+		}
+		var results []string
+		cs := map[string]bool{}
+		geminiToolIDs(v, "", cs, &results)
+		for id := range cs {
+			calls[maphash.String(seed, id)] = true
+		}
+		if len(results) > 0 {
+			a := answer{line: lineKey(line)}
+			for _, id := range results {
+				a.ids = append(a.ids, maphash.String(seed, id))
+			}
+			answers = append(answers, a)
+		}
+		if first {
+			first = false // the metadata record
+			return nil
+		}
+		r.apply(v)
+		// The checkpoints without a resumable message after the last resumable point.
+		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
+			resumable := false
+			for _, m := range arrOf(msgs) {
+				resumable = resumable || geminiResumable(m)
+			}
+			pending = !resumable
+		} else if isStr(v.Get("id")) && geminiResumable(v) {
+			pending = false
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if !r.resumable() && pending {
+		return false, nil // a checkpoint may be dropped
+	}
+	// Records answering a call no record makes: dropped unless the damaged file holds each
+	// as a whole line.
+	orphans := map[uint64]bool{}
+	for _, a := range answers {
+		for _, id := range a.ids {
+			if !calls[id] {
+				orphans[a.line] = true
+			}
+		}
+	}
+	if len(orphans) == 0 {
+		return true, nil
+	}
+	whole := map[uint64]bool{}
+	err = format.EachLine(io.NewSectionReader(damaged, 0, dsize), func(_ int64, line []byte, _ bool) error {
+		if k := lineKey(line); orphans[k] && format.ValidRecord(geminiLog{}, line) {
+			whole[k] = true
+		}
+		return nil
+	})
+	return err == nil && len(whole) == len(orphans), err
 }

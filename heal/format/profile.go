@@ -1,6 +1,7 @@
 package format
 
 import (
+	"io"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -75,6 +76,15 @@ type Reconciler interface {
 // resume: salvaged itself when they are.
 type SalvageFinisher interface {
 	FinishSalvage(path string, damaged, salvaged []byte) []byte
+}
+
+// StreamFinisher is a SalvageFinisher that can tell, reading the damaged file and its
+// salvage streaming (a file too large to hold, whose salvage is a [Splice] of it), whether
+// FinishSalvage would leave the salvage as it is. When it would not (or err), the salvage is
+// finished on the file held whole.
+type StreamFinisher interface {
+	SalvageFinisher
+	FinishesAsIs(path string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (bool, error)
 }
 
 // Superseder is a JSONL Profile some of whose live records are already kept elsewhere (an
