@@ -193,6 +193,14 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				tr.why = st.why
 				break
 			}
+			if doc && !wholeOnly(c.typ, s) {
+				// A document's rewrite is a splice of it (format.SpliceReconciler …).
+				var err error
+				if p, tr, err = e.docRewrite(rule, in, f, s, sv.OldSHA, bigPlan); err != nil {
+					return nil, nil, err
+				}
+				break
+			}
 			notStreamed = true // tr.why says so
 		case policy.Normalize:
 			tr.why = whyNoBOM
@@ -277,6 +285,87 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		return e.planWhole(rule, in, f)
 	}
 	return out, tries, nil
+}
+
+// docRewrite plans strategy s, one of an app document's rewrites (reconcile,
+// drop-invalid-entries, restore-fields), as a splice of the document f holds: judged, hashed
+// and measured streaming, as the in-memory planner judges and measures its bytes.
+func (e *Engine) docRewrite(rule *policy.Rule, in *inspection, f *os.File, s policy.Strategy, oldSHA string,
+	bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) (*plan, try, error) {
+	c, size := &in.ctx, in.id.Size
+	tr := try{strategy: s}
+	var sp *format.Splice
+	var err error
+	switch s {
+	case policy.Reconcile:
+		tr.why = whyNoReconcile
+		if r, ok := c.typ.(format.SpliceReconciler); ok && !in.missing {
+			sp, err = r.ReconcileSplice(c.path, f, size, in.verdict.Kind)
+		}
+	case policy.DropInvalidEntries:
+		if d, ok := c.typ.(format.SpliceDropper); ok && !in.missing {
+			tr.why = whyNothingToDrop
+			sp, err = d.DropInvalidSplice(f, size)
+		}
+	case policy.RestoreFields:
+		if r, ok := c.typ.(format.SpliceRestorer); ok && !in.missing {
+			if c.lastGood == nil {
+				tr.why = whyNoLastGood
+				break
+			}
+			sp, err = r.RestoreFieldsSplice(c.path, f, size, c.lastGood)
+		}
+	}
+	if err != nil || sp == nil {
+		return nil, tr, err
+	}
+	res := sp.At(f)
+	v, keep, err := judgeStreamedDoc(c, res, 0, sp.Size())
+	if err != nil {
+		return nil, tr, err
+	}
+	if v.Status != Healthy {
+		tr.why, tr.fails = whyFails, &v
+		return nil, tr, nil
+	}
+	sum, err := sp.WriteOut(io.Discard, f)
+	if err != nil {
+		return nil, tr, err
+	}
+	_, j, err := format.JudgeDocAt(c.typ, c.path, f, size)
+	if err != nil {
+		return nil, tr, err
+	}
+	lost, err := format.DocLostBytes(f, size, res, sp.Size())
+	if err != nil {
+		return nil, tr, err
+	}
+	if !fsio.StillSame(f, in.id) {
+		return nil, tr, busyErr("%s changed since it was read", c.path)
+	}
+	p := bigPlan(s, sp, sum, sp.Size(), sp.Prefix())
+	p.keep, p.total, p.lostBytes = keep, j.Records, lost
+	p.lostRecords = max(p.total-p.keep, 0)
+	return p, try{strategy: s, plan: p}, nil
+}
+
+// wholeOnly: typ does strategy s on its bytes held whole only (no splice of them).
+func wholeOnly(typ format.Profile, s policy.Strategy) bool {
+	switch s {
+	case policy.Reconcile:
+		_, whole := typ.(format.Reconciler)
+		_, sp := typ.(format.SpliceReconciler)
+		return whole && !sp
+	case policy.DropInvalidEntries:
+		_, whole := typ.(format.EntryDropper)
+		_, sp := typ.(format.SpliceDropper)
+		return whole && !sp
+	case policy.RestoreFields:
+		_, whole := typ.(format.FieldRestorer)
+		_, sp := typ.(format.SpliceRestorer)
+		return whole && !sp
+	}
+	return false // add-ordinals, rebuild-header: JSONL only (a document has neither)
 }
 
 // unparsed: a document with damage of kind does not parse.

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // TestAppDocumentsJudgedStreaming: an app's JSON document over the big-file size (a threshold
@@ -92,4 +95,89 @@ func TestAppDocumentStreamedKeepsLastGood(t *testing.T) {
 	if r.Action != ActionHealed || r.Strategy != "last-good" || !bytes.Equal(after, healthy) {
 		t.Fatalf("heal of the damage: %+v; file %q", r, after)
 	}
+}
+
+// TestAppDocumentRewritesStreaming: the rewrites of an app document that parses (PraisonAI's
+// reconcile of children_ids and restore-fields, OpenClaw's drop-invalid-entries), planned on
+// the document streaming as a splice of it (a threshold of one byte), heal each sample tree
+// as they do on the document held whole: the same reports and the same bytes in every file.
+func TestAppDocumentRewritesStreaming(t *testing.T) {
+	type tree struct{ preset, dir string }
+	var trees []tree
+	for _, app := range []struct{ preset, dir string }{{"praisonai", "praisonai"}, {"openclaw", "openclaw"}} {
+		cases, _ := filepath.Glob(filepath.Join("testdata/samples", app.dir, "*"))
+		for _, c := range cases {
+			if st, err := os.Stat(c); err == nil && st.IsDir() {
+				trees = append(trees, tree{app.preset, c})
+			}
+		}
+	}
+	rewrites := map[string]int{}
+	for _, order := range []int{0, 1} {
+		for _, tr := range trees {
+			var runs [2][]Report
+			var files [2]map[string]string
+			for k, threshold := range []int64{0, 1} {
+				root := filepath.Join(t.TempDir(), "tree")
+				copyTree(t, tr.dir, root)
+				r, ok := policy.PresetRule(tr.preset, policy.Env{Home: t.TempDir(), Getenv: func(string) string { return "" }, Exists: func(string) bool { return false }})
+				if !ok {
+					t.Fatalf("no preset %s", tr.preset)
+				}
+				r.Name, r.Paths, r.Lock.Wait = tr.preset, []string{root}, 500*time.Millisecond
+				// The opt-in rewrites first (a tie goes to them) or last, and no max_loss.
+				if order == 0 {
+					r.Strategies = append([]policy.Strategy{"restore-fields", "drop-invalid-entries"}, r.Strategies...)
+				} else {
+					r.Strategies = append(r.Strategies, "restore-fields", "drop-invalid-entries", "reconcile")
+				}
+				r.Limits.MaxLoss = 1
+				e := New(&policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{r}}, Options{})
+				e.bigThreshold = threshold
+				// A last-good copy of each PraisonAI session: its healthy version.
+				if tr.preset == "praisonai" {
+					names, _ := filepath.Glob(filepath.Join(root, "sessions", "*.json"))
+					for _, n := range names {
+						if b, err := os.ReadFile(filepath.Join("testdata/samples/praisonai/healthy/sessions", filepath.Base(n))); err == nil {
+							e.LastGood.Put(n, b)
+						}
+					}
+				}
+				runs[k] = runAll(t, e, true)
+				files[k] = map[string]string{}
+				filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+					if err == nil && d.Type().IsRegular() {
+						b, _ := os.ReadFile(p)
+						files[k][p[len(root):]] = string(b)
+					}
+					return nil
+				})
+			}
+			if len(runs[0]) != len(runs[1]) {
+				t.Fatalf("%s: %d reports held, %d streamed", tr.dir, len(runs[0]), len(runs[1]))
+			}
+			for i := range runs[0] {
+				a, b := runs[0][i], runs[1][i]
+				if a.Verdict != b.Verdict || a.Kind != b.Kind || a.Action != b.Action || a.Strategy != b.Strategy ||
+					a.LostRecords != b.LostRecords || a.LostBytes != b.LostBytes || !slices.Equal(a.Tried, b.Tried) || a.Reason != b.Reason {
+					t.Errorf("%s %s:\nheld     %+v\nstreamed %+v", tr.dir, filepath.Base(a.Path), a, b)
+				}
+				if a.Action == ActionHealed {
+					rewrites[a.Strategy]++
+				}
+			}
+			for p, held := range files[0] {
+				if strings.Contains(p, "/quarantine/") || strings.Contains(p, "/state/") {
+					continue
+				}
+				if files[1][p] != held {
+					t.Errorf("%s%s: the heals left different bytes", tr.dir, p)
+				}
+			}
+		}
+	}
+	if rewrites["reconcile"] == 0 || rewrites["restore-fields"] == 0 || rewrites["drop-invalid-entries"] == 0 {
+		t.Fatalf("heals by strategy %v: a rewrite never healed, the test tells little", rewrites)
+	}
+	t.Logf("%d trees, heals by strategy %v", len(trees), rewrites)
 }

@@ -1,8 +1,8 @@
 package apps
 
 import (
-	"bytes"
 	"context"
+	"io"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -82,7 +82,14 @@ func (c *openclawStoreCheck) End(root *jsonv.Value, _ jsonv.WalkInfo) format.Ver
 func (openclawStore) SkipReason(path string, _ []byte) string { return openclawSQLiteEra(path) }
 
 // DropInvalid removes the entries that fail the per-entry checklist.
-func (openclawStore) DropInvalid(data []byte) []byte { return openclawDropInvalid(data) }
+func (p openclawStore) DropInvalid(data []byte) []byte {
+	return format.SpliceBytes(data, p.DropInvalidSplice)
+}
+
+// DropInvalidSplice is DropInvalid of the store r holds, said as a splice of it.
+func (openclawStore) DropInvalidSplice(r io.ReaderAt, size int64) (*format.Splice, error) {
+	return openclawDropInvalid(r, size)
+}
 
 // Backups: the rotation backups and complete temp files, newest first.
 func (openclawStore) Backups(path string) []string { return openclawBackups(filepath.Dir(path)) }
@@ -328,27 +335,39 @@ func (openclawSeq) Record([]byte) string { return "" }
 func (openclawSeq) End() string          { return "" }
 
 // openclawDropInvalid removes the entries that fail the per-entry checklist, keeping every
-// other member's bytes as they are (the opt-in drop-invalid-entries extension).
-func openclawDropInvalid(data []byte) []byte {
-	root, err := jsonv.Parse(data, jsonv.Dialect{})
-	if err != nil || !isObj(root) {
-		return nil
-	}
-	var kept [][]byte
-	for _, m := range root.Keys {
-		if openclawEntryProblem(m.Val) == "" {
-			kept = append(kept, data[m.KeyStart:m.Val.End])
+// other member's bytes as they are (the opt-in drop-invalid-entries extension), the store
+// walked entry by entry: a splice of its kept entries, or nil when none is dropped.
+func openclawDropInvalid(r io.ReaderAt, size int64) (*format.Splice, error) {
+	type span struct{ from, to int64 }
+	var kept []span
+	entries := 0
+	root, _, err := jsonv.Walk(r, size, jsonv.Dialect{}, jsonv.Shape{Root: true}, func(e jsonv.Elem) {
+		if e.In.Type != jsonv.Object {
+			return
 		}
+		entries++
+		if openclawEntryProblem(e.Val) == "" {
+			kept = append(kept, span{int64(e.KeyStart), int64(e.Val.End)})
+		}
+	})
+	if err != nil || !isObj(root) || len(kept) == entries {
+		return nil, nil // not a store that parses, or nothing to drop
 	}
-	if len(kept) == len(root.Keys) {
-		return nil
+	s := &format.Splice{}
+	if len(kept) == 0 {
+		s.AddData([]byte("{}"))
+	} else {
+		s.AddData([]byte("{\n  "))
+		for i, k := range kept {
+			if i > 0 {
+				s.AddData([]byte(",\n  "))
+			}
+			s.AddRange(k.from, k.to-k.from)
+		}
+		s.AddData([]byte("\n}"))
 	}
-	out := []byte("{}")
-	if len(kept) > 0 {
-		out = append([]byte("{\n  "), bytes.Join(kept, []byte(",\n  "))...)
-		out = append(out, "\n}"...)
-	}
-	return append(out, data[root.End:]...) // the original's trailing newline, if any
+	s.AddRange(int64(root.End), size-int64(root.End)) // the original's trailing newline, if any
+	return s, nil
 }
 
 // transcriptLineProblem applies the OpenClaw transcript checklist to one record.

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"bytes"
+	"io"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -75,16 +76,28 @@ func (c *praisonCheck) End(root *jsonv.Value, _ jsonv.WalkInfo) format.Verdict {
 }
 
 // Reconcile rebuilds children_ids from the children's parent_id.
-func (praison) Reconcile(path string, data []byte, _ string) []byte {
-	if out, ok := praisonReconcile(path, data); ok {
-		return out
-	}
-	return nil
+func (p praison) Reconcile(path string, data []byte, kind string) []byte {
+	return format.SpliceBytes(data, func(r io.ReaderAt, size int64) (*format.Splice, error) {
+		return p.ReconcileSplice(path, r, size, kind)
+	})
+}
+
+// ReconcileSplice is Reconcile of the document r holds, said as a splice of it.
+func (praison) ReconcileSplice(path string, r io.ReaderAt, size int64, _ string) (*format.Splice, error) {
+	s, _, err := praisonReconcile(path, r, size)
+	return s, err
 }
 
 // RestoreFields puts back the hierarchy fields a plain store write dropped.
-func (praison) RestoreFields(path string, data, lastGood []byte) []byte {
-	return praisonRestoreFields(path, data, lastGood)
+func (p praison) RestoreFields(path string, data, lastGood []byte) []byte {
+	return format.SpliceBytes(data, func(r io.ReaderAt, size int64) (*format.Splice, error) {
+		return p.RestoreFieldsSplice(path, r, size, lastGood)
+	})
+}
+
+// RestoreFieldsSplice is RestoreFields of the document r holds, said as a splice of it.
+func (praison) RestoreFieldsSplice(path string, r io.ReaderAt, size int64, lastGood []byte) (*format.Splice, error) {
+	return praisonRestoreFields(path, r, size, lastGood)
 }
 
 // Probe: any session file name.
@@ -229,47 +242,65 @@ func praisonMissingChildren(path, sid string, root *jsonv.Value) []string {
 	return missing
 }
 
+// praisonShape is what the rewrites read of a session: its members, children_ids whole.
+var praisonShape = jsonv.Shape{Keep: [][]string{{"children_ids"}}}
+
 // praisonReconcile rebuilds children_ids from the children's parent_id, splicing the
-// array into the file's own bytes (indent 2, as PraisonAI writes it).
-func praisonReconcile(path string, data []byte) ([]byte, bool) {
-	root, err := jsonv.Parse(data, praisonDialect)
+// array into the file's own bytes (indent 2, as PraisonAI writes it): the splice (nil when
+// nothing is to be done) and the edit it makes (the bytes [at, end) of the document replaced).
+func praisonReconcile(path string, r io.ReaderAt, size int64) (s *format.Splice, e praisonEdit, err error) {
+	root, _, err := jsonv.Walk(r, size, praisonDialect, praisonShape, nil)
 	if err != nil || !isObj(root) {
-		return nil, false
+		return nil, e, nil // not a document that parses: nothing to reconcile
 	}
 	sid := root.Get("session_id")
 	if !isStr(sid) {
-		return nil, false
+		return nil, e, nil
 	}
 	missing := praisonMissingChildren(path, sid.Str, root)
 	if len(missing) == 0 {
-		return nil, false
+		return nil, e, nil
 	}
 	var ids []string
 	if ch := root.Get("children_ids"); isArr(ch) {
 		for _, it := range ch.Items {
-			ids = append(ids, string(it.Raw(data)))
+			raw := make([]byte, it.End-it.Start)
+			if _, err := r.ReadAt(raw, int64(it.Start)); err != nil && err != io.EOF {
+				return nil, e, err
+			}
+			ids = append(ids, string(raw))
 		}
 	}
 	for _, m := range missing {
 		ids = append(ids, pyString(m))
 	}
 	arr := "[\n    " + strings.Join(ids, ",\n    ") + "\n  ]"
-	var out []byte
 	if ch := root.Get("children_ids"); ch != nil {
-		out = append(append(append(out, data[:ch.Start]...), arr...), data[ch.End:]...)
-		return out, true
+		e = praisonEdit{int64(ch.Start), int64(ch.End), []byte(arr)}
+	} else if len(root.Keys) > 0 {
+		// Inserted after the last member, before the closing brace.
+		last := int64(root.Keys[len(root.Keys)-1].Val.End)
+		e = praisonEdit{last, last, []byte(",\n  \"children_ids\": " + arr)}
+	} else {
+		return nil, e, nil
 	}
-	// Insert before the closing brace, after the last member.
-	if len(root.Keys) == 0 {
-		return nil, false
-	}
-	end := root.End - 1
-	last := root.Keys[len(root.Keys)-1].Val.End
-	out = append(out, data[:last]...)
-	out = append(out, ",\n  \"children_ids\": "+arr...)
-	out = append(out, data[last:end]...)
-	out = append(out, data[end:]...)
-	return out, true
+	return e.splice(size, nil), e, nil
+}
+
+// praisonEdit is the bytes [at, end) of a document replaced by data.
+type praisonEdit struct {
+	at, end int64
+	data    []byte
+}
+
+// splice is the document of size bytes with e made, then more inserted at e.end.
+func (e praisonEdit) splice(size int64, more []byte) *format.Splice {
+	s := &format.Splice{}
+	s.AddRange(0, e.at)
+	s.AddData(e.data)
+	s.AddData(more)
+	s.AddRange(e.end, size-e.end)
+	return s
 }
 
 // pyString encodes s as Python's json.dumps(ensure_ascii=False) would.
@@ -311,20 +342,24 @@ func pyString(s string) string {
 // It is never written.
 var praisonHierarchyFields = []string{"parent_id", "forked_from_message_id", "snapshots", "is_shared", "title"}
 
+// praisonHierarchyKeep builds them whole.
+var praisonHierarchyKeep = [][]string{{"parent_id"}, {"forked_from_message_id"}, {"snapshots"}, {"is_shared"}, {"title"}}
+
 // praisonRestoreFields puts back, from the last-good copy, the hierarchy keys the file lacks
 // (the opt-in restore-fields extension), after reconciling children_ids. Every other byte of
 // the file stays as it is.
-func praisonRestoreFields(path string, data, lastGood []byte) []byte {
-	if out, ok := praisonReconcile(path, data); ok {
-		data = out
+func praisonRestoreFields(path string, r io.ReaderAt, size int64, lastGood []byte) (*format.Splice, error) {
+	rec, e, err := praisonReconcile(path, r, size)
+	if err != nil {
+		return nil, err
 	}
-	cur, err := jsonv.Parse(data, praisonDialect)
+	cur, _, err := jsonv.Walk(r, size, praisonDialect, praisonShape, nil)
 	if err != nil || !isObj(cur) || len(cur.Keys) == 0 {
-		return nil
+		return nil, nil
 	}
-	lg, err := jsonv.Parse(lastGood, praisonDialect)
+	lg, _, err := jsonv.WalkBytes(lastGood, praisonDialect, jsonv.Shape{Keep: praisonHierarchyKeep}, nil)
 	if err != nil || !isObj(lg) || strOf(lg.Get("session_id")) != strOf(cur.Get("session_id")) {
-		return nil
+		return nil, nil
 	}
 	var add []byte
 	for _, k := range praisonHierarchyFields {
@@ -334,10 +369,26 @@ func praisonRestoreFields(path string, data, lastGood []byte) []byte {
 		}
 	}
 	if len(add) == 0 {
-		return nil
+		return nil, nil
 	}
-	last := cur.Keys[len(cur.Keys)-1].Val.End
-	out := append([]byte{}, data[:last]...)
-	out = append(out, add...)
-	return append(out, data[last:]...)
+	// After the last member: where the reconcile inserted children_ids, after it.
+	last := int64(cur.Keys[len(cur.Keys)-1].Val.End)
+	if rec != nil && e.end == last {
+		return e.splice(size, add), nil
+	}
+	if rec != nil {
+		return e.then(size, last, add), nil
+	}
+	return praisonEdit{last, last, add}.splice(size, nil), nil
+}
+
+// then is the document with e made and add inserted at at (after e.end).
+func (e praisonEdit) then(size, at int64, add []byte) *format.Splice {
+	s := &format.Splice{}
+	s.AddRange(0, e.at)
+	s.AddData(e.data)
+	s.AddRange(e.end, at-e.end)
+	s.AddData(add)
+	s.AddRange(at, size-at)
+	return s
 }

@@ -1,9 +1,11 @@
 package format
 
 import (
+	"bytes"
 	"errors"
 	"io"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
@@ -68,7 +70,7 @@ type DocJudgement struct {
 	// FirstEnd is the end of the document's first value when trailing bytes follow it
 	// (the verdict is then trailing garbage), else -1.
 	FirstEnd int64
-	// Records counts the history of a healthy document.
+	// Records counts the history of a document that parses (0 for one that does not).
 	Records int
 }
 
@@ -98,9 +100,7 @@ func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, Doc
 		return Verdict{}, j, err
 	}
 	v, n, err := checkDoc(p, f, r, size)
-	if v.Status == Healthy {
-		j.Records = n
-	}
+	j.Records = n
 	return v, j, err
 }
 
@@ -109,4 +109,83 @@ func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, Doc
 func IsDocument(p Profile) bool {
 	_, ok := p.(DocChecker)
 	return ok && !p.JSONL() && !p.Plain()
+}
+
+// A document's rewriting repairs (reconcile, drop-invalid-entries, restore-fields) keep most
+// of its bytes: each is said as a [Splice] of the original, read from r, so that one code
+// serves a document held whole (its bytes through a bytes.Reader) and one of any size read
+// from its file. A nil splice: nothing to do. Each is asked of a document that parses only.
+
+// SpliceReconciler is a [Reconciler] of a document whose repair is a splice of it.
+type SpliceReconciler interface {
+	ReconcileSplice(path string, r io.ReaderAt, size int64, kind string) (*Splice, error)
+}
+
+// SpliceDropper is an [EntryDropper] of a document whose repair is a splice of it.
+type SpliceDropper interface {
+	DropInvalidSplice(r io.ReaderAt, size int64) (*Splice, error)
+}
+
+// SpliceRestorer is a [FieldRestorer] of a document whose repair is a splice of it.
+type SpliceRestorer interface {
+	RestoreFieldsSplice(path string, r io.ReaderAt, size int64, lastGood []byte) (*Splice, error)
+}
+
+// SpliceBytes is the result of a splice of data made by make (nil when it is nil or fails):
+// a splice-made repair asked of bytes held whole.
+func SpliceBytes(data []byte, make func(r io.ReaderAt, size int64) (*Splice, error)) []byte {
+	r := bytes.NewReader(data)
+	s, err := make(r, int64(len(data)))
+	if err != nil || s == nil {
+		return nil
+	}
+	out, err := s.Bytes(r)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// DocLostBytes is what a repair (new, of nsize bytes) drops of a document (old, of osize
+// bytes), read streaming: the bytes of old between the prefix and the suffix the two share
+// (docLostBytes of the two held whole).
+func DocLostBytes(old io.ReaderAt, osize int64, new io.ReaderAt, nsize int64) (int64, error) {
+	const chunk = 64 << 10
+	a, b := make([]byte, chunk), make([]byte, chunk)
+	// The shared prefix.
+	var pre int64
+	for pre < osize && pre < nsize {
+		n := min(chunk, osize-pre, nsize-pre)
+		if _, err := old.ReadAt(a[:n], pre); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if _, err := new.ReadAt(b[:n], pre); err != nil && err != io.EOF {
+			return 0, err
+		}
+		k := int64(fsio.CommonPrefix(a[:n], b[:n]))
+		pre += k
+		if k < n {
+			break
+		}
+	}
+	// The shared suffix, within what the prefix left of each.
+	var suf int64
+	for suf < osize-pre && suf < nsize-pre {
+		n := min(chunk, osize-pre-suf, nsize-pre-suf)
+		if _, err := old.ReadAt(a[:n], osize-suf-n); err != nil && err != io.EOF {
+			return 0, err
+		}
+		if _, err := new.ReadAt(b[:n], nsize-suf-n); err != nil && err != io.EOF {
+			return 0, err
+		}
+		k := int64(0)
+		for k < n && a[n-1-k] == b[n-1-k] {
+			k++
+		}
+		suf += k
+		if k < n {
+			break
+		}
+	}
+	return max(osize-pre-suf, 0), nil
 }

@@ -155,11 +155,11 @@ func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) 
 func (k *keeper) keep(start, n int64, terminated bool) {
 	k.fig.Keep++
 	if terminated {
-		k.s.addRange(start, n+1)
+		k.s.AddRange(start, n+1)
 		return
 	}
-	k.s.addRange(start, n)
-	k.s.addData([]byte{'\n'})
+	k.s.AddRange(start, n)
+	k.s.AddData([]byte{'\n'})
 }
 
 // long takes a line too long to hold, judged from f.
@@ -248,7 +248,7 @@ func (k *keeper) flush(f io.ReaderAt) error {
 	k.fig.Lost += m.lost
 	k.fig.LostBytes += m.lostBytes
 	k.fig.Keep += Records(k.p, out)
-	k.s.addData(out)
+	k.s.AddData(out)
 	return nil
 }
 

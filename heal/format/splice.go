@@ -29,9 +29,9 @@ type piece struct {
 // Size is the result's length.
 func (s *Splice) Size() int64 { return s.size }
 
-// addRange appends n bytes of the original at off, joining them to the last piece when they
+// AddRange appends n bytes of the original at off, joining them to the last piece when they
 // follow it there.
-func (s *Splice) addRange(off, n int64) {
+func (s *Splice) AddRange(off, n int64) {
 	if n <= 0 {
 		return
 	}
@@ -43,8 +43,8 @@ func (s *Splice) addRange(off, n int64) {
 	s.size += n
 }
 
-// addData appends bytes held in memory.
-func (s *Splice) addData(b []byte) {
+// AddData appends bytes held in memory.
+func (s *Splice) AddData(b []byte) {
 	if len(b) == 0 {
 		return
 	}
