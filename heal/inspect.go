@@ -21,7 +21,10 @@ func (e *Engine) inspect(t Target) *inspection {
 	// last-good copy, the line-aligned prefix check); beyond, and for any damaged one over
 	// the big-file size, they are judged and planned streaming (inspectBig).
 	big := int64(planLimit)
-	if in.ctx.typ.AppendOnly() {
+	// A log whose checklist runs record by record is judged streaming over the streaming
+	// size, whether its app appends to it or rewrites it whole (nanobot).
+	streamed := in.ctx.typ.AppendOnly() || (in.ctx.typ.JSONL() && !in.ctx.typ.Plain() && format.StreamJudged(in.ctx.typ))
+	if streamed {
 		big = streamThreshold
 	}
 	if in.ctx.typ.Plain() {
@@ -43,11 +46,15 @@ func (e *Engine) inspect(t Target) *inspection {
 		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
 	if errors.Is(err, fsio.ErrBig) {
-		if in.ctx.typ.AppendOnly() {
+		if streamed {
 			v, sid, serr := format.StreamInspect(t.Path, in.ctx.typ)
 			switch {
 			case errors.Is(serr, fsio.ErrChanged):
 				in.verdict = format.Wait("file changed while it was read")
+				return in
+			case serr == nil && v.Status == Healthy && !in.ctx.typ.AppendOnly():
+				// Rewritten whole by its app: its last-good copy is copied from the file.
+				in.id, in.verdict, in.copyFrom = sid, v, true
 				return in
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v

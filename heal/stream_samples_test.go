@@ -107,6 +107,7 @@ var streamApps = []struct{ preset, rel string }{
 	{"qwen-code", "home/.qwen/projects/-tmp-oracle-proj/chats/2e7f8d81-0fed-4f4d-93ed-de324a5bf18d.jsonl"},
 	{"copilot-cli", "home/.copilot/session-state/568f5a60-7fc4-4a49-a663-724cd54a5984/events.jsonl"},
 	{"openclaw", "state/agents/main/sessions/5dbda090-2ac0-44ad-b015-c3eca97cfdce.jsonl"},
+	{"nanobot", "sessions/1a90ee6c483ef484075bb4aec4e29b33/Y2xpOmRpcmVjdA.jsonl"}, // rewritten whole
 }
 
 // seedStreamApps seeds a fuzz target of (app, data) with every JSONL sample of each of

@@ -28,11 +28,87 @@ func addNanobot(r *format.Registry) {
 type nanobot struct{ format.Log }
 
 func (nanobot) Name() string           { return "nanobot" }
-func (nanobot) Dialect() jsonv.Dialect { return jsonv.Dialect{NonFinite: true} }
-func (nanobot) EmptyIsDamage() bool    { return true }
-func (nanobot) CheckLines(f format.File, lines []format.Line) format.Verdict {
-	return checkNanobot(f, lines)
+func (nanobot) Dialect() jsonv.Dialect { return nanobotDialect }
+
+var nanobotDialect = jsonv.Dialect{NonFinite: true}
+
+func (nanobot) EmptyIsDamage() bool { return true }
+func (p nanobot) CheckLines(f format.File, lines []format.Line) format.Verdict {
+	return format.CheckRecords(p, f, lines) // record by record: the same pass as a streamed file's
 }
+
+// RecordProblem: line 1 is the metadata record, every other one a message or the one
+// provider_state record (nanobot.md "What valid means" 3–6).
+func (nanobot) RecordProblem(rec []byte, first bool) string {
+	v, err := jsonv.ParseDepth(rec, nanobotDialect, 1) // top-level members only
+	if err != nil {
+		return err.Error()
+	}
+	if first {
+		return nanobotMetaProblem(v)
+	}
+	return nanobotRecordProblem(v)
+}
+
+func (nanobot) NoRecords() format.Verdict { return format.Damage(format.KindEmpty, 0, "no records") }
+
+// AppendedOK: a message (nanobot rewrites its file whole; a record after the first is one
+// the checklist accepts).
+func (nanobot) AppendedOK(rec []byte) bool {
+	v, err := jsonv.ParseDepth(rec, nanobotDialect, 1)
+	return err == nil && nanobotRecordProblem(v) == "" && strOf(v.Get("_type")) != "provider_state"
+}
+
+// NewSequence: one provider_state record at most, and the warnings on the metadata
+// (nanobot.md "What valid means" 7).
+func (nanobot) NewSequence(path string) format.Sequence { return &nanobotSeq{path: path} }
+
+type nanobotSeq struct {
+	path                string
+	seen                bool
+	key                 string
+	lc                  int64
+	messages, providers int64
+	warnings            []string
+}
+
+func (s *nanobotSeq) Record(rec []byte) string {
+	v, err := jsonv.ParseDepth(rec, nanobotDialect, 1)
+	if err != nil {
+		return err.Error()
+	}
+	if !s.seen {
+		s.seen, s.key = true, strOf(v.Get("key"))
+		if lc := v.Get("last_consolidated"); lc != nil && lc.IsInt {
+			s.lc = lc.Int
+		}
+		return ""
+	}
+	if strOf(v.Get("_type")) == "provider_state" {
+		if s.providers++; s.providers > 1 {
+			return "a second provider_state record"
+		}
+		return ""
+	}
+	s.messages++
+	return ""
+}
+
+func (s *nanobotSeq) End() string {
+	if !s.seen {
+		return ""
+	}
+	if s.lc < 0 || s.lc > s.messages {
+		s.warnings = append(s.warnings, "last_consolidated out of range (nanobot resets it)")
+	}
+	stem := strings.TrimSuffix(filepath.Base(s.path), ".jsonl")
+	if s.path != "" && stem != base64.RawURLEncoding.EncodeToString([]byte(s.key)) && stem != nanobotLossyName(s.key) {
+		s.warnings = append(s.warnings, "metadata key does not match the file name")
+	}
+	return ""
+}
+
+func (s *nanobotSeq) Warnings() []string { return s.warnings }
 
 // RecordKey: the file holds one metadata record.
 func (nanobot) RecordKey(rec *jsonv.Value) string {
@@ -61,68 +137,40 @@ func (nanobot) TempLockTarget(temp string, _ []byte) string {
 	return filepath.Join(filepath.Dir(temp), "session")
 }
 
-// checkNanobot: nanobot.md "What valid means" 3–7.
-func checkNanobot(f format.File, lines []format.Line) format.Verdict {
-	v := format.OK()
-	var first *format.Line
-	messages, providers := 0, 0
-	for i := range lines {
-		l := &lines[i]
-		if l.Blank {
-			continue
-		}
-		if first == nil {
-			first = l
-			continue
-		}
-		if t := l.Val.Get("_type"); isStr(t) {
-			switch t.Str {
-			case "provider_state":
-				providers++
-				if providers > 1 {
-					return format.Damage(format.KindSchema, int64(l.Start), "line %d: a second provider_state record", i+1)
-				}
-				continue
-			case "metadata":
-				return format.Damage(format.KindSchema, int64(l.Start), "line %d: a metadata record after line 1", i+1)
-			}
-		}
-		if !isStr(l.Val.Get("role")) {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: message has no string role", i+1)
-		}
-		messages++
-	}
-	if first == nil {
-		return format.Damage(format.KindEmpty, 0, "no records")
-	}
-	m := first.Val
+// nanobotMetaProblem checks line 1, the metadata record.
+func nanobotMetaProblem(m *jsonv.Value) string {
 	if t := m.Get("_type"); !isStr(t) || t.Str != "metadata" {
-		return format.Damage(format.KindSchema, int64(first.Start), "line 1 is not the metadata record")
+		return "not the metadata record"
 	}
-	key := m.Get("key")
-	if !isStr(key) {
-		return format.Damage(format.KindSchema, int64(first.Start), "metadata has no string key")
+	if !isStr(m.Get("key")) {
+		return "metadata has no string key"
 	}
 	for _, k := range []string{"created_at", "updated_at"} {
 		if !isStr(m.Get(k)) {
-			return format.Damage(format.KindSchema, int64(first.Start), "metadata has no string %s", k)
+			return "metadata has no string " + k
 		}
 	}
 	if !isObj(m.Get("metadata")) {
-		return format.Damage(format.KindSchema, int64(first.Start), "metadata.metadata is not an object")
+		return "metadata.metadata is not an object"
 	}
-	lc := m.Get("last_consolidated")
-	if lc == nil || lc.Type != jsonv.Number || !lc.IsInt {
-		return format.Damage(format.KindSchema, int64(first.Start), "metadata has no integer last_consolidated")
+	if lc := m.Get("last_consolidated"); lc == nil || lc.Type != jsonv.Number || !lc.IsInt {
+		return "metadata has no integer last_consolidated"
 	}
-	if lc.Int < 0 || lc.Int > int64(messages) {
-		v.Warnings = append(v.Warnings, "last_consolidated out of range (nanobot resets it)")
+	return ""
+}
+
+// nanobotRecordProblem checks a record after line 1.
+func nanobotRecordProblem(v *jsonv.Value) string {
+	switch strOf(v.Get("_type")) {
+	case "provider_state":
+		return ""
+	case "metadata":
+		return "a metadata record after line 1"
 	}
-	stem := strings.TrimSuffix(filepath.Base(f.Path), ".jsonl")
-	if stem != base64.RawURLEncoding.EncodeToString([]byte(key.Str)) && stem != nanobotLossyName(key.Str) {
-		v.Warnings = append(v.Warnings, "metadata key does not match the file name")
+	if !isStr(v.Get("role")) {
+		return "message has no string role"
 	}
-	return v
+	return ""
 }
 
 func nanobotLossyName(key string) string {
