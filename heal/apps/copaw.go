@@ -22,7 +22,8 @@ func (copaw) EmptyIsDamage() bool    { return true }
 
 // DocShape: the checklist takes agent.memory.content message by message.
 func (copaw) DocShape() jsonv.Shape {
-	return jsonv.Shape{Items: []string{"agent", "memory", "content"}}
+	// A message pair is read two levels down (the message's members, the marks).
+	return jsonv.Shape{Items: []string{"agent", "memory", "content"}, ElemDepth: 2}
 }
 
 func (copaw) NewDocCheck(format.File) format.DocCheck { return &copawCheck{} }

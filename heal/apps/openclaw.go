@@ -49,7 +49,10 @@ func (openclawStore) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
 func (openclawStore) EmptyIsDamage() bool    { return true }
 
 // DocShape: the checklist takes the store's entries one by one.
-func (openclawStore) DocShape() jsonv.Shape { return jsonv.Shape{Root: true} }
+func (openclawStore) DocShape() jsonv.Shape { return openclawStoreShape }
+
+// openclawStoreShape: an entry is read one level down (its members' scalars).
+var openclawStoreShape = jsonv.Shape{Root: true, ElemDepth: 1}
 
 func (openclawStore) NewDocCheck(f format.File) format.DocCheck { return &openclawStoreCheck{f: f} }
 
@@ -341,7 +344,7 @@ func openclawDropInvalid(r io.ReaderAt, size int64) (*format.Splice, error) {
 	type span struct{ from, to int64 }
 	var kept []span
 	entries := 0
-	root, _, err := jsonv.Walk(r, size, jsonv.Dialect{}, jsonv.Shape{Root: true}, func(e jsonv.Elem) {
+	root, _, err := jsonv.Walk(r, size, jsonv.Dialect{}, openclawStoreShape, func(e jsonv.Elem) {
 		if e.In.Type != jsonv.Object {
 			return
 		}

@@ -37,7 +37,8 @@ func (praison) EmptyIsDamage() bool    { return true }
 
 // DocShape: the checklist takes messages one by one, and reads children_ids whole.
 func (praison) DocShape() jsonv.Shape {
-	return jsonv.Shape{Items: []string{"messages"}, Keep: [][]string{{"children_ids"}}}
+	// A message is only asked to be an object.
+	return jsonv.Shape{Items: []string{"messages"}, Keep: [][]string{{"children_ids"}}, ElemShallow: true}
 }
 
 func (praison) NewDocCheck(f format.File) format.DocCheck { return &praisonCheck{f: f} }

@@ -27,6 +27,11 @@ type Shape struct {
 	// Keep are paths of members built whole, from the top-level value, each of whose objects
 	// up to the member must lie on the Items path.
 	Keep [][]string
+	// ElemDepth, when over 0, builds each streamed element to that depth only ([ParseDepth]:
+	// deeper objects and arrays have their type and bounds); ElemShallow builds none of it
+	// (an element's type and bounds only). Both are for a checklist that reads no deeper.
+	ElemDepth   int
+	ElemShallow bool
 }
 
 // Elem is one element of a streamed container.
@@ -65,7 +70,7 @@ var errWalk = errors.New("jsonv: walk: not a valid document")
 // [WalkLimit] fails the pass with [ErrTooLarge]. Offsets in every Value built are the
 // document's (a skeleton's cut strings included).
 func Walk(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
-	w := &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, walkChunk)}
+	w := &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, walkChunk), shape: s}
 	root, err := w.document(s)
 	return root, w.info, err
 }
@@ -87,6 +92,8 @@ type walker struct {
 	pos  int // the next byte, in buf
 	mark int // -1, or the start in buf of a value being skipped, which fill keeps
 	gen  int // fill count: offsets found in an older window are searched again
+
+	shape Shape
 }
 
 // fill reads the input's next bytes into the window, keeping the bytes from mark (or from
@@ -253,7 +260,10 @@ func (w *walker) skipString() error {
 }
 
 // capture builds the value at pos.
-func (w *walker) capture() (*Value, error) {
+func (w *walker) capture() (*Value, error) { return w.captureDepth(0) }
+
+// captureDepth builds the value at pos to depth levels (0: whole).
+func (w *walker) captureDepth(depth int) (*Value, error) {
 	start := w.off()
 	w.mark = w.pos
 	err := w.skip()
@@ -263,8 +273,14 @@ func (w *walker) capture() (*Value, error) {
 		return nil, err
 	}
 	end := w.off()
+	parse := func(b []byte) (*Value, error) {
+		if depth > 0 {
+			return ParseDepth(b, w.d, depth)
+		}
+		return Parse(b, w.d)
+	}
 	if mark >= 0 && end-start <= WalkInline {
-		v, err := Parse(w.buf[mark:w.pos], w.d)
+		v, err := parse(w.buf[mark:w.pos])
 		if err != nil {
 			return nil, err
 		}
@@ -276,7 +292,7 @@ func (w *walker) capture() (*Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := Parse(sk, w.d)
+	v, err := parse(sk)
 	if err != nil {
 		return nil, err
 	}
@@ -433,7 +449,18 @@ func (w *walker) stream(v *Value) error {
 			}
 			w.ws()
 		}
-		val, err := w.capture()
+		var val *Value
+		var err error
+		if c, ok = w.peek(); !ok {
+			return errWalk
+		}
+		if t, container := containerType(c); w.shape.ElemShallow && container {
+			val, err = w.shallow(t)
+		} else if w.shape.ElemShallow {
+			val, err = w.capture() // a scalar
+		} else {
+			val, err = w.captureDepth(w.shape.ElemDepth)
+		}
 		if err != nil {
 			return err
 		}

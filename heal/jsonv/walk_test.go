@@ -259,3 +259,64 @@ func BenchmarkWalkValid(b *testing.B) {
 		}
 	}
 }
+
+// An element built to a depth, or shallow, is Parse's element cut there: the same type,
+// bounds and members down to that depth.
+func TestWalkElemDepth(t *testing.T) {
+	doc := []byte(`{"m": [{"a": {"b": {"c": 1}}, "s": "x"}, [1, [2, [3]]], "s", 7, {"k": [{"z": true}]}]}`)
+	for _, s := range []Shape{{Items: []string{"m"}, ElemDepth: 1}, {Items: []string{"m"}, ElemDepth: 2}, {Items: []string{"m"}, ElemShallow: true}} {
+		root, err := Parse(doc, Dialect{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := root.Get("m").Items
+		i := 0
+		_, _, err = WalkBytes(doc, Dialect{}, s, func(e Elem) {
+			depth := s.ElemDepth
+			if s.ElemShallow {
+				depth = -1
+			}
+			if d := sameToDepth(e.Val, want[i], depth); d != "" {
+				t.Errorf("%+v element %d: %s", s, i, d)
+			}
+			i++
+		})
+		if err != nil || i != len(want) {
+			t.Fatalf("%+v: %d elements, %v", s, i, err)
+		}
+	}
+}
+
+// sameToDepth compares got with want down to depth levels of containers (-1: type and
+// bounds only), and checks that got holds nothing deeper.
+func sameToDepth(got, want *Value, depth int) string {
+	if got.Type != want.Type || got.Start != want.Start || got.End != want.End {
+		return fmt.Sprintf("%v [%d,%d) want %v [%d,%d)", got.Type, got.Start, got.End, want.Type, want.Start, want.End)
+	}
+	if got.Type != Array && got.Type != Object {
+		if depth < 0 || got.Str == want.Str {
+			return ""
+		}
+		return "scalar differs"
+	}
+	if depth <= 0 {
+		if len(got.Items)+len(got.Keys) > 0 {
+			return "built deeper than asked"
+		}
+		return ""
+	}
+	if len(got.Items) != len(want.Items) || len(got.Keys) != len(want.Keys) {
+		return "members differ"
+	}
+	for i := range got.Items {
+		if d := sameToDepth(got.Items[i], want.Items[i], depth-1); d != "" {
+			return d
+		}
+	}
+	for i := range got.Keys {
+		if d := sameToDepth(got.Keys[i].Val, want.Keys[i].Val, depth-1); d != "" {
+			return d
+		}
+	}
+	return ""
+}
