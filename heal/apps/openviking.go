@@ -3,6 +3,8 @@ package apps
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -295,22 +297,33 @@ func checkOVMessages(f format.File, lines []format.Line) format.Verdict {
 // ovLive counts the live lines of a session's messages.jsonl and whether any is archived;
 // ok is false when the file is missing or not valid.
 func ovLive(sid string) (live int, overlap bool, ok bool) {
-	data, _, err := fsio.ReadStable(filepath.Join(sid, "messages.jsonl"), 1<<30)
+	// Read line by line, never held: a session's live messages may be many.
+	f, id, err := fsio.OpenRegular(filepath.Join(sid, "messages.jsonl"))
 	if err != nil {
 		return 0, false, false
 	}
+	defer f.Close()
 	archived := ovArchivedIDs(sid)
-	for _, l := range format.Split(data, ovMessages{}) {
-		if l.Blank {
-			continue
+	bad := errors.New("not a whole record")
+	err = format.EachLine(io.NewSectionReader(f, 0, id.Size), func(_ int64, line []byte, terminated bool) error {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
 		}
-		if l.Val == nil || !l.Terminated {
-			return 0, false, false
+		if !terminated || !format.ValidRecord(ovMessages{}, line) {
+			return bad
 		}
 		live++
-		if id := l.Val.Get("id"); isStr(id) && archived[id.Str] {
-			overlap = true
+		if len(archived) > 0 {
+			if v, err := jsonv.ParseDepth(bytes.TrimRight(line, "\r"), ovDialect, 1); err == nil {
+				if id := v.Get("id"); isStr(id) && archived[id.Str] {
+					overlap = true
+				}
+			}
 		}
+		return nil
+	})
+	if err != nil || !fsio.StillSame(f, id) {
+		return 0, false, false
 	}
 	return live, overlap, true
 }
