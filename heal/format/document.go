@@ -45,7 +45,7 @@ func checkDoc(p Profile, f File, r io.ReaderAt, size int64) (v Verdict, records 
 	c := dc.NewDocCheck(f)
 	root, info, err := jsonv.Walk(r, size, p.Dialect(), dc.DocShape(), c.Elem)
 	if errors.Is(err, jsonv.ErrTooLarge) {
-		return Skip("holds one value whose members and short strings alone are over %d bytes: not judged", jsonv.WalkLimit), 0, nil
+		return Skip("not judged: one value's members and short strings alone are over %d bytes, or the objects around its history hold over %d members", jsonv.WalkLimit, jsonv.WalkMembers), 0, nil
 	}
 	if err != nil {
 		return Verdict{}, 0, err

@@ -56,6 +56,9 @@ const (
 	WalkCut = 64 << 10
 	// WalkLimit: a skeleton larger than this is not built ([ErrTooLarge]).
 	WalkLimit = 8 << 20
+	// WalkMembers: the most members the objects on the path hold together (the streamed
+	// container's elements apart); a document with more fails the walk with [ErrTooLarge].
+	WalkMembers = 1 << 16
 	walkChunk = 256 << 10
 )
 
@@ -67,7 +70,8 @@ var errWalk = errors.New("jsonv: walk: not a valid document")
 // with each element of the container s streams, in document order. It holds a window of the
 // input and one element at a time: an element or member up to [WalkInline] bytes is built
 // as it is, a larger one from its skeleton ([WalkCut]), and one whose skeleton is over
-// [WalkLimit] fails the pass with [ErrTooLarge]. Offsets in every Value built are the
+// [WalkLimit], or objects on the path with more than [WalkMembers] members, fail the pass with
+// [ErrTooLarge]. Offsets in every Value built are the
 // document's (a skeleton's cut strings included).
 func Walk(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
 	w := &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, walkChunk), shape: s}
@@ -93,7 +97,8 @@ type walker struct {
 	mark int // -1, or the start in buf of a value being skipped, which fill keeps
 	gen  int // fill count: offsets found in an older window are searched again
 
-	shape Shape
+	shape   Shape
+	members int // members built into the objects on the path
 }
 
 // fill reads the input's next bytes into the window, keeping the bytes from mark (or from
@@ -406,6 +411,9 @@ func (w *walker) object(v *Value, rest []string, onPath bool, keep [][]string) e
 		}
 		if err != nil {
 			return err
+		}
+		if w.members++; w.members > WalkMembers {
+			return ErrTooLarge
 		}
 		v.Keys = append(v.Keys, Member{Key: k.Str, KeyStart: int(keyStart), Val: child})
 	}

@@ -219,6 +219,20 @@ func TestWalkTooLarge(t *testing.T) {
 	}
 }
 
+// A document whose objects on the path hold more members than WalkMembers fails the walk
+// with ErrTooLarge, however small each member: memory stays bounded.
+func TestWalkTooManyMembers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"messages": [],`)
+	for i := 0; i <= WalkMembers; i++ {
+		fmt.Fprintf(&b, `"k%d": 1,`, i)
+	}
+	b.WriteString(`"z": 0}`)
+	if _, _, err := WalkBytes([]byte(b.String()), Dialect{}, Shape{Items: []string{"messages"}}, func(Elem) {}); err != ErrTooLarge {
+		t.Fatalf("err = %v, want ErrTooLarge", err)
+	}
+}
+
 // FuzzWalk: on any valid input the walk builds what Parse builds; on any input it returns.
 func FuzzWalk(f *testing.F) {
 	addSeeds(f)
