@@ -59,7 +59,7 @@ const (
 	// WalkMembers: the most members the objects on the path hold together (the streamed
 	// container's elements apart); a document with more fails the walk with [ErrTooLarge].
 	WalkMembers = 1 << 16
-	walkChunk = 256 << 10
+	walkChunk   = 256 << 10
 )
 
 // errWalk: bytes a valid document cannot hold (Walk is given a document Valid accepted).
