@@ -28,6 +28,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var cands []memCand
 	var surveyed []*format.SurveyCand
 	var backupWhy, lastGoodWhy string
+	doc := format.IsDocument(c.typ)
+	var fileBackup, fileLastGood *fileCand
 	for _, s := range rule.Strategies {
 		if crossFile && (s == "backup" || s == "last-good") {
 			continue
@@ -35,8 +37,17 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		var data []byte
 		switch s {
 		case policy.Backup:
-			data, backupWhy = fromBackup(rule, c)
+			if doc {
+				// A big backup of an app document is judged and copied from its file.
+				data, fileBackup, backupWhy = e.docBackup(rule, c)
+			} else {
+				data, backupWhy = fromBackup(rule, c)
+			}
 		case policy.LastGoodCopy:
+			if doc && c.lastGood == nil {
+				data, fileLastGood, lastGoodWhy = e.docLastGood(c)
+				break
+			}
 			switch lg := c.lastGood; {
 			case lg == nil:
 				lastGoodWhy = whyNoLastGood
@@ -78,7 +89,6 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var keepFig format.KeepFigures
 	var keepSHA, keepWhy, oldSHA string
 	var keepFails *Verdict
-	doc := format.IsDocument(c.typ)
 	if !c.typ.Plain() && !doc && slices.Contains(rule.Strategies, policy.Salvage) {
 		var err error
 		// The original is hashed in the same read (the journal's and the quarantine's sum).
@@ -249,6 +259,12 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				}
 			}
 		case policy.Backup, policy.LastGoodCopy:
+			if fc := map[policy.Strategy]*fileCand{policy.Backup: fileBackup, policy.LastGoodCopy: fileLastGood}[s]; fc != nil {
+				var err error
+				if p, err = e.fileCandPlan(in, f, s, fc, bigPlan); err != nil {
+					return nil, nil, err
+				}
+			}
 			for _, mc := range cands {
 				if mc.strategy != s {
 					continue
@@ -259,8 +275,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				if c.typ.JSONL() {
 					p.total, p.lostRecords, p.lostBytes = sv.Total, mc.Lost, mc.LostBytes
 				} else {
-					// The damaged document does not parse: it holds no record to lose.
 					p.lostBytes = max(size-mc.PrefixN-mc.SuffixN, 0)
+					// A damaged document that parses holds records the copy may lack (one
+					// that does not parse holds none).
+					if doc && !unparsed(in.verdict.Kind) {
+						if p.total, err = docRecords(c, f, size); err != nil {
+							return nil, nil, err
+						}
+						p.lostRecords = max(p.total-p.keep, 0)
+					}
 				}
 			}
 		}
@@ -310,6 +333,9 @@ func (e *Engine) docRewrite(rule *policy.Rule, in *inspection, f *os.File, s pol
 	case policy.RestoreFields:
 		if r, ok := c.typ.(format.SpliceRestorer); ok && !in.missing {
 			if c.lastGood == nil {
+				c.lastGood = e.LastGood.Load(c.path) // the fields are read from it whole
+			}
+			if c.lastGood == nil {
 				tr.why = whyNoLastGood
 				break
 			}
@@ -347,6 +373,113 @@ func (e *Engine) docRewrite(rule *policy.Rule, in *inspection, f *os.File, s pol
 	p.keep, p.total, p.lostBytes = keep, j.Records, lost
 	p.lostRecords = max(p.total-p.keep, 0)
 	return p, try{strategy: s, plan: p}, nil
+}
+
+// fileCand is a candidate judged and read from its own file (a big backup).
+type fileCand struct {
+	path    string
+	id      Identity
+	records int
+}
+
+// docBackup is fromBackup for an app document: the newest backup that passes the checklist,
+// read whole when it is small (data), else judged streaming from its file (fc), never held.
+func (e *Engine) docBackup(rule *policy.Rule, c *fileCtx) (data []byte, fc *fileCand, why string) {
+	cands := backupPaths(rule, c)
+	if len(cands) == 0 {
+		return nil, nil, whyNoBackup
+	}
+	for _, p := range cands {
+		f, id, err := fsio.OpenRegular(p)
+		if err != nil {
+			continue
+		}
+		if c.maxSize > 0 && id.Size > c.maxSize {
+			f.Close()
+			continue
+		}
+		if id.Size <= e.bigAbove() {
+			f.Close()
+			if data, _, err := fsio.ReadStable(p, c.maxSize); err == nil && candidateOK(c, data) {
+				return data, nil, ""
+			}
+			continue
+		}
+		v, j, err := format.JudgeDocAt(c.typ, c.path, f, id.Size)
+		same := fsio.StillSame(f, id)
+		f.Close()
+		if err == nil && same && v.Status == Healthy {
+			return nil, &fileCand{path: p, id: id, records: j.Records}, ""
+		}
+	}
+	return nil, nil, whyBackupsFail
+}
+
+// docLastGood is the last-good candidate of an app document: its copy read whole when it is
+// small (data), else judged streaming from the state dir (fc), never held.
+func (e *Engine) docLastGood(c *fileCtx) (data []byte, fc *fileCand, why string) {
+	p := e.LastGood.Path(c.path)
+	if p == "" {
+		return nil, nil, whyNoLastGood
+	}
+	f, id, err := fsio.OpenRegular(p)
+	if err != nil {
+		return nil, nil, whyNoLastGood
+	}
+	defer f.Close()
+	if id.Size <= e.bigAbove() {
+		data = make([]byte, id.Size)
+		if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
+			return nil, nil, whyNoLastGood
+		}
+		if !candidateOK(c, data) {
+			return nil, nil, whyLastGoodFails
+		}
+		c.lastGood = data
+		return data, nil, ""
+	}
+	v, j, err := format.JudgeDocAt(c.typ, c.path, f, id.Size)
+	if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
+		return nil, nil, whyLastGoodFails
+	}
+	return nil, &fileCand{path: p, id: id, records: j.Records}, ""
+}
+
+// fileCandPlan is strategy s's plan that copies fc's file (a backup, the last-good copy)
+// over the document f holds, measured against it streaming as the in-memory planner measures
+// the candidate's bytes.
+func (e *Engine) fileCandPlan(in *inspection, f *os.File, s policy.Strategy, fc *fileCand,
+	bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) (*plan, error) {
+	bf, err := fsio.OpenStable(fc.path, fc.id)
+	if err != nil {
+		return nil, nil // gone or changed since it was judged: no plan
+	}
+	defer bf.Close()
+	src := fsio.FileAt{Path: fc.path, ID: fc.id}
+	sum, err := src.WriteOut(io.Discard, nil)
+	if err != nil {
+		return nil, nil
+	}
+	size := in.id.Size
+	pre, suf, err := format.CommonEnds(f, size, bf, fc.id.Size)
+	if err != nil {
+		return nil, err
+	}
+	p := bigPlan(s, src, sum, fc.id.Size, pre == fc.id.Size)
+	p.keep, p.lostBytes = fc.records, max(size-pre-suf, 0)
+	if !unparsed(in.verdict.Kind) {
+		if p.total, err = docRecords(&in.ctx, f, size); err != nil {
+			return nil, err
+		}
+		p.lostRecords = max(p.total-p.keep, 0)
+	}
+	return p, nil
+}
+
+// docRecords counts the records of the app document f holds (that parses).
+func docRecords(c *fileCtx, f io.ReaderAt, size int64) (int, error) {
+	_, j, err := format.JudgeDocAt(c.typ, c.path, f, size)
+	return j.Records, err
 }
 
 // wholeOnly: typ does strategy s on its bytes held whole only (no splice of them).

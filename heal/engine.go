@@ -225,7 +225,8 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		r.Action, r.Reason = ActionRefused, tooLargeToPlan(in.id.Size)
 		return r
 	}
-	if in.ctx.lastGood == nil {
+	if in.ctx.lastGood == nil && !(in.big && format.IsDocument(in.ctx.typ)) {
+		// (A big document's copy is judged and copied from its file: bigplan.go.)
 		in.ctx.lastGood = e.LastGood.Load(t.Path)
 	}
 	plans, tries, err := e.plans(t.Rule, in)

@@ -305,19 +305,24 @@ func salvage(c *fileCtx, data []byte, missing bool) ([]byte, *format.KeepFigures
 	return format.SalvageFigures(c.typ, c.path, data)
 }
 
+// backupPaths are the file's backups, newest first: its app's own, or the rule's templates'.
+func backupPaths(rule *policy.Rule, c *fileCtx) []string {
+	if b, ok := c.typ.(format.BackupFinder); ok {
+		return b.Backups(c.path)
+	}
+	var cands []string
+	for _, tmpl := range rule.Backups {
+		m, _ := filepath.Glob(policy.ExpandTemplate(tmpl, c.path))
+		sort.Slice(m, func(i, j int) bool { return modTime(m[i]) > modTime(m[j]) })
+		cands = append(cands, m...)
+	}
+	return cands
+}
+
 // fromBackup returns the newest backup that passes the file's full checklist, or why there is
 // none.
 func fromBackup(rule *policy.Rule, c *fileCtx) ([]byte, string) {
-	var cands []string
-	if b, ok := c.typ.(format.BackupFinder); ok {
-		cands = b.Backups(c.path)
-	} else {
-		for _, tmpl := range rule.Backups {
-			m, _ := filepath.Glob(policy.ExpandTemplate(tmpl, c.path))
-			sort.Slice(m, func(i, j int) bool { return modTime(m[i]) > modTime(m[j]) })
-			cands = append(cands, m...)
-		}
-	}
+	cands := backupPaths(rule, c)
 	for _, p := range cands {
 		data, _, err := fsio.ReadStable(p, c.maxSize)
 		if err == nil && candidateOK(c, data) {

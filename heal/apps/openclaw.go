@@ -253,23 +253,10 @@ func openclawTranscriptFor(dir string, e *jsonv.Value) string {
 func openclawWipeEvidence(store string) string {
 	dir := filepath.Dir(store)
 	for _, cand := range openclawBackups(dir) {
-		data, _, err := fsio.ReadStable(cand, 256<<20)
-		if err != nil || jsonv.Valid(data, jsonv.Dialect{}) != nil {
+		// Judged and walked entry by entry from the file, never held: a backup may be large.
+		live, ok := openclawBackupLive(dir, cand)
+		if !ok {
 			continue
-		}
-		v, err := jsonv.Parse(data, jsonv.Dialect{})
-		if err != nil || !isObj(v) || len(v.Keys) == 0 {
-			continue
-		}
-		live := 0
-		for _, m := range v.Keys {
-			if openclawEntryProblem(m.Val) != "" {
-				live = -1
-				break
-			}
-			if st, err := resolve.Lstat(openclawTranscriptFor(dir, m.Val)); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
-				live++
-			}
 		}
 		if live > 0 {
 			return cand
@@ -277,6 +264,43 @@ func openclawWipeEvidence(store string) string {
 		return ""
 	}
 	return ""
+}
+
+// openclawBackupLive counts the entries of a strictly valid backup whose transcripts are
+// live; ok is false when it is not a valid store of valid entries (or cannot be read).
+func openclawBackupLive(dir, cand string) (live int, ok bool) {
+	f, id, err := fsio.OpenRegular(cand)
+	if err != nil || id.Size > 256<<20 {
+		if f != nil {
+			f.Close()
+		}
+		return 0, false
+	}
+	defer f.Close()
+	if _, err := jsonv.ValidReader(io.NewSectionReader(f, 0, id.Size), jsonv.Dialect{}, format.StreamBuf, format.MaxLine); err != nil {
+		return 0, false
+	}
+	entries, bad := 0, false
+	root, _, err := jsonv.Walk(f, id.Size, jsonv.Dialect{}, openclawStoreShape, func(e jsonv.Elem) {
+		if e.In.Type != jsonv.Object || bad {
+			return
+		}
+		entries++
+		if openclawEntryProblem(e.Val) != "" {
+			bad = true
+			return
+		}
+		if st, err := resolve.Lstat(openclawTranscriptFor(dir, e.Val)); err == nil && st.Mode&syscall.S_IFMT == syscall.S_IFREG {
+			live++
+		}
+	})
+	if err != nil || !isObj(root) || entries == 0 || !fsio.StillSame(f, id) {
+		return 0, false
+	}
+	if bad {
+		return 0, true // a backup with an invalid entry: the newest valid one decides, and it has none live
+	}
+	return live, true
 }
 
 // openclawBackups lists the store's backup candidates, newest first: rotation backups by

@@ -150,36 +150,39 @@ func SpliceBytes(data []byte, make func(r io.ReaderAt, size int64) (*Splice, err
 // bytes), read streaming: the bytes of old between the prefix and the suffix the two share
 // (docLostBytes of the two held whole).
 func DocLostBytes(old io.ReaderAt, osize int64, new io.ReaderAt, nsize int64) (int64, error) {
+	pre, suf, err := CommonEnds(old, osize, new, nsize)
+	return max(osize-pre-suf, 0), err
+}
+
+// CommonEnds measures, reading both streaming, the prefix a and b (of asize and bsize bytes)
+// share, and the suffix they share within what that prefix leaves of each.
+func CommonEnds(a io.ReaderAt, asize int64, b io.ReaderAt, bsize int64) (pre, suf int64, err error) {
 	const chunk = 64 << 10
-	a, b := make([]byte, chunk), make([]byte, chunk)
-	// The shared prefix.
-	var pre int64
-	for pre < osize && pre < nsize {
-		n := min(chunk, osize-pre, nsize-pre)
-		if _, err := old.ReadAt(a[:n], pre); err != nil && err != io.EOF {
-			return 0, err
+	x, y := make([]byte, chunk), make([]byte, chunk)
+	for pre < asize && pre < bsize {
+		n := min(chunk, asize-pre, bsize-pre)
+		if _, err := a.ReadAt(x[:n], pre); err != nil && err != io.EOF {
+			return 0, 0, err
 		}
-		if _, err := new.ReadAt(b[:n], pre); err != nil && err != io.EOF {
-			return 0, err
+		if _, err := b.ReadAt(y[:n], pre); err != nil && err != io.EOF {
+			return 0, 0, err
 		}
-		k := int64(fsio.CommonPrefix(a[:n], b[:n]))
+		k := int64(fsio.CommonPrefix(x[:n], y[:n]))
 		pre += k
 		if k < n {
 			break
 		}
 	}
-	// The shared suffix, within what the prefix left of each.
-	var suf int64
-	for suf < osize-pre && suf < nsize-pre {
-		n := min(chunk, osize-pre-suf, nsize-pre-suf)
-		if _, err := old.ReadAt(a[:n], osize-suf-n); err != nil && err != io.EOF {
-			return 0, err
+	for suf < asize-pre && suf < bsize-pre {
+		n := min(chunk, asize-pre-suf, bsize-pre-suf)
+		if _, err := a.ReadAt(x[:n], asize-suf-n); err != nil && err != io.EOF {
+			return 0, 0, err
 		}
-		if _, err := new.ReadAt(b[:n], nsize-suf-n); err != nil && err != io.EOF {
-			return 0, err
+		if _, err := b.ReadAt(y[:n], bsize-suf-n); err != nil && err != io.EOF {
+			return 0, 0, err
 		}
 		k := int64(0)
-		for k < n && a[n-1-k] == b[n-1-k] {
+		for k < n && x[n-1-k] == y[n-1-k] {
 			k++
 		}
 		suf += k
@@ -187,5 +190,5 @@ func DocLostBytes(old io.ReaderAt, osize int64, new io.ReaderAt, nsize int64) (i
 			break
 		}
 	}
-	return max(osize-pre-suf, 0), nil
+	return pre, suf, nil
 }

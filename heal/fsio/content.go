@@ -127,3 +127,26 @@ func (c *ContainsWriter) Write(p []byte) (int, error) {
 	c.carry = append(c.carry[:0], buf[len(buf)-keep:]...)
 	return len(p), nil
 }
+
+// FileAt is the content of another regular file (a backup), the version id names: opened at
+// path when it is written out, never held; a file that changed since is ErrChanged.
+type FileAt struct {
+	Path string
+	ID   Identity
+}
+
+func (c FileAt) WriteOut(w io.Writer, _ io.ReaderAt) (string, error) {
+	f, err := OpenStable(c.Path, c.ID)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sum, err := Range{Off: 0, N: c.ID.Size}.WriteOut(w, f)
+	if err != nil {
+		return "", err
+	}
+	if !StillSame(f, c.ID) {
+		return "", ErrChanged
+	}
+	return sum, nil
+}

@@ -105,6 +105,15 @@ func (l LastGood) file(path string) string {
 	return filepath.Join(l.Root, CopyName(path))
 }
 
+// Path is where path's last-good copy is kept ("" when no copies are kept): read from there
+// streaming, a big copy is never held.
+func (l LastGood) Path(path string) string {
+	if l.Root == "" {
+		return ""
+	}
+	return l.file(path)
+}
+
 // Get returns the last-good copy of path, or nil.
 func (l LastGood) Get(path string) []byte {
 	if l.Root == "" || !l.has(path) {
