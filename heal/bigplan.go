@@ -206,7 +206,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			if doc && !wholeOnly(c.typ, s) {
 				// A document's rewrite is a splice of it (format.SpliceReconciler …).
 				var err error
-				if p, tr, err = e.docRewrite(rule, in, f, s, sv.OldSHA, bigPlan); err != nil {
+				if p, tr, err = e.docRewrite(in, f, s, bigPlan); err != nil {
 					return nil, nil, err
 				}
 				break
@@ -259,9 +259,13 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				}
 			}
 		case policy.Backup, policy.LastGoodCopy:
-			if fc := map[policy.Strategy]*fileCand{policy.Backup: fileBackup, policy.LastGoodCopy: fileLastGood}[s]; fc != nil {
+			fc := fileBackup
+			if s == policy.LastGoodCopy {
+				fc = fileLastGood
+			}
+			if fc != nil {
 				var err error
-				if p, err = e.fileCandPlan(in, f, s, fc, bigPlan); err != nil {
+				if p, err = fileCandPlan(in, f, s, fc, bigPlan); err != nil {
 					return nil, nil, err
 				}
 			}
@@ -278,10 +282,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 					p.lostBytes = max(size-mc.PrefixN-mc.SuffixN, 0)
 					// A damaged document that parses holds records the copy may lack (one
 					// that does not parse holds none).
-					if doc && !unparsed(in.verdict.Kind) {
-						if p.total, err = docRecords(c, f, size); err != nil {
-							return nil, nil, err
-						}
+					if doc {
+						p.total = in.docRecords
 						p.lostRecords = max(p.total-p.keep, 0)
 					}
 				}
@@ -313,7 +315,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 // docRewrite plans strategy s, one of an app document's rewrites (reconcile,
 // drop-invalid-entries, restore-fields), as a splice of the document f holds: judged, hashed
 // and measured streaming, as the in-memory planner judges and measures its bytes.
-func (e *Engine) docRewrite(rule *policy.Rule, in *inspection, f *os.File, s policy.Strategy, oldSHA string,
+func (e *Engine) docRewrite(in *inspection, f *os.File, s policy.Strategy,
 	bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) (*plan, try, error) {
 	c, size := &in.ctx, in.id.Size
 	tr := try{strategy: s}
@@ -358,10 +360,6 @@ func (e *Engine) docRewrite(rule *policy.Rule, in *inspection, f *os.File, s pol
 	if err != nil {
 		return nil, tr, err
 	}
-	_, j, err := format.JudgeDocAt(c.typ, c.path, f, size)
-	if err != nil {
-		return nil, tr, err
-	}
 	lost, err := format.DocLostBytes(f, size, res, sp.Size())
 	if err != nil {
 		return nil, tr, err
@@ -370,85 +368,85 @@ func (e *Engine) docRewrite(rule *policy.Rule, in *inspection, f *os.File, s pol
 		return nil, tr, busyErr("%s changed since it was read", c.path)
 	}
 	p := bigPlan(s, sp, sum, sp.Size(), sp.Prefix())
-	p.keep, p.total, p.lostBytes = keep, j.Records, lost
+	p.keep, p.total, p.lostBytes = keep, in.docRecords, lost
 	p.lostRecords = max(p.total-p.keep, 0)
 	return p, try{strategy: s, plan: p}, nil
 }
 
-// fileCand is a candidate judged and read from its own file (a big backup).
+// fileCand is a candidate judged and read from its own file (a big backup or last-good
+// copy of an app document).
 type fileCand struct {
 	path    string
 	id      Identity
 	records int
 }
 
-// docBackup is fromBackup for an app document: the newest backup that passes the checklist,
-// read whole when it is small (data), else judged streaming from its file (fc), never held.
+// docCand reads the candidate at p (a backup, the last-good copy) of an app document: whole
+// when it is small (data), else judged streaming from its file (fc), never held. found is
+// false when it cannot be read (or is over limit, when limit is over 0); neither data nor fc
+// when it fails the checklist (or cannot be judged).
+func (e *Engine) docCand(c *fileCtx, p string, limit int64) (data []byte, fc *fileCand, found bool) {
+	f, id, err := fsio.OpenRegular(p)
+	if err != nil {
+		return nil, nil, false
+	}
+	defer f.Close()
+	if limit > 0 && id.Size > limit {
+		return nil, nil, false
+	}
+	if id.Size <= e.bigAbove() {
+		data = make([]byte, id.Size)
+		if _, err := f.ReadAt(data, 0); (err != nil && err != io.EOF) || !fsio.StillSame(f, id) {
+			return nil, nil, false
+		}
+		if !candidateOK(c, data) {
+			return nil, nil, true
+		}
+		return data, nil, true
+	}
+	v, j, err := format.JudgeDocAt(c.typ, c.path, f, id.Size)
+	if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
+		return nil, nil, true
+	}
+	return nil, &fileCand{path: p, id: id, records: j.Records}, true
+}
+
+// docBackup is fromBackup for an app document: the newest backup that passes the checklist
+// (docCand).
 func (e *Engine) docBackup(rule *policy.Rule, c *fileCtx) (data []byte, fc *fileCand, why string) {
 	cands := backupPaths(rule, c)
 	if len(cands) == 0 {
 		return nil, nil, whyNoBackup
 	}
 	for _, p := range cands {
-		f, id, err := fsio.OpenRegular(p)
-		if err != nil {
-			continue
-		}
-		if c.maxSize > 0 && id.Size > c.maxSize {
-			f.Close()
-			continue
-		}
-		if id.Size <= e.bigAbove() {
-			f.Close()
-			if data, _, err := fsio.ReadStable(p, c.maxSize); err == nil && candidateOK(c, data) {
-				return data, nil, ""
-			}
-			continue
-		}
-		v, j, err := format.JudgeDocAt(c.typ, c.path, f, id.Size)
-		same := fsio.StillSame(f, id)
-		f.Close()
-		if err == nil && same && v.Status == Healthy {
-			return nil, &fileCand{path: p, id: id, records: j.Records}, ""
+		if data, fc, _ := e.docCand(c, p, c.maxSize); data != nil || fc != nil {
+			return data, fc, ""
 		}
 	}
 	return nil, nil, whyBackupsFail
 }
 
-// docLastGood is the last-good candidate of an app document: its copy read whole when it is
-// small (data), else judged streaming from the state dir (fc), never held.
+// docLastGood is the last-good candidate of an app document (docCand of its copy).
 func (e *Engine) docLastGood(c *fileCtx) (data []byte, fc *fileCand, why string) {
 	p := e.LastGood.Path(c.path)
 	if p == "" {
 		return nil, nil, whyNoLastGood
 	}
-	f, id, err := fsio.OpenRegular(p)
-	if err != nil {
+	data, fc, found := e.docCand(c, p, 0) // a copy of any size, as the planner held whole reads it
+	switch {
+	case !found:
 		return nil, nil, whyNoLastGood
-	}
-	defer f.Close()
-	if id.Size <= e.bigAbove() {
-		data = make([]byte, id.Size)
-		if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
-			return nil, nil, whyNoLastGood
-		}
-		if !candidateOK(c, data) {
-			return nil, nil, whyLastGoodFails
-		}
-		c.lastGood = data
-		return data, nil, ""
-	}
-	v, j, err := format.JudgeDocAt(c.typ, c.path, f, id.Size)
-	if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
+	case data == nil && fc == nil:
 		return nil, nil, whyLastGoodFails
 	}
-	return nil, &fileCand{path: p, id: id, records: j.Records}, ""
+	c.lastGood = data // a small copy is held, as the other planners hold it
+	return data, fc, ""
 }
 
 // fileCandPlan is strategy s's plan that copies fc's file (a backup, the last-good copy)
 // over the document f holds, measured against it streaming as the in-memory planner measures
 // the candidate's bytes.
-func (e *Engine) fileCandPlan(in *inspection, f *os.File, s policy.Strategy, fc *fileCand,
+func fileCandPlan(in *inspection, f *os.File, s policy.Strategy, fc *fileCand,
 	bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) (*plan, error) {
 	bf, err := fsio.OpenStable(fc.path, fc.id)
 	if err != nil {
@@ -467,19 +465,9 @@ func (e *Engine) fileCandPlan(in *inspection, f *os.File, s policy.Strategy, fc 
 	}
 	p := bigPlan(s, src, sum, fc.id.Size, pre == fc.id.Size)
 	p.keep, p.lostBytes = fc.records, max(size-pre-suf, 0)
-	if !unparsed(in.verdict.Kind) {
-		if p.total, err = docRecords(&in.ctx, f, size); err != nil {
-			return nil, err
-		}
-		p.lostRecords = max(p.total-p.keep, 0)
-	}
+	p.total = in.docRecords // none when it does not parse
+	p.lostRecords = max(p.total-p.keep, 0)
 	return p, nil
-}
-
-// docRecords counts the records of the app document f holds (that parses).
-func docRecords(c *fileCtx, f io.ReaderAt, size int64) (int, error) {
-	_, j, err := format.JudgeDocAt(c.typ, c.path, f, size)
-	return j.Records, err
 }
 
 // wholeOnly: typ does strategy s on its bytes held whole only (no splice of them).

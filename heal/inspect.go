@@ -30,8 +30,7 @@ func (e *Engine) inspect(t Target) *inspection {
 	if in.ctx.typ.Plain() {
 		big = min(big, e.wholeLimit(t.Rule, in.ctx.typ))
 	}
-	_, doc := in.ctx.typ.(format.DocChecker)
-	doc = doc && !in.ctx.typ.JSONL() && !in.ctx.typ.Plain()
+	doc := format.IsDocument(in.ctx.typ)
 	if doc {
 		big = e.bigAbove()
 	}
@@ -169,7 +168,7 @@ func (e *Engine) inspectDoc(t Target, in *inspection) (done bool) {
 	case Healthy:
 		in.copyFrom = true
 	case Damaged:
-		in.big, in.bigEnd = true, j.FirstEnd
+		in.big, in.bigEnd, in.docRecords = true, j.FirstEnd, j.Records
 	}
 	return true
 }

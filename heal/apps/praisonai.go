@@ -85,8 +85,7 @@ func (p praison) Reconcile(path string, data []byte, kind string) []byte {
 
 // ReconcileSplice is Reconcile of the document r holds, said as a splice of it.
 func (praison) ReconcileSplice(path string, r io.ReaderAt, size int64, _ string) (*format.Splice, error) {
-	s, _, err := praisonReconcile(path, r, size)
-	return s, err
+	return praisonReconcile(path, r, size)
 }
 
 // RestoreFields puts back the hierarchy fields a plain store write dropped.
@@ -247,27 +246,40 @@ func praisonMissingChildren(path, sid string, root *jsonv.Value) []string {
 var praisonShape = jsonv.Shape{Keep: [][]string{{"children_ids"}}}
 
 // praisonReconcile rebuilds children_ids from the children's parent_id, splicing the
-// array into the file's own bytes (indent 2, as PraisonAI writes it): the splice (nil when
-// nothing is to be done) and the edit it makes (the bytes [at, end) of the document replaced).
-func praisonReconcile(path string, r io.ReaderAt, size int64) (s *format.Splice, e praisonEdit, err error) {
+// array into the file's own bytes (indent 2, as PraisonAI writes it): nil when there is
+// nothing to reconcile.
+func praisonReconcile(path string, r io.ReaderAt, size int64) (*format.Splice, error) {
 	root, _, err := jsonv.Walk(r, size, praisonDialect, praisonShape, nil)
-	if err != nil || !isObj(root) {
-		return nil, e, nil // not a document that parses: nothing to reconcile
+	if err != nil {
+		return nil, nil // not a document that parses: nothing to reconcile
+	}
+	e, err := praisonReconcileEdit(path, r, root)
+	if err != nil || e == nil {
+		return nil, err
+	}
+	return e.then(size, e.end, nil), nil
+}
+
+// praisonReconcileEdit is the reconcile of the session walked into root, as the edit it makes
+// of r's bytes (nil when there is nothing to reconcile).
+func praisonReconcileEdit(path string, r io.ReaderAt, root *jsonv.Value) (*praisonEdit, error) {
+	if !isObj(root) {
+		return nil, nil
 	}
 	sid := root.Get("session_id")
 	if !isStr(sid) {
-		return nil, e, nil
+		return nil, nil
 	}
 	missing := praisonMissingChildren(path, sid.Str, root)
 	if len(missing) == 0 {
-		return nil, e, nil
+		return nil, nil
 	}
 	var ids []string
 	if ch := root.Get("children_ids"); isArr(ch) {
 		for _, it := range ch.Items {
 			raw := make([]byte, it.End-it.Start)
 			if _, err := r.ReadAt(raw, int64(it.Start)); err != nil && err != io.EOF {
-				return nil, e, err
+				return nil, err
 			}
 			ids = append(ids, string(raw))
 		}
@@ -277,15 +289,14 @@ func praisonReconcile(path string, r io.ReaderAt, size int64) (s *format.Splice,
 	}
 	arr := "[\n    " + strings.Join(ids, ",\n    ") + "\n  ]"
 	if ch := root.Get("children_ids"); ch != nil {
-		e = praisonEdit{int64(ch.Start), int64(ch.End), []byte(arr)}
-	} else if len(root.Keys) > 0 {
-		// Inserted after the last member, before the closing brace.
-		last := int64(root.Keys[len(root.Keys)-1].Val.End)
-		e = praisonEdit{last, last, []byte(",\n  \"children_ids\": " + arr)}
-	} else {
-		return nil, e, nil
+		return &praisonEdit{int64(ch.Start), int64(ch.End), []byte(arr)}, nil
 	}
-	return e.splice(size, nil), e, nil
+	if len(root.Keys) == 0 {
+		return nil, nil
+	}
+	// Inserted after the last member, before the closing brace.
+	last := int64(root.Keys[len(root.Keys)-1].Val.End)
+	return &praisonEdit{last, last, []byte(",\n  \"children_ids\": " + arr)}, nil
 }
 
 // praisonEdit is the bytes [at, end) of a document replaced by data.
@@ -294,13 +305,14 @@ type praisonEdit struct {
 	data    []byte
 }
 
-// splice is the document of size bytes with e made, then more inserted at e.end.
-func (e praisonEdit) splice(size int64, more []byte) *format.Splice {
+// then is the document of size bytes with e made and add inserted at at (at or after e.end).
+func (e praisonEdit) then(size, at int64, add []byte) *format.Splice {
 	s := &format.Splice{}
 	s.AddRange(0, e.at)
 	s.AddData(e.data)
-	s.AddData(more)
-	s.AddRange(e.end, size-e.end)
+	s.AddRange(e.end, at-e.end)
+	s.AddData(add)
+	s.AddRange(at, size-at)
 	return s
 }
 
@@ -350,13 +362,13 @@ var praisonHierarchyKeep = [][]string{{"parent_id"}, {"forked_from_message_id"},
 // (the opt-in restore-fields extension), after reconciling children_ids. Every other byte of
 // the file stays as it is.
 func praisonRestoreFields(path string, r io.ReaderAt, size int64, lastGood []byte) (*format.Splice, error) {
-	rec, e, err := praisonReconcile(path, r, size)
-	if err != nil {
-		return nil, err
-	}
 	cur, _, err := jsonv.Walk(r, size, praisonDialect, praisonShape, nil)
 	if err != nil || !isObj(cur) || len(cur.Keys) == 0 {
 		return nil, nil
+	}
+	rec, err := praisonReconcileEdit(path, r, cur)
+	if err != nil {
+		return nil, err
 	}
 	lg, _, err := jsonv.WalkBytes(lastGood, praisonDialect, jsonv.Shape{Keep: praisonHierarchyKeep}, nil)
 	if err != nil || !isObj(lg) || strOf(lg.Get("session_id")) != strOf(cur.Get("session_id")) {
@@ -372,24 +384,10 @@ func praisonRestoreFields(path string, r io.ReaderAt, size int64, lastGood []byt
 	if len(add) == 0 {
 		return nil, nil
 	}
-	// After the last member: where the reconcile inserted children_ids, after it.
+	// After the last member (the reconcile changes only children_ids, never after it).
 	last := int64(cur.Keys[len(cur.Keys)-1].Val.End)
-	if rec != nil && e.end == last {
-		return e.splice(size, add), nil
+	if rec == nil {
+		rec = &praisonEdit{last, last, nil}
 	}
-	if rec != nil {
-		return e.then(size, last, add), nil
-	}
-	return praisonEdit{last, last, add}.splice(size, nil), nil
-}
-
-// then is the document with e made and add inserted at at (after e.end).
-func (e praisonEdit) then(size, at int64, add []byte) *format.Splice {
-	s := &format.Splice{}
-	s.AddRange(0, e.at)
-	s.AddData(e.data)
-	s.AddRange(e.end, at-e.end)
-	s.AddData(add)
-	s.AddRange(at, size-at)
-	return s
+	return rec.then(size, last, add), nil
 }

@@ -278,14 +278,8 @@ func (w *walker) captureDepth(depth int) (*Value, error) {
 		return nil, err
 	}
 	end := w.off()
-	parse := func(b []byte) (*Value, error) {
-		if depth > 0 {
-			return ParseDepth(b, w.d, depth)
-		}
-		return Parse(b, w.d)
-	}
 	if mark >= 0 && end-start <= WalkInline {
-		v, err := parse(w.buf[mark:w.pos])
+		v, err := w.parse(w.buf[mark:w.pos], depth)
 		if err != nil {
 			return nil, err
 		}
@@ -297,12 +291,20 @@ func (w *walker) captureDepth(depth int) (*Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := parse(sk)
+	v, err := w.parse(sk, depth)
 	if err != nil {
 		return nil, err
 	}
 	remap(v, int(start), cuts)
 	return v, nil
+}
+
+// parse builds the value b holds to depth levels (0: whole).
+func (w *walker) parse(b []byte, depth int) (*Value, error) {
+	if depth > 0 {
+		return ParseDepth(b, w.d, depth)
+	}
+	return Parse(b, w.d)
 }
 
 // shallow passes over the value at pos, giving its type and bounds only.
