@@ -160,6 +160,7 @@ func FuzzParse(f *testing.F) {
 			}
 			if len(b) <= 4096 {
 				checkSpans(t, v, b, d)
+				checkStrings(t, v, b, d.Surrogates)
 			}
 			// ParseDepth builds the same first level: the same members, types and bounds.
 			if s, err := ParseDepth(b, d, 1); err != nil || s.Type != v.Type || s.Start != v.Start || s.End != v.End || len(s.Keys) != len(v.Keys) || len(s.Items) != len(v.Items) {

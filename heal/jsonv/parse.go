@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -108,7 +109,8 @@ func ParseDepth(b []byte, d Dialect, depth int) (*Value, error) {
 // builder builds the tree of an input that Valid has accepted, so it checks nothing.
 type builder struct {
 	b          []byte
-	src        string
+	src        string // the input as a string, which unescaped strings share
+	own        bool   // no src: each string is copied out on its own
 	surr       bool
 	d          Dialect
 	depth, max int // the nesting of the value being built; max > 0: containers deeper are not built
@@ -203,7 +205,7 @@ func (p *builder) value(i int) (*Value, int) {
 			break
 		}
 		i, _ = scanNumber(b, i, Dialect{})
-		lit := p.src[v.Start:i]
+		lit := p.sub(v.Start, i)
 		v.Num, _ = strconv.ParseFloat(lit, 64) // out of range gives ±Inf or 0
 		if isIntLiteral(lit) {
 			if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
@@ -236,14 +238,14 @@ func (p *builder) str(i int) (string, int) {
 		q := bytes.IndexByte(b[j:], '"')
 		bs := bytes.IndexByte(b[j:j+q], '\\')
 		if bs < 0 {
-			return p.src[j : j+q], j + q + 1
+			return p.sub(j, j+q), j + q + 1
 		}
 		j += bs
 	} else {
 		for {
 			c := b[j]
 			if c == '"' {
-				return p.src[i+1 : j], j + 1
+				return p.sub(i+1, j), j + 1
 			}
 			if c == '\\' || (c == 0xED && b[j+1] >= 0xA0) {
 				break
@@ -251,40 +253,80 @@ func (p *builder) str(i int) (string, int) {
 			j++
 		}
 	}
-	buf := make([]byte, j-(i+1), j-i+32)
-	copy(buf, b[i+1:j])
-	for {
+	// A decoded string is never longer than its source (an escape decodes to fewer bytes, a
+	// raw surrogate to U+FFFD's three): one buffer of the source's length, filled a run at a
+	// time between escapes.
+	end := closingQuote(b, j)
+	var sb strings.Builder
+	sb.Grow(end - (i + 1))
+	sb.Write(b[i+1 : j])
+	for j < end {
 		c := b[j]
 		switch {
-		case c == '"':
-			return string(buf), j + 1
 		case c == 0xED && p.surr && b[j+1] >= 0xA0:
-			buf = utf8.AppendRune(buf, utf8.RuneError)
+			sb.WriteRune(utf8.RuneError)
 			j += 3
+			continue
 		case c != '\\':
-			buf = append(buf, c)
-			j++
-		case b[j+1] != 'u':
-			buf = append(buf, unescape[b[j+1]])
-			j += 2
-		default:
-			r := hex4(b[j+2:])
-			j += 6
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if r < 0xDC00 && j+6 <= len(b) && b[j] == '\\' && b[j+1] == 'u' {
-					r2 = hex4(b[j+2:])
+			k := j + 1
+			if p.surr {
+				for k < end && b[k] != '\\' && b[k] != 0xED {
+					k++
 				}
-				if 0xDC00 <= r2 && r2 < 0xE000 {
-					r = utf16.DecodeRune(r, r2)
-					j += 6
-				} else {
-					r = utf8.RuneError
-				}
+			} else if n := bytes.IndexByte(b[k:end], '\\'); n >= 0 {
+				k += n
+			} else {
+				k = end
 			}
-			buf = utf8.AppendRune(buf, r)
+			sb.Write(b[j:k])
+			j = k
+			continue
+		case b[j+1] != 'u':
+			sb.WriteByte(unescape[b[j+1]])
+			j += 2
+			continue
 		}
+		r := hex4(b[j+2:])
+		j += 6
+		if utf16.IsSurrogate(r) {
+			r2 := rune(-1)
+			if r < 0xDC00 && j+6 <= len(b) && b[j] == '\\' && b[j+1] == 'u' {
+				r2 = hex4(b[j+2:])
+			}
+			if 0xDC00 <= r2 && r2 < 0xE000 {
+				r = utf16.DecodeRune(r, r2)
+				j += 6
+			} else {
+				r = utf8.RuneError
+			}
+		}
+		sb.WriteRune(r)
 	}
+	return sb.String(), end + 1
+}
+
+// closingQuote is the offset of the quote that closes the valid string whose bytes go on at
+// b[j]: the first quote after an even run of backslashes.
+func closingQuote(b []byte, j int) int {
+	for {
+		q := j + bytes.IndexByte(b[j:], '"')
+		n := 0
+		for k := q - 1; k >= j && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q
+		}
+		j = q + 1
+	}
+}
+
+// sub is the input's bytes [j:k] as a string.
+func (p *builder) sub(j, k int) string {
+	if p.own {
+		return string(p.b[j:k])
+	}
+	return p.src[j:k]
 }
 
 var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}

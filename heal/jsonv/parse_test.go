@@ -6,7 +6,11 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 func mustParse(t *testing.T, s string, d Dialect) (*Value, []byte) {
@@ -223,6 +227,86 @@ func TestTypeString(t *testing.T) {
 	for ty, want := range map[Type]string{Null: "null", Bool: "bool", Number: "number", String: "string", Array: "array", Object: "object", 9: "Type(9)"} {
 		if got := ty.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", ty, got, want)
+		}
+	}
+}
+
+// refUnquote decodes the valid string literal s a byte at a time, as the specification
+// reads: an escape, a raw UTF-8 surrogate (with surr) or a lone escaped one is U+FFFD.
+func refUnquote(s []byte, surr bool) string {
+	var out []byte
+	for j := 1; j < len(s)-1; {
+		c := s[j]
+		switch {
+		case surr && c == 0xED && s[j+1] >= 0xA0:
+			out = utf8.AppendRune(out, utf8.RuneError)
+			j += 3
+		case c != '\\':
+			out = append(out, c)
+			j++
+		case s[j+1] != 'u':
+			out = append(out, unescape[s[j+1]])
+			j += 2
+		default:
+			r, _ := strconv.ParseUint(string(s[j+2:j+6]), 16, 32)
+			j += 6
+			ru := rune(r)
+			if utf16.IsSurrogate(ru) {
+				r2 := rune(-1)
+				if ru < 0xDC00 && j+6 <= len(s) && s[j] == '\\' && s[j+1] == 'u' {
+					x, _ := strconv.ParseUint(string(s[j+2:j+6]), 16, 32)
+					r2 = rune(x)
+				}
+				if 0xDC00 <= r2 && r2 < 0xE000 {
+					ru = utf16.DecodeRune(ru, r2)
+					j += 6
+				} else {
+					ru = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, ru)
+		}
+	}
+	return string(out)
+}
+
+// checkStrings compares every string and key of the tree with refUnquote of its bytes.
+func checkStrings(t testing.TB, v *Value, b []byte, surr bool) {
+	if v.Type == String {
+		if want := refUnquote(v.Raw(b), surr); v.Str != want {
+			t.Fatalf("string %q decoded %q, want %q", v.Raw(b), v.Str, want)
+		}
+	}
+	for _, it := range v.Items {
+		checkStrings(t, it, b, surr)
+	}
+	for _, m := range v.Keys {
+		end, _ := FirstValue(b[m.KeyStart:], Dialect{Surrogates: surr})
+		if want := refUnquote(b[m.KeyStart:m.KeyStart+end], surr); m.Key != want {
+			t.Fatalf("key %q decoded %q, want %q", b[m.KeyStart:m.KeyStart+end], m.Key, want)
+		}
+		checkStrings(t, m.Val, b, surr)
+	}
+}
+
+func TestParseStringsEscapesAndSurrogates(t *testing.T) {
+	long := strings.Repeat(`ab\n\"\\`, 5000)
+	for _, doc := range []string{
+		`"` + long + `"`,
+		`{"k\"ey":"\ud83d\ude00 \ud800 x \u00e9\/"}`,
+		"[\"\xed\xa0\x80 \\n \xed\x9f\xbf\", \"\\\\\\\"\"]",
+		`["\\", "a\\\\\\"b", "` + strings.Repeat(`\\`, 1000) + `"]`,
+	} {
+		for _, surr := range []bool{false, true} {
+			d := Dialect{Surrogates: surr}
+			if Valid([]byte(doc), d) != nil {
+				continue
+			}
+			v, err := Parse([]byte(doc), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkStrings(t, v, []byte(doc), surr)
 		}
 	}
 }
