@@ -1,0 +1,158 @@
+package jsonv
+
+import (
+	"bytes"
+	"hash/fnv"
+	"math"
+	"strings"
+	"testing"
+)
+
+// checkFields compares the tree ParseFields built with f against Parse's tree of the same
+// input: the same types, bounds and scalars wherever f builds, the named members alone, no
+// string decoded where f says Opaque.
+func checkFields(t testing.TB, b []byte, full, got *Value, f *Fields) {
+	t.Helper()
+	if got == nil || got.Type != full.Type || got.Start != full.Start || got.End != full.End {
+		t.Fatalf("ParseFields(%q): %+v, Parse %+v", b, got, full)
+	}
+	switch full.Type {
+	case String:
+		want := full.Str
+		if f != nil && f.Opaque {
+			want = ""
+		}
+		if got.Str != want {
+			t.Fatalf("ParseFields(%q): string at %d = %q, want %q", b, full.Start, got.Str, want)
+		}
+	case Number:
+		if got.IsInt != full.IsInt || got.Int != full.Int || (got.Num != full.Num && !(math.IsNaN(got.Num) && math.IsNaN(full.Num))) {
+			t.Fatalf("ParseFields(%q): number at %d = %+v, Parse %+v", b, full.Start, got, full)
+		}
+	case Bool:
+		if got.Bool != full.Bool {
+			t.Fatalf("ParseFields(%q): bool at %d", b, full.Start)
+		}
+	case Object:
+		var want []Member
+		if f != nil && f.Members != nil {
+			for _, m := range full.Keys {
+				if _, ok := f.Members[m.Key]; ok {
+					want = append(want, m)
+				}
+			}
+		}
+		if len(got.Keys) != len(want) {
+			t.Fatalf("ParseFields(%q): object at %d has %d members, want %d", b, full.Start, len(got.Keys), len(want))
+		}
+		for k, m := range want {
+			if g := got.Keys[k]; g.Key != m.Key || g.KeyStart != m.KeyStart {
+				t.Fatalf("ParseFields(%q): member %d = %q at %d, want %q at %d", b, k, g.Key, g.KeyStart, m.Key, m.KeyStart)
+			}
+			checkFields(t, b, m.Val, got.Keys[k].Val, f.Members[m.Key])
+		}
+	case Array:
+		n := 0
+		if f != nil && f.Items != nil {
+			n = len(full.Items)
+		}
+		if len(got.Items) != n {
+			t.Fatalf("ParseFields(%q): array at %d has %d items, want %d", b, full.Start, len(got.Items), n)
+		}
+		for k := 0; k < n; k++ {
+			checkFields(t, b, full.Items[k], got.Items[k], f.Items)
+		}
+	}
+}
+
+// fieldsOf is a Fields naming about half of the keys of v's first levels (which, the hash of
+// each key and seed decides), opaque strings where the hash says so.
+func fieldsOf(v *Value, depth int, seed byte) *Fields {
+	if v == nil || depth == 0 {
+		return nil
+	}
+	f := &Fields{Opaque: seed&4 != 0}
+	switch v.Type {
+	case Object:
+		f.Members = map[string]*Fields{}
+		for _, m := range v.Keys {
+			h := fnv.New32a()
+			h.Write([]byte{seed})
+			h.Write([]byte(m.Key))
+			if s := h.Sum32(); s%3 != 0 {
+				f.Members[m.Key] = fieldsOf(m.Val, depth-1, byte(s>>8))
+			}
+		}
+	case Array:
+		if len(v.Items) > 0 && seed&1 == 0 {
+			f.Items = fieldsOf(v.Items[0], depth-1, seed+1)
+		}
+	case String:
+	default:
+		return nil
+	}
+	return f
+}
+
+func FuzzParseFields(f *testing.F) {
+	addSeeds(f)
+	f.Add([]byte(`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"a\nb"},{"type":"tool_use","id":"t1"}]},"uuid":"u","type":"user"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		seed := byte(len(b))
+		for _, d := range []Dialect{plain, {NonFinite: true, Surrogates: true, Lossy: true}} {
+			full, err := Parse(b, d)
+			if err != nil {
+				if _, ferr := ParseFields(b, d, &Fields{}); ferr == nil || ferr.Error() != err.Error() {
+					t.Fatalf("ParseFields(%q) = %v, Parse %v", b, ferr, err)
+				}
+				continue
+			}
+			for _, fl := range []*Fields{nil, {Opaque: true}, fieldsOf(full, 4, seed), fieldsOf(full, 2, seed+7)} {
+				got, err := ParseFields(b, d, fl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkFields(t, b, full, got, fl)
+			}
+		}
+	})
+}
+
+func TestParseFields(t *testing.T) {
+	doc := []byte(`{"type":"assistant","big":"` + strings.Repeat(`x\n`, 1000) + `","message":{"role":"assistant",` +
+		`"content":[{"type":"text","text":"hello \"you\""},{"type":"tool_use","id":"t\u0031","input":{"a":[1,2]}}]},"n":-1.5e3,"k\\ey":true,"type":"user"}`)
+	blocks := &Fields{Members: map[string]*Fields{"type": nil, "id": nil}}
+	f := &Fields{Members: map[string]*Fields{
+		"type":    nil,
+		"message": {Members: map[string]*Fields{"role": {Opaque: true}, "content": {Items: blocks, Opaque: true}}},
+		"n":       nil,
+		"k\\ey":   nil,
+	}}
+	v, err := ParseFields(doc, Dialect{}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := v.Get("type").Str; got != "user" || len(v.Keys) != 5 {
+		t.Fatalf("type %q, %d members (the last type wins, big left out)", got, len(v.Keys))
+	}
+	m := v.Get("message")
+	if r := m.Get("role"); r.Type != String || r.Str != "" {
+		t.Fatalf("role %+v: opaque", r)
+	}
+	c := m.Get("content")
+	if len(c.Items) != 2 || c.Items[1].Get("id").Str != "t1" || c.Items[0].Get("text") != nil || c.Items[1].Get("input") != nil {
+		t.Fatalf("content %+v", c.Items)
+	}
+	if n := v.Get("n"); n.Num != -1500 {
+		t.Fatalf("n %+v", n)
+	}
+	if k := v.Get(`k\ey`); k == nil || !k.Bool {
+		t.Fatalf(`k\ey %+v`, k)
+	}
+	// The tree does not share the input.
+	s := c.Items[1].Get("type").Str
+	clear(doc)
+	if s != "tool_use" || !bytes.Equal([]byte(v.Get("type").Str), []byte("user")) {
+		t.Fatalf("strings changed with the input: %q", s)
+	}
+}
