@@ -48,7 +48,7 @@ func (p claudeCodeLog) CheckLines(f format.File, lines []format.Line) format.Ver
 // RecordProblem: the per-record checklist; which record comes first does not matter (Claude
 // skips a torn first line and re-appends its atis-latch record).
 func (claudeCodeLog) RecordProblem(rec []byte, _ bool) string {
-	v, err := jsonv.ParseDepth(rec, nodeDialect, 1) // the checklist reads top-level members only
+	v, err := jsonv.ParseFields(rec, nodeDialect, claudeProblemFields)
 	if err != nil {
 		return err.Error()
 	}
@@ -285,14 +285,31 @@ type claudeSequence struct {
 	parents      []uint64        // ... and of their string parentUuids
 }
 
-// claudeWarnDepth: the levels the warnings read (record, message, content, block).
-const claudeWarnDepth = 4
+// claudeProblemFields: what claudeRecordProblem reads of a record.
+var claudeProblemFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": nil, "message": nil}}
+
+// claudeFields: what a sequence reads of a record (claudeRecordProblem, the uuids, the
+// warnings): a message's text and a tool's input or output are never built.
+var claudeFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"type": nil, "uuid": nil, "parentUuid": nil, "sessionId": nil,
+	"message": {Members: map[string]*jsonv.Fields{
+		"role": {Opaque: true},
+		"content": {Opaque: true, Items: &jsonv.Fields{Members: map[string]*jsonv.Fields{
+			"type": nil, "id": nil, "tool_use_id": nil,
+		}}},
+	}},
+}}
 
 func (s *claudeSequence) Record(rec []byte) string {
-	v, err := jsonv.ParseDepth(rec, nodeDialect, claudeWarnDepth)
+	v, err := jsonv.ParseFields(rec, nodeDialect, claudeFields)
 	if err != nil {
 		return err.Error() // as RecordProblem says it
 	}
+	return s.record(v)
+}
+
+// record is Record of the record's tree.
+func (s *claudeSequence) record(v *jsonv.Value) string {
 	if p := claudeRecordProblem(v); p != "" {
 		return p
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
 )
 
@@ -261,4 +262,55 @@ func TestClaudeCodeLockProtocol(t *testing.T) {
 			t.Errorf("%s, a stale entry: %v %v, want no lock", path, l, err)
 		}
 	}
+}
+
+// FuzzClaudeFields: a transcript judged on the members claudeFields builds gives every
+// record's finding, the warnings and the end the whole tree of the levels it reads
+// (jsonv.ParseDepth, four levels: record, message, content, block) gives.
+func FuzzClaudeFields(f *testing.F) {
+	files, _ := filepath.Glob("../testdata/samples/claude-code/*/home/.claude/projects/*/*.jsonl")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add(ccLines(ccMeta, ccUser, ccAsst, ccAttach))
+	f.Add(ccLines(
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t\u0031","input":{"x":"y\n"}},{"type":"tool_use","id":"t2"}]},"uuid":"a","parentUuid":"zz"}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"out\"put"}]},"uuid":"b","parentUuid":"a","sessionId":"other"}`,
+		`{"type":"user","message":{"role":"user","content":null},"type":"assistant","message":{"content":"x"}}`,
+		`{"type":"user","message":"text","uuid":1,"sessionId":"`+ccSID+`"}`,
+		`{"type":"assistant","message":{"role":null,"content":[1,"a",{"type":"tool_use"}]},"message":{"role":"r","content":[{"type":"tool_use","id":"dup","id":"last"}]}}`,
+	))
+	f.Add(ccLines(ccUser,
+		`{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t9"},{"type":"tool_use","id":"t8"}]},"uuid":"a9","parentUuid":"u1"}`,
+		`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":[{"type":"text","text":"done"}]}]},"uuid":"u9","parentUuid":"a9"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 1<<16 {
+			return
+		}
+		got := claudeCodeLog{}.NewSequence(ccPath).(*claudeSequence)
+		want := claudeCodeLog{}.NewSequence(ccPath).(*claudeSequence)
+		for _, rec := range bytes.Split(b, []byte("\n")) {
+			g := got.Record(rec)
+			w := ""
+			if v, err := jsonv.ParseDepth(rec, nodeDialect, 4); err != nil {
+				w = err.Error()
+			} else {
+				w = want.record(v)
+			}
+			if g != w {
+				t.Fatalf("record %q: %q, the whole tree says %q", rec, g, w)
+			}
+			if p := (claudeCodeLog{}).RecordProblem(rec, false); (p == "") != (w == "") {
+				t.Fatalf("record %q: RecordProblem %q, the sequence %q", rec, p, w)
+			}
+		}
+		if g, w := got.End(), want.End(); g != w {
+			t.Fatalf("End %q, the whole tree says %q", g, w)
+		}
+		if g, w := strings.Join(got.Warnings(), "|"), strings.Join(want.Warnings(), "|"); g != w {
+			t.Fatalf("warnings %q, the whole tree says %q", g, w)
+		}
+	})
 }
