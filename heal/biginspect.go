@@ -34,6 +34,14 @@ func (e *Engine) bigAbove() int64 {
 	return bigFile
 }
 
+// holdAbove is the size above which a log judged record by record is judged streaming.
+func (e *Engine) holdAbove() int64 {
+	if e.holdThreshold > 0 {
+		return e.holdThreshold
+	}
+	return holdLimit
+}
+
 // wholeLimit is the largest plain JSON or JSONL file read whole: a healthy one needs its
 // bytes up to there (JSONL: the line-aligned prefix check against last-good; JSON: its
 // last-good copy), and a larger one is judged streaming.

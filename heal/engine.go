@@ -42,6 +42,9 @@ type Engine struct {
 	// bigThreshold, when set, replaces bigFile: files larger than it are planned and healed
 	// streaming (tests lower it to run small files through that path).
 	bigThreshold int64
+	// holdThreshold, when set, replaces holdLimit: logs judged record by record that are
+	// larger are judged streaming (tests set it to compare both ways).
+	holdThreshold int64
 }
 
 // DefaultQuietCheck is the quiet check of files of apps without a lock (see
@@ -153,7 +156,9 @@ func (e *Engine) Check(t Target) Report {
 		fill(&r, v)
 		return r
 	}
-	fill(&r, e.inspect(t).verdict)
+	in := e.inspect(t)
+	fill(&r, in.verdict)
+	in.release()
 	return r
 }
 
@@ -216,6 +221,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 				_ = e.LastGood.Put(t.Path, in.data)
 			}
 		}
+		in.release()
 		return r
 	case Damaged:
 	default:

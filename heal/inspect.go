@@ -25,7 +25,7 @@ func (e *Engine) inspect(t Target) *inspection {
 	// size, whether its app appends to it or rewrites it whole (nanobot).
 	streamed := in.ctx.typ.AppendOnly() || (in.ctx.typ.JSONL() && !in.ctx.typ.Plain() && format.StreamJudged(in.ctx.typ))
 	if streamed {
-		big = streamThreshold
+		big = e.holdAbove()
 	}
 	if in.ctx.typ.Plain() {
 		big = min(big, e.wholeLimit(t.Rule, in.ctx.typ))
@@ -34,7 +34,12 @@ func (e *Engine) inspect(t Target) *inspection {
 	if doc {
 		big = e.bigAbove()
 	}
-	data, id, err := fsio.ReadStableBelow(t.Path, t.Rule.Limits.MaxFileSize, big)
+	var buf []byte // a pooled buffer the bytes were read into (readbuf.go)
+	data, id, err := fsio.ReadStableInto(t.Path, t.Rule.Limits.MaxFileSize, big, func(n int) []byte { buf = readBuf(n); return buf })
+	if err != nil && buf != nil {
+		releaseRead(buf)
+		buf = nil
+	}
 	if errors.Is(err, fsio.ErrBig) && in.ctx.typ.Plain() && e.inspectBig(t, in) {
 		return in
 	}
@@ -45,7 +50,12 @@ func (e *Engine) inspect(t Target) *inspection {
 		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
 	if errors.Is(err, fsio.ErrBig) {
-		if streamed {
+		// Up to the streaming size, a log whose last-good copy is longer is read whole: it
+		// may be a strict line-aligned prefix of that copy (format.Inspect).
+		held := streamed && id.Size <= streamThreshold && in.ctx.typ.JSONL() && e.copyLonger(t.Path, id.Size)
+		if held {
+			// read whole below
+		} else if streamed {
 			v, sid, serr := format.StreamInspect(t.Path, in.ctx.typ)
 			switch {
 			case errors.Is(serr, fsio.ErrChanged):
@@ -55,6 +65,17 @@ func (e *Engine) inspect(t Target) *inspection {
 				// Rewritten whole by its app: its last-good copy is copied from the file.
 				in.id, in.verdict, in.copyFrom = sid, v, true
 				return in
+			case serr == nil && v.Status == Healthy && sid.Size <= streamThreshold:
+				// Its last-good copy is copied from the file, as it would be from its bytes
+				// held whole.
+				in.id, in.verdict, in.copyFrom = sid, v, true
+				e.inc.Full.Add(1)
+				if !e.oneShot {
+					e.inc.RememberFile(t.Path, in.ctx.typ, sid)
+				}
+				return in
+			case serr == nil && v.Status == Damaged && sid.Size <= streamThreshold:
+				// Read whole below, and planned as such (bigplan.go over the big-file size).
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v
 				e.inc.Full.Add(1)
@@ -87,7 +108,7 @@ func (e *Engine) inspect(t Target) *inspection {
 	}
 	switch {
 	case err == nil:
-		in.data, in.id = data, id
+		in.data, in.id, in.buf = data, id, buf
 		in.verdict = format.Inspect(in.ctx.typ, in.ctx.file(), data)
 		if in.verdict.Status == Damaged && in.ctx.typ.Plain() && id.Size > e.bigAbove() {
 			// Planned streaming: the bytes read are let go, the plan reads the file again.
@@ -134,6 +155,21 @@ func (e *Engine) inspect(t Target) *inspection {
 		in.verdict = format.Skip("unreadable: %v", err)
 	}
 	return in
+}
+
+// copyLonger: path's last-good copy is longer than size bytes.
+func (e *Engine) copyLonger(path string, size int64) bool {
+	n, ok := e.LastGood.Size(path)
+	return ok && n > size
+}
+
+// release gives the buffer the file was read into back to the pool: call it once nothing
+// reads the inspection's bytes any more (a verdict holds none of them).
+func (in *inspection) release() {
+	if in.buf != nil {
+		releaseRead(in.buf)
+		in.buf, in.data = nil, nil
+	}
 }
 
 // inspectDoc judges an app's JSON document over the big-file size streaming (its checklist

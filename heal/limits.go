@@ -13,9 +13,16 @@ import (
 // that the damage is reported and the heal refused.
 const (
 	streamThreshold = 32 << 20
-	planLimit       = 256 << 20
-	streamBuf       = format.StreamBuf
-	maxLine         = format.MaxLine // a longer number is not judged streaming
+	// holdLimit: a log judged record by record over this size is judged streaming (a block
+	// at a time, never held), healthy or not; up to streamThreshold, a damaged one is then
+	// read whole to be planned, and so is one whose last-good copy is longer (the
+	// line-aligned prefix check). A first scan of thousands of transcripts otherwise holds
+	// each one whole, in buffers up to 32 MiB that a one-shot command's memory limit makes
+	// the collector hand back between files.
+	holdLimit = format.StreamBuf
+	planLimit = 256 << 20
+	streamBuf = format.StreamBuf
+	maxLine   = format.MaxLine // a longer number is not judged streaming
 )
 
 func tooLargeToPlan(size int64) string {

@@ -43,6 +43,7 @@ func (p *plan) lossRatio() float64 {
 type inspection struct {
 	ctx     fileCtx
 	data    []byte
+	buf     []byte // the pooled buffer data was read into, or nil (release)
 	id      Identity
 	missing bool
 	verdict Verdict

@@ -28,6 +28,12 @@ var ErrBig = errors.New("file too big to read whole")
 // ReadStableBelow is ReadStable, except that a file larger than big (when big > 0) is not
 // read: it returns ErrBig and the file's identity, for the caller to stream it.
 func ReadStableBelow(path string, maxSize, big int64) ([]byte, Identity, error) {
+	return ReadStableInto(path, maxSize, big, nil)
+}
+
+// ReadStableInto is ReadStableBelow reading into a buffer alloc gives for n bytes (a scan
+// reuses its buffers; nil: a new one). The bytes returned are at the start of that buffer.
+func ReadStableInto(path string, maxSize, big int64, alloc func(n int) []byte) ([]byte, Identity, error) {
 	fd, err := openPath(path, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if err == syscall.ELOOP {
@@ -54,7 +60,15 @@ func ReadStableBelow(path string, maxSize, big int64) ([]byte, Identity, error) 
 		return nil, id, ErrBig
 	}
 	// One byte more than the size: a read that fills it means the file grew meanwhile.
-	data := make([]byte, id.Size+1)
+	var data []byte
+	if alloc != nil {
+		data = alloc(int(id.Size) + 1)
+	}
+	if int64(len(data)) < id.Size+1 {
+		data = make([]byte, id.Size+1)
+	} else {
+		data = data[:id.Size+1]
+	}
 	n := 0
 	for n <= int(id.Size) {
 		m, err := syscall.Read(fd, data[n:])

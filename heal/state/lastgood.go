@@ -114,6 +114,18 @@ func (l LastGood) Path(path string) string {
 	return l.file(path)
 }
 
+// Size is the size of path's last-good copy; ok is false when there is none.
+func (l LastGood) Size(path string) (size int64, ok bool) {
+	if l.Root == "" || !l.has(path) {
+		return 0, false
+	}
+	st, err := os.Lstat(l.file(path))
+	if err != nil || !st.Mode().IsRegular() {
+		return 0, false
+	}
+	return st.Size(), true
+}
+
 // Get returns the last-good copy of path, or nil.
 func (l LastGood) Get(path string) []byte {
 	if l.Root == "" || !l.has(path) {
