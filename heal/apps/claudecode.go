@@ -308,6 +308,11 @@ func (s *claudeSequence) Record(rec []byte) string {
 	return s.record(v)
 }
 
+// RecordValid: Record of a record judgeRecords has found valid.
+func (s *claudeSequence) RecordValid(rec []byte) string {
+	return s.record(jsonv.ParseFieldsValid(rec, nodeDialect, claudeFields))
+}
+
 // record is Record of the record's tree.
 func (s *claudeSequence) record(v *jsonv.Value) string {
 	if p := claudeRecordProblem(v); p != "" {

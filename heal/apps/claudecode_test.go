@@ -290,9 +290,19 @@ func FuzzClaudeFields(f *testing.F) {
 			return
 		}
 		got := claudeCodeLog{}.NewSequence(ccPath).(*claudeSequence)
+		gotValid := claudeCodeLog{}.NewSequence(ccPath).(*claudeSequence) // fed by RecordValid where Valid passes
 		want := claudeCodeLog{}.NewSequence(ccPath).(*claudeSequence)
 		for _, rec := range bytes.Split(b, []byte("\n")) {
 			g := got.Record(rec)
+			gv := g
+			if jsonv.Valid(rec, nodeDialect) == nil {
+				gv = gotValid.RecordValid(rec)
+			} else {
+				gotValid.Record(rec)
+			}
+			if gv != g {
+				t.Fatalf("record %q: RecordValid %q, Record %q", rec, gv, g)
+			}
 			w := ""
 			if v, err := jsonv.ParseDepth(rec, nodeDialect, 4); err != nil {
 				w = err.Error()
@@ -308,6 +318,9 @@ func FuzzClaudeFields(f *testing.F) {
 		}
 		if g, w := got.End(), want.End(); g != w {
 			t.Fatalf("End %q, the whole tree says %q", g, w)
+		}
+		if g, w := strings.Join(gotValid.Warnings(), "|"), strings.Join(want.Warnings(), "|"); g != w || gotValid.End() != want.End() {
+			t.Fatalf("fed by RecordValid: warnings %q, the whole tree says %q", g, w)
 		}
 		if g, w := strings.Join(got.Warnings(), "|"), strings.Join(want.Warnings(), "|"); g != w {
 			t.Fatalf("warnings %q, the whole tree says %q", g, w)

@@ -273,6 +273,13 @@ type RecordSequence interface {
 	ChecksRecords()
 }
 
+// ValidSequence is a [Sequence] that can be given a record already found valid under its
+// profile's dialect (jsonv.Valid), which it then does not check again.
+type ValidSequence interface {
+	// RecordValid is Record of rec, which passed jsonv.Valid under the profile's dialect.
+	RecordValid(rec []byte) string
+}
+
 // SequenceWarner is a [Sequence] that also gives the checklist's warnings, once End has run
 // and found nothing wrong.
 type SequenceWarner interface {

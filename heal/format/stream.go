@@ -103,6 +103,7 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 			rc = nil // the sequence applies it
 		}
 	}
+	vs, _ := seq.(ValidSequence)
 	var next int64 // where the next line starts
 	var last int64 // where the last record starts
 	n, records := 0, 0
@@ -129,7 +130,13 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 			}
 		}
 		if seq != nil && schema == nil {
-			if prob := seq.Record(body); prob != "" {
+			var prob string
+			if vs != nil && long == nil {
+				prob = vs.RecordValid(body) // judgeLine has just run jsonv.Valid over it
+			} else {
+				prob = seq.Record(body)
+			}
+			if prob != "" {
 				kind := KindSchema
 				if k, ok := seq.(SequenceKind); ok && k.ProblemKind() != "" {
 					kind = k.ProblemKind()

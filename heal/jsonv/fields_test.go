@@ -113,6 +113,7 @@ func FuzzParseFields(f *testing.F) {
 					t.Fatal(err)
 				}
 				checkFields(t, b, full, got, fl)
+				checkFields(t, b, full, ParseFieldsValid(b, d, fl), fl)
 			}
 		}
 	})
