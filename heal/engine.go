@@ -212,14 +212,8 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	}
 	switch in.verdict.Status {
 	case Healthy:
-		// An incremental pass read only the appended bytes: the last-good copy stays the
-		// older prefix (the union of last-good and salvage covers what came after it).
-		if !dryRun && !in.incremental && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
-			if in.copyFrom {
-				e.lastGoodFrom(t.Path, in.id)
-			} else {
-				_ = e.LastGood.Put(t.Path, in.data)
-			}
+		if !dryRun && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
+			e.keepCopy(t, in)
 		}
 		in.release()
 		return r
@@ -343,6 +337,30 @@ func ruleRoot(r *policy.Rule, path string) string {
 		return filepath.Dir(path)
 	}
 	return best
+}
+
+// coldAfter: an append-only log its app last wrote longer ago than this gets no last-good
+// copy when first seen healthy, only when next written. Its bytes are not at risk until an
+// app writes to it again (a log is damaged by the writes to it: a torn or interleaved
+// append, a crash while it is rewritten, a power cut over recent writes), and a first scan
+// of a heavy user's years of transcripts would otherwise write a copy of every one.
+const coldAfter = 24 * time.Hour
+
+// keepCopy keeps the last-good copy of a file inspected healthy, where one is of use.
+func (e *Engine) keepCopy(t Target, in *inspection) {
+	has := e.LastGood.Has(t.Path)
+	switch {
+	case in.incremental && has:
+		// An incremental pass read only the appended bytes: the last-good copy stays the
+		// older prefix (the union of last-good and salvage covers what came after it).
+		return
+	case !has && in.ctx.typ.AppendOnly() && !t.Rule.RestoreDeleted && time.Since(in.id.Mtime) > coldAfter:
+		return // cold: copied once its app writes to it again
+	case in.data != nil:
+		_ = e.LastGood.Put(t.Path, in.data)
+	default:
+		e.lastGoodFrom(t.Path, in.id)
+	}
 }
 
 // lastGoodFrom keeps a last-good copy of a healthy file judged streaming, copied from the file

@@ -40,8 +40,8 @@ func (b *bench) claude(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.logf("[claude] %d transcripts, %s in %d project dirs (largest %s, %d of 10 MB or more, %d under 1 MB) in %s",
-		st.Files, fmtBytes(st.Bytes), st.Slugs, fmtBytes(st.Largest), st.Over10MB, st.Under1MB, fmtDur(time.Since(t0)))
+	b.logf("[claude] %d transcripts, %s in %d project dirs (largest %s, %d of 10 MB or more, %d under 1 MB; %d, %s, written within a day) in %s",
+		st.Files, fmtBytes(st.Bytes), st.Slugs, fmtBytes(st.Largest), st.Over10MB, st.Under1MB, st.Recent, fmtBytes(st.RecentBytes), fmtDur(time.Since(t0)))
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -90,10 +90,10 @@ type claudeParams struct {
 
 func claudePlan(quick bool) claudeParams {
 	if quick {
-		return claudeParams{tree: claudeTree{files: 200, total: 40e6, seed: 10}, scanReps: 2, idleWindow: 3 * time.Second,
+		return claudeParams{tree: claudeTree{files: 200, total: 40e6, seed: 10, ageDays: 180}, scanReps: 2, idleWindow: 3 * time.Second,
 			appendSize: 100e6, cycles: 2, perCycle: 20, latDur: 6 * time.Second, liveFiles: 4, latFiles: 16, liveSize: 1e6}
 	}
-	return claudeParams{tree: claudeTree{files: 5000, total: 2e9, seed: 10}, scanReps: 2, idleWindow: 60 * time.Second,
+	return claudeParams{tree: claudeTree{files: 5000, total: 2e9, seed: 10, ageDays: 180}, scanReps: 2, idleWindow: 60 * time.Second,
 		appendSize: 100e6, cycles: 10, perCycle: 50, latDur: 90 * time.Second, liveFiles: 4, latFiles: 110, liveSize: 2e6}
 }
 
@@ -227,6 +227,8 @@ func (b *bench) claudeIdle(ctx context.Context, dir, home string, st claudeTreeS
 	if err != nil {
 		return nil, err
 	}
+	copies, copied := dirUsage(filepath.Join(state, "last-good"))
+	b.logf("[claude] daemon: %d last-good copies, %s, once quiet", copies, fmtBytes(copied))
 	w, err := b.idleWindow(ctx, d, window, "[claude]")
 	if err != nil {
 		return nil, err
@@ -247,6 +249,9 @@ func (b *bench) claudeIdle(ctx context.Context, dir, home string, st claudeTreeS
 	cpuRow.metric("context_switches", float64(w.switches))
 	cpuRow.metric("first_scan_s", firstScan.Seconds())
 	cpuRow.metric("first_scan_hwm_bytes", float64(scanHWM))
+	cpuRow.addNote("last-good copies written by the first scan: %d files, %s (%d transcripts, %s, last written within a day)", copies, fmtBytes(copied), st.Recent, fmtBytes(st.RecentBytes))
+	cpuRow.metric("last_good_files", float64(copies))
+	cpuRow.metric("last_good_bytes", float64(copied))
 	memRow := Row{
 		Workload:     "claude",
 		Goal:         fmt.Sprintf("daemon RSS watching %d Claude transcripts in %d projects", st.Files, st.Slugs),
@@ -260,6 +265,18 @@ func (b *bench) claudeIdle(ctx context.Context, dir, home string, st claudeTreeS
 	memRow.metric("rss_bytes", float64(w.rss))
 	memRow.metric("hwm_bytes", float64(w.hwm))
 	return []Row{cpuRow, memRow}, nil
+}
+
+// dirUsage is the number of regular files directly in dir and their total size.
+func dirUsage(dir string) (files int, bytes int64) {
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			files++
+			bytes += fi.Size()
+		}
+	}
+	return files, bytes
 }
 
 // waitQuiet waits until the daemon used less than 10 ms of CPU over a second, and returns

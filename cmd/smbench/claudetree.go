@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // claudeTree is a Claude config directory's projects tree: n transcripts spread over many
@@ -16,6 +17,9 @@ type claudeTree struct {
 	total   int64 // bytes asked for; the files hold a little more (whole records)
 	seed    uint64
 	workers int // 0: one per CPU
+	// ageDays: the transcripts were last written over this many days before now, evenly
+	// (a heavy user's history: most sessions are old, a few are today's); 0: all just now.
+	ageDays float64
 }
 
 // claudeTreeStats describes a generated tree.
@@ -25,6 +29,8 @@ type claudeTreeStats struct {
 	Largest      int64
 	Over10MB     int // files of at least 10 MB
 	Under1MB     int // files under 1 MB
+	Recent       int // files last written within a day (all of them when ageDays is 0)
+	RecentBytes  int64
 }
 
 // claudeCwd is the i-th project directory of a tree.
@@ -62,6 +68,7 @@ func (t claudeTree) gen(projects string) (claudeTreeStats, error) {
 		workers = runtime.NumCPU()
 	}
 	jobs := make(chan int)
+	now := time.Now()
 	var mu sync.Mutex
 	var firstErr error
 	var wg sync.WaitGroup
@@ -75,7 +82,16 @@ func (t claudeTree) gen(projects string) (claudeTreeStats, error) {
 				s := newClaudeSession(pools, t.seed<<20+uint64(i), cwd)
 				path := filepath.Join(projects, claudeSlug(cwd), s.id+".jsonl")
 				n, err := writeTranscript(path, s, sizes[i], buf)
+				age := time.Duration(t.ageDays * rand.New(rand.NewPCG(t.seed, uint64(i)+0x9e37)).Float64() * float64(24*time.Hour))
+				if err == nil && age > 0 {
+					mt := now.Add(-age)
+					err = os.Chtimes(path, mt, mt)
+				}
 				mu.Lock()
+				if age < 24*time.Hour {
+					st.Recent++
+					st.RecentBytes += n
+				}
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}

@@ -92,6 +92,9 @@ func CopyName(path string) string {
 	return hex.EncodeToString(k[:])
 }
 
+// Has reports whether a copy of path is kept.
+func (l LastGood) Has(path string) bool { return l.Root != "" && l.has(path) }
+
 func (l LastGood) has(path string) bool {
 	if l.idx == nil {
 		return true
