@@ -328,14 +328,28 @@ type codexSequence struct {
 }
 
 func (s *codexSequence) Record(rec []byte) string {
-	depth := 1
-	if s.n == 0 {
-		depth = 3 // the header's payload.history_base
-	}
-	v, err := jsonv.ParseDepth(rec, codexDialect, depth)
+	v, err := jsonv.ParseDepth(rec, codexDialect, s.depth())
 	if err != nil {
 		return err.Error()
 	}
+	return s.record(v)
+}
+
+// RecordValid: Record of a record judgeRecords has found valid.
+func (s *codexSequence) RecordValid(rec []byte) string {
+	return s.record(jsonv.ParseDepthValid(rec, codexDialect, s.depth()))
+}
+
+// depth is how deep the next record is read: the header down to payload.history_base.
+func (s *codexSequence) depth() int {
+	if s.n == 0 {
+		return 3
+	}
+	return 1
+}
+
+// record is Record of the record's tree.
+func (s *codexSequence) record(v *jsonv.Value) string {
 	s.n++
 	if !isStr(v.Get("timestamp")) {
 		s.untimed++

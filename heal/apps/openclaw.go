@@ -132,6 +132,13 @@ func (openclawTranscript) SkipReason(path string, _ []byte) string { return open
 func (openclawTranscript) RecordProblem(rec []byte, first bool) string {
 	return transcriptLineProblem(rec, first)
 }
+func (openclawTranscript) RecordProblemValid(rec []byte, first bool) string {
+	return transcriptEntryProblem(jsonv.ParseFieldsValid(rec, jsonv.Dialect{}, transcriptFields), first)
+}
+
+// transcriptFields: what transcriptEntryProblem reads of a record.
+var transcriptFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": nil, "id": nil}}
+
 func (openclawTranscript) NoRecords() format.Verdict {
 	return format.Damage(format.KindEmpty, 0, "transcript has no header")
 }

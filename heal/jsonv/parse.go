@@ -93,17 +93,25 @@ func Parse(b []byte, d Dialect) (*Value, error) {
 // nested deeper is a Value of its type and bounds without children (depth 1: the top-level
 // value and its members' scalars). It is for a checklist that reads a few members of many
 // big records, at a fraction of the allocations of the whole tree.
+// Its strings are copied out one by one (most of a big record's bytes are in the levels
+// not built), so the tree does not keep b.
 func ParseDepth(b []byte, d Dialect, depth int) (*Value, error) {
 	if err := Valid(b, d); err != nil {
 		return nil, err
 	}
-	p := builder{b: b, src: string(b), surr: d.Surrogates, d: d, max: MaxDepth}
+	return ParseDepthValid(b, d, depth), nil
+}
+
+// ParseDepthValid is ParseDepth of b that has passed Valid(b, d), which it does not run
+// again. It must be given nothing else: the build checks nothing.
+func ParseDepthValid(b []byte, d Dialect, depth int) *Value {
+	p := builder{b: b, surr: d.Surrogates, d: d, max: MaxDepth, own: true}
 	if depth > 0 && depth < MaxDepth {
 		p.max = depth
 	}
 	p.chunk = 16
 	v, _ := p.value(skipWS(b, 0))
-	return v, nil
+	return v
 }
 
 // builder builds the tree of an input that Valid has accepted, so it checks nothing.
