@@ -168,8 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	case "demo":
 		code, err = cmdDemo(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, currentBuild())
-		return exitOK
+		code, err = cmdVersion(args[1:], stdout)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

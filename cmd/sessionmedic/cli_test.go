@@ -202,6 +202,7 @@ func TestExitCodesAndErrors(t *testing.T) {
 		text string
 	}{
 		{[]string{"version"}, 0, "sessionmedic "},
+		{[]string{"version", "extra"}, 2, "version takes no arguments"},
 		{nil, 2, "usage"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{[]string{"check", "-nope"}, 2, "flag provided but not defined"},

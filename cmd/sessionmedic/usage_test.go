@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,18 +56,69 @@ func TestUnknownPresetListsAliases(t *testing.T) {
 	}
 }
 
-// TestCommandHelp: every command's -h and -help print its usage and flags to stdout, exit 0.
-func TestCommandHelp(t *testing.T) {
+// readmeCommands is README's table of commands: each command's name and the flags its line
+// names.
+func readmeCommands(t *testing.T) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "## Commands\n\n```\n")
+	block, _, ok2 := strings.Cut(after, "```")
+	if !ok || !ok2 {
+		t.Fatal("README has no table of commands")
+	}
+	cmds := map[string][]string{}
+	for line := range strings.Lines(block) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "sessionmedic" {
+			t.Fatalf("README's table of commands: %q", line)
+		}
+		flags := []string{}
+		for _, m := range regexp.MustCompile(`\[(-[a-z-]+)`).FindAllStringSubmatch(line, -1) {
+			flags = append(flags, m[1])
+		}
+		cmds[f[1]] = flags
+	}
+	return cmds
+}
+
+// TestEveryCommandHelpAndUnknownFlag holds every command of README's table to what README
+// says of them all: -h and -help print the command's usage line and exactly the flags README
+// names for it to stdout, and exit 0; a flag the command does not know is a usage error (exit
+// 2, said on stderr, nothing on stdout).
+func TestEveryCommandHelpAndUnknownFlag(t *testing.T) {
 	home := t.TempDir()
-	for cmd, flagName := range map[string]string{"check": "-preset", "heal": "-dry-run", "run": "-log-level", "quarantine": "-json", "policy": "-config", "demo": "-keep"} {
+	cmds := readmeCommands(t)
+	for _, want := range []string{"run", "check", "heal", "quarantine", "policy", "demo", "version"} {
+		if _, ok := cmds[want]; !ok {
+			t.Errorf("README's table of commands has no %s", want)
+		}
+	}
+	flagLine := regexp.MustCompile(`^  (-[a-z-]+)`)
+	for cmd, flags := range cmds {
 		for _, h := range []string{"-h", "-help"} {
 			out, errOut, code := sm(t, home, cmd, h)
-			if code != 0 || errOut != "" || !strings.Contains(out, "sessionmedic "+cmd+" ") || !strings.Contains(out, flagName) {
-				t.Errorf("%s %s: exit %d\nstdout:\n%s\nstderr:\n%s", cmd, h, code, out, errOut)
+			if code != 0 || errOut != "" || !strings.Contains(out, "  sessionmedic "+cmd+" ") && !strings.HasSuffix(out, "  sessionmedic "+cmd+"\n") {
+				t.Errorf("%s %s: exit %d, want 0 and its usage line on stdout\nstdout:\n%s\nstderr:\n%s", cmd, h, code, out, errOut)
+				continue
 			}
-			if strings.Contains(out, "help requested") {
-				t.Errorf("%s %s: %q", cmd, h, out)
+			var got []string
+			for l := range strings.Lines(out) {
+				if m := flagLine.FindStringSubmatch(l); m != nil {
+					got = append(got, m[1])
+				}
 			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(flags))
+			if !slices.Equal(got, want) {
+				t.Errorf("%s %s lists flags %v; README's table names %v\n%s", cmd, h, got, want, out)
+			}
+		}
+		out, errOut, code := sm(t, home, cmd, "-no-such-flag")
+		if code != 2 || out != "" || !strings.HasPrefix(errOut, "sessionmedic: flag provided but not defined: -no-such-flag\n") {
+			t.Errorf("%s -no-such-flag: exit %d, want 2 and the flag named on stderr\nstdout:\n%s\nstderr:\n%s", cmd, code, out, errOut)
 		}
 	}
 }
