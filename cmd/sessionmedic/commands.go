@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -254,6 +255,13 @@ func printReport(w io.Writer, r heal.Report) {
 	}
 }
 
+// quarantineFlags are the flags each quarantine subcommand uses.
+var quarantineFlags = map[string][]string{
+	"list":    {"config", "json"},
+	"show":    {"config", "json"},
+	"restore": {"config", "preset"},
+}
+
 func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("quarantine", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -265,6 +273,18 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if len(pos) == 0 {
 		return 0, usageError{"quarantine needs list, show ID or restore ID"}
+	}
+	// Each subcommand takes only the flags it uses: one it would ignore is refused.
+	if takes, ok := quarantineFlags[pos[0]]; ok {
+		var bad error
+		fs.Visit(func(f *flag.Flag) {
+			if bad == nil && !slices.Contains(takes, f.Name) {
+				bad = usageError{fmt.Sprintf("quarantine %s does not take -%s (it takes -%s)", pos[0], f.Name, strings.Join(takes, ", -"))}
+			}
+		})
+		if bad != nil {
+			return 0, bad
+		}
 	}
 	cfg, err := loadPolicy(c.config, stderr, true)
 	if err != nil {

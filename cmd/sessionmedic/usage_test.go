@@ -226,3 +226,46 @@ func TestUnreadableDirIsSkipped(t *testing.T) {
 		t.Fatalf("-json: %+v\n%s", r, out)
 	}
 }
+
+// TestQuarantineRefusesFlagsItDoesNotUse: each quarantine subcommand takes only the flags it
+// uses (list and show: -config, -json; restore: -config, -preset P PATH...); one it would
+// ignore, or a flag given an empty value, is a usage error (exit 2) naming the flag, and
+// nothing is done.
+func TestQuarantineRefusesFlagsItDoesNotUse(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "sessions")
+	copyDir(t, filepath.Join(samples, "praisonai/corrupt_trailing_garbage/sessions"), dir)
+	if _, errOut, code := sm(t, home, "heal", "-preset", "praisonai", dir); code != 0 {
+		t.Fatalf("heal: exit %d\n%s", code, errOut)
+	}
+	out, _, _ := sm(t, home, "quarantine", "list")
+	id := strings.Fields(out)[0]
+	healed, _ := os.ReadFile(filepath.Join(dir, "parent-chat.json"))
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"restore", id, "-json", "-preset", "praisonai", dir}, "-json"},
+		{[]string{"restore", id, "-preset", "", dir}, "-preset"},
+		{[]string{"restore", id, "-preset", ""}, "-preset"},
+		{[]string{"list", "-preset", ""}, "-preset"},
+		{[]string{"list", "-json", "-preset", "praisonai"}, "-preset"},
+		{[]string{"show", id, "-preset", "praisonai", dir}, "-preset"},
+		{[]string{"list", "-config", ""}, "-config"},
+	} {
+		out, errOut, code := sm(t, home, append([]string{"quarantine"}, c.args...)...)
+		first, _, _ := strings.Cut(errOut, "\n")
+		if code != 2 || out != "" || !strings.Contains(first, c.flag) {
+			t.Errorf("quarantine %q: exit %d, want 2 with %s named on stderr's first line\nstdout:\n%s\nstderr:\n%s", c.args, code, c.flag, out, errOut)
+		}
+		if now, _ := os.ReadFile(filepath.Join(dir, "parent-chat.json")); string(now) != string(healed) {
+			t.Fatalf("quarantine %q restored the file", c.args)
+		}
+	}
+	// What each takes still works.
+	for _, args := range [][]string{{"list", "-json"}, {"show", id, "-json"}, {"restore", id, "-preset", "praisonai", dir}} {
+		if _, errOut, code := sm(t, home, append([]string{"quarantine"}, args...)...); code != 0 {
+			t.Errorf("quarantine %q: exit %d\n%s", args, code, errOut)
+		}
+	}
+}
