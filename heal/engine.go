@@ -127,7 +127,9 @@ type Target struct {
 	Override bool
 }
 
-var errNoRule = errors.New("no rule covers this file and its format cannot be detected")
+// ErrNoRule is the error [Engine.Targets] gives (in a *fs.PathError) for a file named in its
+// paths that no rule covers and whose format its fallback cannot tell.
+var ErrNoRule = errors.New("no rule covers this file and its format cannot be detected")
 
 func (e *Engine) newReport(t Target) Report {
 	r := Report{Path: t.Path, Rule: t.Rule.Name, Format: e.profile(t.Rule.Format, t.Path).Name(), Offset: -1}

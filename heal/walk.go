@@ -139,7 +139,7 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 			} else if reason := e.notSession(abs); reason != "" {
 				add(Target{Path: abs, Rule: &policy.Rule{Name: "-"}, Skip: reason})
 			} else {
-				errs = append(errs, &fs.PathError{Op: "check", Path: abs, Err: errNoRule})
+				errs = append(errs, &fs.PathError{Op: "check", Path: abs, Err: ErrNoRule})
 			}
 		}
 	}

@@ -81,6 +81,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if err != nil {
 		return 0, fmt.Errorf("%w while listing the files", err)
 	}
+	if err := undetected(errs, c.preset); err != nil {
+		return 0, err
+	}
 	targets, errs = unreadableDirs(cfg, targets, errs)
 	if len(paths) > 0 {
 		// The operator named these: a restore of theirs no longer holds them back.
@@ -172,6 +175,28 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		code = exitDamage
 	}
 	return code, nil
+}
+
+// undetected is the usage error of the files named on the command line whose format no rule
+// and no detection gives (one line each), or nil: the operator must say what they are.
+func undetected(errs []error, preset string) error {
+	var lines []string
+	for _, err := range errs {
+		var pe *iofs.PathError
+		if !errors.As(err, &pe) || !errors.Is(err, heal.ErrNoRule) {
+			continue
+		}
+		what := "no rule covers it"
+		if preset != "" {
+			what = "it is not a file of preset " + preset + " (its patterns do not match it)"
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s and its format cannot be detected from its name (.json, .jsonl): "+
+			"name the app it belongs to with -preset NAME, or cover it with a rule of a -config policy", quoteName(pe.Path), what))
+	}
+	if lines == nil {
+		return nil
+	}
+	return argError{errors.New(strings.Join(lines, "\n"))}
 }
 
 // unreadableDirs turns the walk's errors for directories that cannot be read into skipped
