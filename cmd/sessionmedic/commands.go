@@ -96,8 +96,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	}
 	var cov []events.RootCoverage
 	if len(paths) == 0 {
-		// What each rule path guards: a path that is missing or holds nothing is said.
-		cov = events.Coverage(cfg, targets)
+		// What each rule path guards: a path that is missing or holds nothing is said (one
+		// that cannot be read is said as a skipped line instead).
+		cov = readableCoverage(events.Coverage(cfg, targets), targets)
 		events.Announce(log, cov)
 		if len(cfg.Rules) == 0 && c.config == "" {
 			env := policy.SystemEnv()
@@ -136,6 +137,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		}
 		done++
 		counts[string(r.Verdict)]++
+		if unreadable(r) {
+			counts["unreadable"]++
+		}
 		if r.Action == heal.ActionHealed {
 			counts["healed"]++
 		}
@@ -168,13 +172,46 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if !c.json {
 		printCoverage(tw, cov)
 		tw.Flush()
-		fmt.Fprintf(bw, "%d files: %d healthy, %d damaged (%d healed), %d busy, %d skipped\n",
+		fmt.Fprintf(bw, "%d files: %d healthy, %d damaged (%d healed), %d busy, %d skipped",
 			len(targets), counts["healthy"], counts["damaged"], counts["healed"], counts["busy"], counts["skipped"])
+		if counts["unreadable"] > 0 {
+			fmt.Fprintf(bw, " (%d unreadable)", counts["unreadable"])
+		}
+		fmt.Fprintln(bw)
 	}
-	if len(errs) > 0 && code == exitOK {
-		code = exitDamage
+	// What could not be read is not known to be guarded, and no heal changes that: the
+	// operator must (exit 2, over damage found), and is told on stderr as well.
+	if n := counts["unreadable"] + len(errs); n > 0 {
+		if err := bw.Flush(); err != nil {
+			return exitInternal, err
+		}
+		where := "each on a skipped line"
+		if len(errs) > 0 {
+			where = "each on a skipped line or an error line above"
+		}
+		fmt.Fprintf(stderr, "sessionmedic: %d unreadable (%s): the sessions there are not checked; "+
+			"run as a user who can read them, or give this one read access\n", n, where)
+		code = exitUsage
 	}
 	return code, nil
+}
+
+// unreadable: r is an entry that could not be read (a file, or a directory of the tree), as
+// heal and unreadableDirs word it.
+func unreadable(r heal.Report) bool {
+	return r.Verdict == heal.Skipped && strings.HasPrefix(r.Detail, "unreadable")
+}
+
+// readableCoverage drops what cov says of a rule path that is itself among the targets as
+// unreadable: it does not hold "no file", it cannot be read.
+func readableCoverage(cov []events.RootCoverage, targets []heal.Target) []events.RootCoverage {
+	skipped := map[string]bool{}
+	for _, t := range targets {
+		if strings.HasPrefix(t.Skip, "unreadable") {
+			skipped[t.Path] = true
+		}
+	}
+	return slices.DeleteFunc(cov, func(c events.RootCoverage) bool { return !c.Missing && skipped[c.Path] })
 }
 
 // undetected is the usage error of the files named on the command line whose format no rule

@@ -1,13 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -178,52 +177,79 @@ func TestDemoKeep(t *testing.T) {
 	}
 }
 
-// TestUnreadableDirIsSkipped: a directory check cannot read is a skipped line with the reason
-// (as root, the binary runs as nobody: root reads every directory).
-func TestUnreadableDirIsSkipped(t *testing.T) {
-	base, err := os.MkdirTemp("", "sessionmedic-unreadable")
-	if err != nil {
-		t.Fatal(err)
+// TestUnreadableEntries: an entry check or heal cannot read (a file, a directory in a tree,
+// a directory named as PATH, a rule's own path) is a skipped line each, with the reason
+// (unreadable…), in -json too; the summary and a line on stderr say how many; and the command
+// exits 2, whatever else it found: the sessions there are not known to be guarded, and no heal
+// can change that (as root, the binary runs as nobody: root reads every file).
+func TestUnreadableEntries(t *testing.T) {
+	base, run := asUser(t)
+	home := filepath.Join(base, "home")
+	os.Mkdir(home, 0o755)
+	if os.Geteuid() == 0 {
+		os.Chown(home, 65534, 65534)
 	}
-	defer os.RemoveAll(base)
 	dir := filepath.Join(base, "d")
-	os.MkdirAll(filepath.Join(dir, "locked"), 0o755)
-	os.WriteFile(filepath.Join(dir, "locked", "b.json"), []byte("{}"), 0o644)
+	locked := filepath.Join(dir, "locked")
+	os.MkdirAll(locked, 0o755)
+	os.WriteFile(filepath.Join(locked, "b.json"), []byte("{}"), 0o644)
 	os.WriteFile(filepath.Join(dir, "a.json"), []byte("{}"), 0o644)
-	bin := filepath.Join(base, "sessionmedic")
-	b, _ := os.ReadFile(binary)
-	os.WriteFile(bin, b, 0o755)
-	os.Chmod(base, 0o755)
-	// The state dir is the other user's own: a state dir is used only when it is.
-	os.MkdirAll(filepath.Join(base, "state"), 0o700)
-	if os.Getuid() == 0 {
-		os.Chown(filepath.Join(base, "state"), 65534, 65534)
+	secret := filepath.Join(dir, "secret.json")
+	os.WriteFile(secret, []byte("{}"), 0o644)
+	os.Chmod(locked, 0)
+	os.Chmod(secret, 0)
+	// The same tree with damage beside the unreadable entries.
+	damaged := filepath.Join(base, "damaged")
+	os.MkdirAll(filepath.Join(damaged, "locked"), 0o755)
+	os.WriteFile(filepath.Join(damaged, "torn.json"), []byte(`{"a":`), 0o644)
+	os.Chmod(filepath.Join(damaged, "locked"), 0)
+	readable := filepath.Join(base, "readable")
+	os.Mkdir(readable, 0o755)
+	os.WriteFile(filepath.Join(readable, "a.json"), []byte("{}"), 0o644)
+	pol := filepath.Join(base, "policy.yaml")
+	os.WriteFile(pol, []byte("version: 1\nrules:\n  - {name: j, format: json, paths: ["+locked+"]}\n"), 0o644)
+
+	if out, errOut, code := run(home, "check", readable); code != 0 {
+		t.Fatalf("check of a readable tree: exit %d\n%s%s", code, out, errOut)
 	}
-	os.Chmod(filepath.Join(dir, "locked"), 0)
-	defer os.Chmod(filepath.Join(dir, "locked"), 0o755)
-	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = []string{"HOME=" + base, "XDG_STATE_HOME=" + filepath.Join(base, "state"), "PATH=" + os.Getenv("PATH")}
-		if os.Getuid() == 0 {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	for _, c := range []struct {
+		args       []string
+		unreadable []string // the entries each skipped with the reason
+	}{
+		{[]string{"check", dir}, []string{locked, secret}},
+		{[]string{"check", locked}, []string{locked}},
+		{[]string{"check", secret}, []string{secret}},
+		{[]string{"check", "-config", pol}, []string{locked}},
+		{[]string{"check", damaged}, []string{filepath.Join(damaged, "locked")}},
+		{[]string{"heal", "-dry-run", dir}, []string{locked, secret}},
+		{[]string{"heal", dir}, []string{locked, secret}},
+	} {
+		out, errOut, code := run(home, c.args...)
+		if code != 2 {
+			t.Errorf("%q: exit %d, want 2\nstdout:\n%s\nstderr:\n%s", c.args, code, out, errOut)
 		}
-		var o, e strings.Builder
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return o.String(), e.String(), ee.ExitCode()
-		} else if err != nil {
-			t.Skipf("cannot run as another user: %v", err)
+		for _, p := range c.unreadable {
+			if !regexp.MustCompile(`(?m)^skipped +\S+ +` + regexp.QuoteMeta(p) + ` +unreadable`).MatchString(out) {
+				t.Errorf("%q: no skipped line for %s with the reason\n%s", c.args, p, out)
+			}
 		}
-		return o.String(), e.String(), 0
-	}
-	out, errOut, code := run("check", dir)
-	if code != 0 || errOut != "" || !strings.Contains(out, "skipped") || !strings.Contains(out, "unreadable directory: permission denied") {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	out, _, _ = run("check", "-json", dir)
-	if r := parseReports(t, out)["locked"]; r.Verdict != "skipped" || r.Detail != "unreadable directory: permission denied" {
-		t.Fatalf("-json: %+v\n%s", r, out)
+		n := len(c.unreadable)
+		if !strings.Contains(out, fmt.Sprintf(" skipped (%d unreadable)\n", n)) {
+			t.Errorf("%q: the summary does not say %d unreadable\n%s", c.args, n, out)
+		}
+		if want := fmt.Sprintf("sessionmedic: %d unreadable (each on a skipped line): the sessions there are not checked", n); !strings.Contains(errOut, want) {
+			t.Errorf("%q: no %q on stderr\n%s", c.args, want, errOut)
+		}
+		if strings.Contains(out, "no-files") {
+			t.Errorf("%q: an unreadable rule path is said to hold no file\n%s", c.args, out)
+		}
+		out, errOut, code = run(home, append([]string{c.args[0], "-json"}, c.args[1:]...)...)
+		r := parseReports(t, out)
+		for _, p := range c.unreadable {
+			if got := r[filepath.Base(p)]; code != 2 || got.Verdict != "skipped" || !strings.HasPrefix(got.Detail, "unreadable") || !strings.Contains(got.Detail, "permission denied") {
+				t.Errorf("%q -json: exit %d, %s: %+v\n%s%s", c.args, code, p, got, out, errOut)
+			}
+		}
 	}
 }
 
