@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -292,6 +293,51 @@ func TestQuarantineRefusesFlagsItDoesNotUse(t *testing.T) {
 	for _, args := range [][]string{{"list", "-json"}, {"show", id, "-json"}, {"restore", id, "-preset", "praisonai", dir}} {
 		if _, errOut, code := sm(t, home, append([]string{"quarantine"}, args...)...); code != 0 {
 			t.Errorf("quarantine %q: exit %d\n%s", args, code, errOut)
+		}
+	}
+}
+
+// TestUndeterminedFormatIsNotClaimed: a -json row claims a format only where one was
+// determined (by a rule, a preset or the file's name). A directory that cannot be read, or a
+// file named on the command line that is not a session file (a temp file), has no format
+// member; an unreadable file whose name says JSON keeps "json".
+func TestUndeterminedFormatIsNotClaimed(t *testing.T) {
+	base, run := asUser(t)
+	dir := filepath.Join(base, "d")
+	os.MkdirAll(filepath.Join(dir, "locked"), 0o755)
+	os.WriteFile(filepath.Join(dir, "a.jsonl"), []byte("{}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "secret.json"), []byte("{}"), 0o644)
+	os.WriteFile(filepath.Join(dir, "x.tmp"), []byte("{}"), 0o644)
+	os.Chmod(filepath.Join(dir, "locked"), 0)
+	os.Chmod(filepath.Join(dir, "secret.json"), 0)
+	pol := filepath.Join(base, "policy.yaml")
+	os.WriteFile(pol, []byte("version: 1\nrules:\n  - {name: j, format: jsonl, paths: ["+dir+"]}\n"), 0o644)
+	for _, args := range [][]string{
+		{"check", "-json", dir, filepath.Join(dir, "x.tmp")},
+		{"check", "-json", "-config", pol},
+	} {
+		out, errOut, _ := run(base, args...)
+		rows := map[string]map[string]any{}
+		for l := range strings.Lines(out) {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("%q: bad -json line %q: %v", args, l, err)
+			}
+			rows[filepath.Base(m["path"].(string))] = m
+		}
+		want := map[string]any{"a.jsonl": "jsonl", "locked": nil}
+		if args[2] != "-config" {
+			want["secret.json"], want["x.tmp"] = "json", nil
+		}
+		for name, format := range want {
+			r, ok := rows[name]
+			if !ok {
+				t.Errorf("%q: no row for %s\n%s%s", args, name, out, errOut)
+				continue
+			}
+			if got, has := r["format"]; format == nil && has || format != nil && got != format {
+				t.Errorf("%q: %s: format %v (present: %v), want %v\n%s", args, name, got, has, format, out)
+			}
 		}
 	}
 }
