@@ -121,16 +121,21 @@ type Target struct {
 	Rule    *policy.Rule
 	Missing bool
 	Temp    bool   // an app temp file, a clean-temp candidate
-	Skip    string // named on the command line but not a session file: the reason
+	Skip    string // never read (not a session file, a directory that cannot be read): the reason; its report claims no format
 	// Override: the operator named this file (or a tree above it) for a heal, so an
 	// operator's earlier restore of it no longer stands (see [state.HandsOff]).
 	Override bool
 }
 
-var errNoRule = errors.New("no rule covers this file and its format cannot be detected")
+// ErrNoRule is the error [Engine.Targets] gives (in a *fs.PathError) for a file named in its
+// paths that no rule covers and whose format its fallback cannot tell.
+var ErrNoRule = errors.New("no rule covers this file and its format cannot be detected")
 
 func (e *Engine) newReport(t Target) Report {
-	r := Report{Path: t.Path, Rule: t.Rule.Name, Format: e.profile(t.Rule.Format, t.Path).Name(), Offset: -1}
+	r := Report{Path: t.Path, Rule: t.Rule.Name, Offset: -1}
+	if t.Skip == "" {
+		r.Format = e.profile(t.Rule.Format, t.Path).Name()
+	}
 	if !utf8.ValidString(t.Path) {
 		r.PathB64 = base64.StdEncoding.EncodeToString([]byte(t.Path))
 	}

@@ -48,7 +48,7 @@ type Report struct {
 	Path        string   `json:"path"`
 	PathB64     string   `json:"path_b64,omitempty"` // the exact bytes of a path that is not UTF-8 (JSON cannot carry them)
 	Rule        string   `json:"rule"`
-	Format      string   `json:"format"`
+	Format      string   `json:"format,omitempty"` // "" where none was determined: a target skipped unread ([Target].Skip)
 	Verdict     Status   `json:"verdict"`
 	Kind        string   `json:"kind,omitempty"`
 	Offset      int64    `json:"offset"`

@@ -80,7 +80,12 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 		}
 		var f found
 		f.ts = append(f.ts, e.missingIn(root, ruleFor)...)
-		ents, _ := os.ReadDir(root) // as in visit, the root's own read error is not reported here
+		// A root that is not there is announced elsewhere (a rule path missing), but one
+		// that is there and cannot be read guards nothing, and only this read knows it.
+		ents, err := os.ReadDir(root)
+		if err != nil && !os.IsNotExist(err) {
+			f.errs = append(f.errs, err)
+		}
 		for _, en := range ents {
 			p := filepath.Join(root, en.Name())
 			if en.IsDir() {
@@ -139,7 +144,7 @@ func (e *Engine) Targets(paths []string, fallback Resolver) ([]Target, []error) 
 			} else if reason := e.notSession(abs); reason != "" {
 				add(Target{Path: abs, Rule: &policy.Rule{Name: "-"}, Skip: reason})
 			} else {
-				errs = append(errs, &fs.PathError{Op: "check", Path: abs, Err: errNoRule})
+				errs = append(errs, &fs.PathError{Op: "check", Path: abs, Err: ErrNoRule})
 			}
 		}
 	}

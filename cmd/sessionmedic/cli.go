@@ -168,8 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	case "demo":
 		code, err = cmdDemo(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, currentBuild())
-		return exitOK
+		code, err = cmdVersion(args[1:], stdout)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -233,11 +232,23 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return pos, nil
+			return pos, emptyValue(fs)
 		}
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// emptyValue refuses a flag given an empty value (-preset ""): every flag that takes a value
+// needs one, and an empty one would be taken as not given.
+func emptyValue(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); err == nil && f.Value.String() == "" && !(ok && b.IsBoolFlag()) {
+			err = usageError{fmt.Sprintf("flag -%s: empty value", f.Name)}
+		}
+	})
+	return err
 }
 
 // common flags of the file commands.

@@ -202,6 +202,7 @@ func TestExitCodesAndErrors(t *testing.T) {
 		text string
 	}{
 		{[]string{"version"}, 0, "sessionmedic "},
+		{[]string{"version", "extra"}, 2, "version takes no arguments"},
 		{nil, 2, "usage"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{[]string{"check", "-nope"}, 2, "flag provided but not defined"},
@@ -249,5 +250,34 @@ func TestDefaultPolicyCheckRuns(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "skipped default locations") {
 		t.Errorf("missing default locations are not reported:\n%s", errOut)
+	}
+}
+
+// TestUndetectableFormatIsAUsageError: a file named on the command line that no rule covers
+// and whose format cannot be detected from its name is the operator's to describe: exit 2
+// (not 1: nothing was found damaged), one line naming the file and what to pass, and no file
+// is inspected. In a tree, such a file is not a session file and is passed over.
+func TestUndetectableFormatIsAUsageError(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notes, []byte(`{`), 0o644)
+	os.WriteFile(filepath.Join(dir, "ok.json"), []byte(`{}`), 0o644)
+	for _, args := range [][]string{
+		{"check", notes}, {"check", "-json", notes}, {"heal", notes}, {"heal", "-dry-run", notes},
+		{"check", filepath.Join(dir, "ok.json"), notes},
+		{"check", "-preset", "nanobot", notes},
+	} {
+		out, errOut, code := sm(t, home, args...)
+		if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 ||
+			!strings.HasPrefix(errOut, "sessionmedic: "+notes+": ") || !strings.Contains(errOut, "-preset") {
+			t.Errorf("%q: exit %d, want 2 with one line naming the file and -preset\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
+		}
+	}
+	if b, _ := os.ReadFile(notes); string(b) != "{" {
+		t.Errorf("heal wrote the file: %q", b)
+	}
+	if out, errOut, code := sm(t, home, "check", dir); code != 0 || strings.Contains(out, "notes.txt") {
+		t.Errorf("check of the tree: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -80,6 +81,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if err != nil {
 		return 0, fmt.Errorf("%w while listing the files", err)
 	}
+	if err := undetected(errs, c.preset); err != nil {
+		return 0, err
+	}
 	targets, errs = unreadableDirs(cfg, targets, errs)
 	if len(paths) > 0 {
 		// The operator named these: a restore of theirs no longer holds them back.
@@ -92,8 +96,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	}
 	var cov []events.RootCoverage
 	if len(paths) == 0 {
-		// What each rule path guards: a path that is missing or holds nothing is said.
-		cov = events.Coverage(cfg, targets)
+		// What each rule path guards: a path that is missing or holds nothing is said (one
+		// that cannot be read is said as a skipped line instead).
+		cov = readableCoverage(events.Coverage(cfg, targets), targets)
 		events.Announce(log, cov)
 		if len(cfg.Rules) == 0 && c.config == "" {
 			env := policy.SystemEnv()
@@ -132,6 +137,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		}
 		done++
 		counts[string(r.Verdict)]++
+		if unreadable(r) {
+			counts["unreadable"]++
+		}
 		if r.Action == heal.ActionHealed {
 			counts["healed"]++
 		}
@@ -164,13 +172,68 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	if !c.json {
 		printCoverage(tw, cov)
 		tw.Flush()
-		fmt.Fprintf(bw, "%d files: %d healthy, %d damaged (%d healed), %d busy, %d skipped\n",
+		fmt.Fprintf(bw, "%d files: %d healthy, %d damaged (%d healed), %d busy, %d skipped",
 			len(targets), counts["healthy"], counts["damaged"], counts["healed"], counts["busy"], counts["skipped"])
+		if counts["unreadable"] > 0 {
+			fmt.Fprintf(bw, " (%d unreadable)", counts["unreadable"])
+		}
+		fmt.Fprintln(bw)
 	}
-	if len(errs) > 0 && code == exitOK {
-		code = exitDamage
+	// What could not be read is not known to be guarded, and no heal changes that: the
+	// operator must (exit 2, over damage found), and is told on stderr as well.
+	if n := counts["unreadable"] + len(errs); n > 0 {
+		if err := bw.Flush(); err != nil {
+			return exitInternal, err
+		}
+		where := "each on a skipped line"
+		if len(errs) > 0 {
+			where = "each on a skipped line or an error line above"
+		}
+		fmt.Fprintf(stderr, "sessionmedic: %d unreadable (%s): the sessions there are not checked; "+
+			"run as a user who can read them, or give this one read access\n", n, where)
+		code = exitUsage
 	}
 	return code, nil
+}
+
+// unreadable: r is an entry that could not be read (a file, or a directory of the tree), as
+// heal and unreadableDirs word it.
+func unreadable(r heal.Report) bool {
+	return r.Verdict == heal.Skipped && strings.HasPrefix(r.Detail, "unreadable")
+}
+
+// readableCoverage drops what cov says of a rule path that is itself among the targets as
+// unreadable: it does not hold "no file", it cannot be read.
+func readableCoverage(cov []events.RootCoverage, targets []heal.Target) []events.RootCoverage {
+	skipped := map[string]bool{}
+	for _, t := range targets {
+		if strings.HasPrefix(t.Skip, "unreadable") {
+			skipped[t.Path] = true
+		}
+	}
+	return slices.DeleteFunc(cov, func(c events.RootCoverage) bool { return !c.Missing && skipped[c.Path] })
+}
+
+// undetected is the usage error of the files named on the command line whose format no rule
+// and no detection gives (one line each), or nil: the operator must say what they are.
+func undetected(errs []error, preset string) error {
+	var lines []string
+	for _, err := range errs {
+		var pe *iofs.PathError
+		if !errors.As(err, &pe) || !errors.Is(err, heal.ErrNoRule) {
+			continue
+		}
+		what := "no rule covers it"
+		if preset != "" {
+			what = "it is not a file of preset " + preset + " (its patterns do not match it)"
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s and its format cannot be detected from its name (.json, .jsonl): "+
+			"name the app it belongs to with -preset NAME, or cover it with a rule of a -config policy", quoteName(pe.Path), what))
+	}
+	if lines == nil {
+		return nil
+	}
+	return argError{errors.New(strings.Join(lines, "\n"))}
 }
 
 // unreadableDirs turns the walk's errors for directories that cannot be read into skipped
@@ -254,6 +317,13 @@ func printReport(w io.Writer, r heal.Report) {
 	}
 }
 
+// quarantineFlags are the flags each quarantine subcommand uses.
+var quarantineFlags = map[string][]string{
+	"list":    {"config", "json"},
+	"show":    {"config", "json"},
+	"restore": {"config", "preset"},
+}
+
 func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("quarantine", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -265,6 +335,18 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if len(pos) == 0 {
 		return 0, usageError{"quarantine needs list, show ID or restore ID"}
+	}
+	// Each subcommand takes only the flags it uses: one it would ignore is refused.
+	if takes, ok := quarantineFlags[pos[0]]; ok {
+		var bad error
+		fs.Visit(func(f *flag.Flag) {
+			if bad == nil && !slices.Contains(takes, f.Name) {
+				bad = usageError{fmt.Sprintf("quarantine %s does not take -%s (it takes -%s)", pos[0], f.Name, strings.Join(takes, ", -"))}
+			}
+		})
+		if bad != nil {
+			return 0, bad
+		}
 	}
 	cfg, err := loadPolicy(c.config, stderr, true)
 	if err != nil {

@@ -19,7 +19,9 @@ import (
 // (DESIGN §8: an unusable state directory is a configuration error). With write (heal, run,
 // quarantine restore) it is created if missing and proven writable with a probe file; without
 // (check, heal -dry-run, quarantine list and show) nothing is written: it must be a readable
-// directory, or be missing below a directory it could be created in.
+// directory, or be missing, whether or not it could be created (these commands write nothing
+// there, so a state dir that does not exist only means no last-good copy and no quarantine
+// entry).
 func checkStateDir(dir string, write bool) error {
 	// Only a state dir that is ours alone is used (DESIGN §4): whoever else could write in
 	// it could forge the quarantine manifests, last-good copies and journal entries a heal or
@@ -74,15 +76,12 @@ func stateDirProblem(dir string, write bool) error {
 		p = parent
 	}
 	switch {
+	case p != dir && !write:
+		return nil // missing: nothing kept yet, whether or not it could be created
 	case !fi.IsDir() && p == dir:
 		return errors.New("not a directory")
 	case !fi.IsDir():
 		return fmt.Errorf("%s is not a directory", p)
-	case p != dir && !write:
-		if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
-			return fmt.Errorf("cannot be created in %s: %w", p, err)
-		}
-		return nil
 	case !write:
 		if err := unix.Access(dir, unix.R_OK|unix.X_OK); err != nil {
 			return fmt.Errorf("cannot be read: %w", err)

@@ -32,16 +32,26 @@ var stateDirCommands = [][]string{
 	{"quarantine", "list"}, {"quarantine", "show", "x"}, {"quarantine", "restore", "x"},
 }
 
+// readsOnly: a command of stateDirCommands that writes nothing in the state dir, and so
+// needs none (a missing one holds nothing).
+func readsOnly(args []string) bool {
+	return args[0] == "check" || args[1] == "-dry-run" || args[1] == "list" || args[1] == "show"
+}
+
 // TestUnusableStateDir: a state_dir that cannot be used is a configuration error of one line,
-// before any file is looked at.
+// before any file is looked at. One that cannot be created is so only for the commands that
+// write there: the others use no state.
 func TestUnusableStateDir(t *testing.T) {
 	home := t.TempDir()
 	file := filepath.Join(t.TempDir(), "a-file")
 	os.WriteFile(file, []byte("x"), 0o644)
-	for _, tc := range []struct{ stateDir, why string }{
-		{filepath.Join(file, "state"), file + " is not a directory"},
-		{filepath.Join(file, "deeper", "state"), file + " is not a directory"},
-		{file, "not a directory"},
+	for _, tc := range []struct {
+		stateDir, why string
+		missing       bool // does not exist: only a command writing there fails
+	}{
+		{filepath.Join(file, "state"), file + " is not a directory", true},
+		{filepath.Join(file, "deeper", "state"), file + " is not a directory", true},
+		{file, "not a directory", false},
 	} {
 		policyFile := stateDirPolicy(t, tc.stateDir, "")
 		for _, args := range stateDirCommands {
@@ -49,6 +59,12 @@ func TestUnusableStateDir(t *testing.T) {
 			start := time.Now()
 			out, errOut, code := sm(t, home, args...)
 			want := fmt.Sprintf("sessionmedic: state_dir %s: %s\n", tc.stateDir, tc.why)
+			if tc.missing && readsOnly(args) {
+				if code != exitOK && !(code == exitUsage && errOut == "sessionmedic: no quarantine entry \"x\"\n") {
+					t.Errorf("%v: exit %d, stdout %q, stderr %q; want it to work without a state dir", args, code, out, errOut)
+				}
+				continue
+			}
 			if code != exitUsage || errOut != want || out != "" {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", args, code, out, errOut, want)
 			}
@@ -89,7 +105,8 @@ func TestStateDirWithoutPermission(t *testing.T) {
 		stateDir     string
 		write, check string
 	}{
-		{filepath.Join(ro, "state"), "cannot be created: permission denied", "cannot be created in " + ro + ": permission denied"},
+		// Missing and cannot be created: the commands that write nothing there need none.
+		{filepath.Join(ro, "state"), "cannot be created: permission denied", ""},
 		// Not its own: every command refuses it before anything else (the process can
 		// neither trust nor write it).
 		{filepath.Join(ro, "existing"), "not used: " + filepath.Join(ro, "existing") + " is owned by uid 0, not by this process's uid 65534; " + untrustedHint,
@@ -116,7 +133,7 @@ func TestStateDirWithoutPermission(t *testing.T) {
 				t.Skipf("cannot run as another user: %v", err)
 			}
 			why := tc.write
-			if args[0] == "check" || args[1] == "-dry-run" || args[1] == "list" || args[1] == "show" {
+			if readsOnly(args) {
 				why = tc.check
 			}
 			if why == "" { // readable: these commands need no more
@@ -341,5 +358,92 @@ func TestStateDirOnAWorldWritableMount(t *testing.T) {
 	}
 	if errOut, code := run(&syscall.Credential{Uid: 65534, Gid: 65534}); code != 0 {
 		t.Errorf("as a user, below a mount root of mode 0777: exit %d %q; want it used", code, errOut)
+	}
+}
+
+// asUser prepares a base directory that a user permission bits stop can work in: the test's
+// own uid when it is not root, else nobody (uid 65534; root reads and creates anywhere). It
+// returns base, holding a copy of the binary, and a runner of that copy as that user with
+// the given HOME (and no XDG_STATE_HOME: the state dir is the default one below HOME).
+func asUser(t *testing.T) (base string, run func(home string, args ...string) (stdout, stderr string, code int)) {
+	t.Helper()
+	base, err := os.MkdirTemp("", "sessionmedic-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+			os.Chmod(p, 0o755)
+			return nil
+		})
+		os.RemoveAll(base)
+	})
+	os.Chmod(base, 0o755)
+	bin := filepath.Join(base, "sessionmedic")
+	b, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bin, b, 0o755)
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	return base, func(home string, args ...string) (string, string, int) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return o.String(), e.String(), ee.ExitCode()
+		} else if err != nil {
+			t.Skipf("cannot run as another user: %v", err)
+		}
+		return o.String(), e.String(), 0
+	}
+}
+
+// TestReadOnlyCommandsNeedNoStateDir: check writes nothing, so a user whose state dir does
+// not exist and cannot be created (a HOME it may not write) still checks: no state dir means
+// no last-good copy and no quarantine entry. The same holds for the other commands that
+// only read (heal -dry-run, quarantine list and show); heal, which writes there, says it
+// cannot (exit 2).
+func TestReadOnlyCommandsNeedNoStateDir(t *testing.T) {
+	base, run := asUser(t)
+	home := filepath.Join(base, "home")
+	os.Mkdir(home, 0o555)
+	sessions := filepath.Join(base, "sessions")
+	os.Mkdir(sessions, 0o755)
+	os.WriteFile(filepath.Join(sessions, "ok.jsonl"), []byte("{\"a\":1}\n"), 0o644)
+	state := filepath.Join(home, ".local", "state", "sessionmedic")
+
+	out, errOut, code := run(home, "check", sessions)
+	if code != 0 || errOut != "" || !strings.Contains(out, "healthy") || !strings.Contains(out, "1 files: 1 healthy") {
+		t.Fatalf("check: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(sessions, "torn.jsonl"), []byte("{\"a\":1}\n{\"a\""), 0o644)
+	out, errOut, code = run(home, "check", "-json", sessions)
+	if r := parseReports(t, out)["torn.jsonl"]; code != 1 || r.Kind != "truncated" {
+		t.Errorf("check of damage: exit %d, want 1 and truncated\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	out, errOut, code = run(home, "heal", "-dry-run", sessions)
+	if code != 1 || !strings.Contains(out, "would-heal") {
+		t.Errorf("heal -dry-run: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if out, errOut, code = run(home, "quarantine", "list"); code != 0 || out != "" || errOut != "" {
+		t.Errorf("quarantine list: exit %d, want 0 and nothing\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if _, errOut, code = run(home, "quarantine", "show", "x"); code != 2 || !strings.Contains(errOut, `no quarantine entry "x"`) {
+		t.Errorf("quarantine show: exit %d\n%s", code, errOut)
+	}
+	want := "sessionmedic: state_dir " + state + ": cannot be created: permission denied\n"
+	if out, errOut, code = run(home, "heal", sessions); code != 2 || errOut != want || out != "" {
+		t.Errorf("heal: exit %d, stderr %q; want 2 and %q", code, errOut, want)
+	}
+	if _, err := os.Lstat(filepath.Join(home, ".local")); !os.IsNotExist(err) {
+		t.Errorf("something was created in HOME: %v", err)
 	}
 }

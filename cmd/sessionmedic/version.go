@@ -1,7 +1,9 @@
 package main
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -91,4 +93,20 @@ func (b buildInfo) String() string {
 		rev = "unknown"
 	}
 	return fmt.Sprintf("sessionmedic %s (revision %s, %s, %s/%s)", b.Version, rev, b.GoVersion, runtime.GOOS, runtime.GOARCH)
+}
+
+// cmdVersion is `version`: it takes no flag and no argument, and -h prints its usage as
+// every command's does.
+func cmdVersion(args []string, stdout io.Writer) (int, error) {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 0, err
+	}
+	if len(pos) > 0 {
+		return 0, usageError{"version takes no arguments"}
+	}
+	fmt.Fprintln(stdout, currentBuild())
+	return exitOK, nil
 }

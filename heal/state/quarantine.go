@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -125,8 +126,8 @@ func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.Read
 // List returns every entry, oldest first.
 func (q Quarantine) List() ([]*Manifest, error) {
 	days, err := os.ReadDir(q.Root)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil // no quarantine yet (below a file: none ever, and no heal could make one)
 	}
 	if err != nil {
 		return nil, err

@@ -319,8 +319,8 @@ func TestUnreadableFiles(t *testing.T) {
 		if rep := got[hidden]; rep.Verdict != "skipped" || !strings.Contains(rep.Detail, "permission") {
 			t.Errorf("%s: the unreadable directory: %+v (want skipped: permission denied)\n%s", cmd, rep, r.stderr)
 		}
-		if r.code != 1 {
-			t.Errorf("%s: exit %d, want 1 (damage or an unreadable path left)", cmd, r.code)
+		if r.code != 2 {
+			t.Errorf("%s: exit %d, want 2 (an unreadable path left: not known to be guarded, over the damage found)", cmd, r.code)
 		}
 		if cmd == "heal" {
 			// The directory is root's: the heal cannot write its temp file and must say so.
