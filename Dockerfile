@@ -41,6 +41,7 @@ RUN install -d -m 0700 -o 65532 -g 65532 /out/state
 # ---- final: no shell, no package manager, non-root
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sessionmedic /sessionmedic
+COPY LICENSE /usr/share/doc/sessionmedic/LICENSE
 COPY --from=build --chown=65532:65532 /out/state /var/lib/sessionmedic
 # quarantine/, last-good/ and journal/ go here; mount a volume to keep them.
 ENV STATE_DIRECTORY=/var/lib/sessionmedic
