@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -226,5 +227,49 @@ func TestSidecarMemoryFigures(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkClaims(t, f, strings.Join(strings.Fields(string(b)), " "), set)
+	}
+}
+
+// TestSidecarWatchesItsPolicy: the sidecar runs with -config on the policy ConfigMap's file
+// and -watch-config, so that an edit of the ConfigMap is reloaded (the kubelet swaps the
+// volume's ..data symlink, which the daemon's watch of the file's directory sees), as
+// configmap.yaml says; and the ConfigMap is mounted as a directory: with subPath the file
+// would never change.
+func TestSidecarWatchesItsPolicy(t *testing.T) {
+	m := readManifest(t, sidecarFile)
+	c := sidecar(t, m)
+	var args []string
+	for _, a := range get(c, "args").([]any) {
+		args = append(args, fmt.Sprint(a))
+	}
+	config := ""
+	for i, a := range args {
+		if a == "-config" && i+1 < len(args) {
+			config = args[i+1]
+		}
+	}
+	if !slices.Contains(args, "-watch-config") {
+		t.Errorf("the sidecar's args %q lack -watch-config: an edit of the policy ConfigMap would not be reloaded", args)
+	}
+	policyMount := ""
+	for _, vm := range get(c, "volumeMounts").([]any) {
+		name := fmt.Sprint(get(vm, "name"))
+		if get(m.kind(t, "Deployment"), "spec", "template", "spec", "volumes", name, "configMap") == nil {
+			continue
+		}
+		policyMount = fmt.Sprint(get(vm, "mountPath"))
+		if get(vm, "subPath") != nil {
+			t.Errorf("the policy volume %s is mounted with subPath: it would never be updated", name)
+		}
+	}
+	if policyMount == "" || filepath.Dir(config) != filepath.Clean(policyMount) {
+		t.Errorf("-config %q is not a file of the policy ConfigMap's mount %q", config, policyMount)
+	}
+
+	// What configmap.yaml tells the operator.
+	cm := readManifest(t, "kubernetes/configmap.yaml")
+	text := strings.Join(cm.comments(), " ")
+	if !strings.Contains(text, "-watch-config") || strings.Contains(text, "restart the pods") {
+		t.Errorf("kubernetes/configmap.yaml's comments do not say that an edit is reloaded (-watch-config): %q", text)
 	}
 }
