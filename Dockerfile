@@ -19,6 +19,17 @@
 # keep their owner, and in the app's PID namespace (--pid container:APP; shareProcessNamespace
 # in Kubernetes): OpenClaw judges a lock holder alive with kill(pid, 0). Mount the session dir
 # at the same path as in the app. Kubernetes: deploy/kubernetes/.
+#
+# CI has no container engine, and the base images cannot be pulled there, so this file is
+# not built with docker. .ci/container-check builds it with .ci/dockerbuild instead: each
+# instruction in order, the build stage's RUN lines as written (same flags, CGO_ENABLED=0)
+# on the host's Go (the version this FROM names) chrooted, on the build context this
+# .dockerignore leaves, every COPY source required, the final stage's files as a root file
+# system; then it checks the ENTRYPOINT binary (static, -trimpath, VERSION), USER, the
+# state dir's owner and mode and EXPOSE, and runs the ENTRYPOINT chrooted there as USER
+# with the Kubernetes sidecar's args. What it cannot check is the base images themselves
+# (golang's toolchain, distroless's files and its nonroot user 65532). An instruction
+# .ci/dockerbuild does not know fails the check until it is taught.
 
 # ---- build: native toolchain, cross-compiled for the target platform
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
@@ -41,6 +52,7 @@ RUN install -d -m 0700 -o 65532 -g 65532 /out/state
 # ---- final: no shell, no package manager, non-root
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sessionmedic /sessionmedic
+COPY LICENSE /usr/share/doc/sessionmedic/LICENSE
 COPY --from=build --chown=65532:65532 /out/state /var/lib/sessionmedic
 # quarantine/, last-good/ and journal/ go here; mount a volume to keep them.
 ENV STATE_DIRECTORY=/var/lib/sessionmedic

@@ -6,12 +6,14 @@
 # VERSION is the release's version, e.g. 1.2.0 or v1.2.0-rc.1. For each architecture in
 # $ARCHES (default "amd64 arm64") OUTDIR gets:
 #   sessionmedic-VERSION-linux-ARCH.tar.gz  a static binary (CGO_ENABLED=0, -trimpath,
-#       -ldflags "-s -w -X main.version=VERSION"), README.md, config.example.yaml and the
-#       systemd units as in systemd/ (they run /usr/local/bin/sessionmedic: systemd/README.md)
+#       -ldflags "-s -w -X main.version=VERSION"), LICENSE, README.md, config.example.yaml and
+#       the systemd units as in systemd/ (they run /usr/local/bin/sessionmedic: systemd/README.md)
 #   sessionmedic_DEBVERSION_ARCH.deb  the Debian package: /usr/bin/sessionmedic, the hardened
 #       system unit (/usr/lib/systemd/system) and the user unit (/usr/lib/systemd/user), both
 #       running /usr/bin/sessionmedic; the default policy, commented, as the conffile
-#       /etc/sessionmedic/policy.yaml; docs in /usr/share/doc/sessionmedic. The service's state
+#       /etc/sessionmedic/policy.yaml; docs in /usr/share/doc/sessionmedic, with the license as
+#       its copyright file (deploy/release/debian/copyright: Debian's machine-readable format,
+#       Apache-2.0, whose text Debian keeps in /usr/share/common-licenses). The service's state
 #       directory /var/lib/sessionmedic-service is the unit's StateDirectory= (root's own
 #       commands keep /var/lib/sessionmedic). Installing it reloads a running
 #       systemd but neither enables nor starts the service (its user and session directories
@@ -43,6 +45,9 @@ for tool in go tar gzip sha256sum dpkg-deb; do
 done
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+for f in LICENSE deploy/release/debian/copyright; do
+  [ -f "$repo/$f" ] || die "$f not found: a release carries its license"
+done
 outdir=${2:-$repo/dist}
 mkdir -p "$outdir"
 outdir=$(cd "$outdir" && pwd)
@@ -129,12 +134,9 @@ for arch in $arches; do
   a="$work/$arch/$name"
   mkdir -p "$a/systemd/sessionmedic.service.d" "$a/systemd/user"
   install -m 0755 "$bin" "$a/sessionmedic"
-  install -m 0644 "$repo/README.md" "$repo/config.example.yaml" "$a/"
+  install -m 0644 "$repo/LICENSE" "$repo/README.md" "$repo/config.example.yaml" "$a/"
   for f in README.md sessionmedic.service sessionmedic.service.d/session-dirs.conf.example user/sessionmedic.service; do
     install -m 0644 "$repo/systemd/$f" "$a/systemd/$f"
-  done
-  for f in LICENSE LICENSE.md LICENSE.txt COPYING; do
-    if [ -f "$repo/$f" ]; then install -m 0644 "$repo/$f" "$a/"; fi
   done
   stamp "$a"
   targz "$work/$arch" "$name" "$outdir/$name.tar.gz"
@@ -151,6 +153,7 @@ for arch in $arches; do
   install -m 0644 "$repo/README.md" "$repo/config.example.yaml" \
     "$repo/systemd/sessionmedic.service.d/session-dirs.conf.example" "$root/usr/share/doc/sessionmedic/"
   install -m 0644 "$repo/systemd/README.md" "$root/usr/share/doc/sessionmedic/README.systemd.md"
+  install -m 0644 "$repo/deploy/release/debian/copyright" "$root/usr/share/doc/sessionmedic/copyright"
   chmod 0644 "$root"/usr/lib/systemd/*/sessionmedic.service
   install -m 0644 "$repo/deploy/release/debian/conffiles" "$root/DEBIAN/conffiles"
   install -m 0755 "$repo/deploy/release/debian/postinst" "$repo/deploy/release/debian/prerm" \
@@ -168,8 +171,9 @@ Homepage: https://github.com/sessionmedic/sessionmedic
 Description: watch AI-agent session files and heal damaged ones
  sessionmedic validates the session files of AI-agent apps (OpenClaw, nanobot,
  PraisonAI, CoPaw/QwenPaw, OpenViking) and coding CLIs (Claude Code, Codex CLI,
- Gemini CLI) as strictly as the apps' own readers, keeps damaged bytes in
- quarantine and restores each file as a YAML policy says, holding the app's lock.
+ Gemini CLI, pi, Copilot CLI, Qwen Code) as strictly as the apps' own readers,
+ keeps damaged bytes in quarantine and restores each file as a YAML policy says,
+ holding the app's lock.
  .
  The package installs a hardened systemd unit that is neither enabled nor
  started: set the apps' user and session directories in a drop-in first
