@@ -72,6 +72,15 @@ func (b *bench) claude(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return rows, fmt.Errorf("latency: %w", err)
 	}
+	rows = append(rows, r)
+	// The same writer on one long transcript at a time: a heal's latency where the file is
+	// a heavy user's.
+	big := p
+	big.liveFiles, big.latFiles, big.liveSize, big.latDur = 1, p.bigFiles, p.bigSize, p.bigDur
+	r, err = b.claudeLatency(ctx, big)
+	if err != nil {
+		return rows, fmt.Errorf("latency, %s transcripts: %w", fmtBytes(p.bigSize), err)
+	}
 	return append(rows, r), nil
 }
 
@@ -86,15 +95,22 @@ type claudeParams struct {
 	latDur              time.Duration
 	liveFiles, latFiles int   // transcripts written at once, and in all, under the latency writer
 	liveSize            int64 // each of those transcripts' size at the start
+	// The latency of heals of long transcripts: bigFiles of bigSize, one written at a time,
+	// for bigDur.
+	bigFiles int
+	bigSize  int64
+	bigDur   time.Duration
 }
 
 func claudePlan(quick bool) claudeParams {
 	if quick {
 		return claudeParams{tree: claudeTree{files: 200, total: 40e6, seed: 10, ageDays: 180}, scanReps: 2, idleWindow: 3 * time.Second,
-			appendSize: 100e6, cycles: 2, perCycle: 20, latDur: 6 * time.Second, liveFiles: 4, latFiles: 16, liveSize: 1e6}
+			appendSize: 100e6, cycles: 2, perCycle: 20, latDur: 6 * time.Second, liveFiles: 4, latFiles: 16, liveSize: 1e6,
+			bigFiles: 2, bigSize: 16e6, bigDur: 3 * time.Second}
 	}
 	return claudeParams{tree: claudeTree{files: 5000, total: 2e9, seed: 10, ageDays: 180}, scanReps: 2, idleWindow: 60 * time.Second,
-		appendSize: 100e6, cycles: 10, perCycle: 50, latDur: 90 * time.Second, liveFiles: 4, latFiles: 110, liveSize: 2e6}
+		appendSize: 100e6, cycles: 10, perCycle: 50, latDur: 90 * time.Second, liveFiles: 4, latFiles: 110, liveSize: 2e6,
+		bigFiles: 8, bigSize: 100e6, bigDur: 20 * time.Second}
 }
 
 // writeClaudePolicy writes a policy of one claude-code rule without paths: the preset's

@@ -227,8 +227,8 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 	rate := float64(records) / writeDur.Seconds()
 	row := Row{
 		Workload: "claude",
-		Goal: fmt.Sprintf("damage-to-healed latency, Claude-style writer %d records/s in batches to %d live transcripts, settle %s",
-			claudeBatchRecords*int(time.Second/claudeFlush), len(live), fmtDur(latSettle)),
+		Goal: fmt.Sprintf("damage-to-healed latency, Claude-style writer %d records/s in batches to %d live transcripts of %s, settle %s",
+			claudeBatchRecords*int(time.Second/claudeFlush), len(live), fmtBytes(p.liveSize), fmtDur(latSettle)),
 		Sessionmedic: fmt.Sprintf("p99 %s", fmtDur(p99.Round(100*time.Microsecond))),
 		Peers:        "—",
 		Ratio:        "—",
