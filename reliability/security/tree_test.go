@@ -31,7 +31,7 @@ func TestSymlinkedDirectoryIntoTheVictimsTree(t *testing.T) {
 	write(t, filepath.Join(s.victim, "projects", "h.jsonl"), "{\"secret\":\"victim\"}\n", 0o600, victimUID)
 	before = snap(t, s.victim, s.rootOnly)
 	r := sm(t, nil, "heal", "-config", s.policy, filepath.Join(s.tree, "projects", "linked", "v.jsonl"), filepath.Join(s.tree, "projects", "linked", "h.jsonl"))
-	if strings.Count(r.stdout, "skipped ") != 2 {
+	if strings.Count("\n"+r.stdout, "\nskipped ") != 2 {
 		t.Errorf("a file named through a symlinked directory was not skipped:\n%s%s", r.stdout, r.stderr)
 	}
 	// The attacker swaps projects/p for a link to the victim's projects/ while root heals.
