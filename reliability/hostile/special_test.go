@@ -178,8 +178,8 @@ func TestDaemonIgnoresSpecialFiles(t *testing.T) {
 		}
 		return out
 	}
-	eventually(t, 5*time.Second, "the late heal to be logged", func() bool { return len(d.events("file.healed")) >= 2 })
-	if !eventually(t, 5*time.Second, "no descriptor under the root", func() bool { return len(held()) == 0 }) {
+	eventually(t, time.Minute, "the late heal to be logged", func() bool { return len(d.events("file.healed")) >= 2 })
+	if !eventually(t, time.Minute, "no descriptor under the root", func() bool { return len(held()) == 0 }) {
 		t.Errorf("the daemon holds open: %q", held())
 	}
 	d.stop(t)
