@@ -153,7 +153,51 @@ func (d *decoder) rule(n *yaml.Node, field string) (Rule, *yaml.Node) {
 			d.fail(set["settle"], field+".settle", "%s is more than max_wait (%s)", FormatDuration(r.Settle), FormatDuration(r.MaxWait))
 		})
 	}
+	if r.Format != "" && valid("preset", "format") {
+		d.strategiesApply(n, field, r, set)
+	}
 	return r.clone(), set["name"]
+}
+
+// strategiesApply reports each strategy of r that can never repair a file of r's format:
+// one the rule lists, at its place in the list; one it takes from its preset while setting
+// another format, at the format.
+func (d *decoder) strategiesApply(n *yaml.Node, field string, r Rule, set map[string]*yaml.Node) {
+	if list := lookup(n, "strategies"); list != nil {
+		if list.Kind != yaml.SequenceNode {
+			return // said already
+		}
+		seen := map[string]bool{}
+		for i, item := range list.Content {
+			item = resolve(item)
+			s := Strategy(item.Value)
+			if item.Kind != yaml.ScalarNode || item.Tag != "!!str" || !contains(names(Strategies), item.Value) || seen[item.Value] {
+				continue // not a strategy, or a duplicate: said already
+			}
+			seen[item.Value] = true
+			if !s.Applies(r.Format) {
+				d.try(func() {
+					d.fail(item, fmt.Sprintf("%s.strategies[%d]", field, i), "%s cannot repair format %s: it applies only to %s (format or preset)",
+						s, r.Format, sentence(StrategyFormats(s)))
+				})
+			}
+		}
+		return
+	}
+	if set["format"] == nil {
+		return // the preset's own strategies and format, or the defaults
+	}
+	var cannot []string
+	for _, s := range r.Strategies {
+		if !s.Applies(r.Format) {
+			cannot = append(cannot, fmt.Sprintf("%s (only %s)", s, sentence(StrategyFormats(s))))
+		}
+	}
+	if len(cannot) > 0 {
+		d.try(func() {
+			d.fail(set["format"], field+".format", "%s cannot use the preset's %s: set strategies", r.Format, sentence(cannot))
+		})
+	}
 }
 
 func (d *decoder) nonEmpty(n *yaml.Node, field string, list []string) []string {
@@ -276,8 +320,5 @@ func staleProtocols() string {
 			ps = append(ps, string(p))
 		}
 	}
-	if len(ps) < 2 {
-		return strings.Join(ps, "")
-	}
-	return strings.Join(ps[:len(ps)-1], ", ") + " and " + ps[len(ps)-1]
+	return sentence(ps)
 }

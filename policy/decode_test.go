@@ -201,3 +201,52 @@ func TestDecodeCollectsErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestStrategiesMustApply: a strategy that can never repair a file of the rule's format is an
+// error at its place in the list (or at the format, for a preset's strategies under another
+// format), beside the list's other errors; a strategy is judged only against a format that
+// decoded.
+func TestStrategiesMustApply(t *testing.T) {
+	const head = "version: 1\nrules:\n  - name: r\n    paths: [/srv/r]\n"
+	for _, tc := range []struct{ yaml, want string }{
+		{head + "    preset: openviking\n    strategies: [reconcile, salvage]\n", ""},
+		{head + "    format: praisonai\n    match: ['*.json']\n    strategies: [restore-fields, reconcile, normalize, clean-temp]\n", ""},
+		{head + "    format: copilot-cli\n    match: ['*.jsonl']\n    strategies: [drop-invalid-entries, rebuild-header, backup]\n", ""},
+		{head + "    preset: codex\n    format: codex\n", ""},
+		{head + "    preset: openclaw\n    format: jsonl\n    strategies: [salvage, normalize]\n", ""},
+		{head + "    format: jsonl\n    strategies: [fix, reconcile, reconcile]\n",
+			"t.yaml:6: rules[0].strategies[0]: unknown strategy \"fix\" (want salvage, backup, last-good, reconcile, normalize, restore-fields, drop-invalid-entries, clean-temp, add-ordinals, rebuild-header)\n" +
+				"t.yaml:6: rules[0].strategies[1]: reconcile cannot repair format jsonl: it applies only to praisonai and openviking (format or preset)\n" +
+				"t.yaml:6: rules[0].strategies[2]: \"reconcile\" is already listed at rules[0].strategies[1]"},
+		{head + "    format: openclaw\n    match: ['*.json']\n    strategies: [drop-invalid-entries, restore-fields, add-ordinals]\n",
+			"t.yaml:7: rules[0].strategies[1]: restore-fields cannot repair format openclaw: it applies only to praisonai (format or preset)\n" +
+				"t.yaml:7: rules[0].strategies[2]: add-ordinals cannot repair format openclaw: it applies only to codex (format or preset)"},
+		{head + "    preset: praisonai\n    format: json\n",
+			"t.yaml:6: rules[0].format: json cannot use the preset's reconcile (only praisonai and openviking): set strategies"},
+		{head + "    format: xml\n    strategies: [reconcile]\n", "t.yaml:5: rules[0].format: unknown format \"xml\" (want json, jsonl, copaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code)"},
+		{head + "    preset: nosuch\n    strategies: [add-ordinals]\n", "t.yaml:5: rules[0].preset: unknown preset \"nosuch\" (want copaw, qwenpaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code)"},
+	} {
+		_, err := ParseEnv("t.yaml", []byte(tc.yaml), fakeEnv(nil))
+		if got := errString(err); got != tc.want {
+			t.Errorf("%s\n got %s\nwant %s", tc.yaml, got, tc.want)
+		}
+	}
+}
+
+// Every preset's own strategies apply to its format.
+func TestPresetStrategiesApply(t *testing.T) {
+	for _, name := range PresetChoices() {
+		r, _ := PresetRule(name, fakeEnv(nil))
+		for _, s := range r.Strategies {
+			if !s.Applies(r.Format) {
+				t.Errorf("preset %s: strategy %s does not apply to its format %s", name, s, r.Format)
+			}
+		}
+	}
+	if got := StrategyFormats(RebuildHeader); strings.Join(got, ",") != "codex,gemini-cli,pi,copilot-cli" {
+		t.Errorf("StrategyFormats(rebuild-header) = %v, want the order of Formats", got)
+	}
+	if StrategyFormats(Salvage) != nil || !Salvage.Applies("json") {
+		t.Error("salvage applies to every format")
+	}
+}
