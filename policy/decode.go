@@ -69,6 +69,8 @@ type decoder struct {
 	env  Env
 	errs []*Error
 	cols map[*Error]int // the column of each error's node, for document order on one line
+
+	ruleNodes []*yaml.Node // each rule's node, for the warnings
 }
 
 func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
@@ -285,7 +287,34 @@ func (d *decoder) config(top *yaml.Node) *Config {
 	if c.StateDir == "" {
 		c.StateDir = defaultStateDir(d.env)
 	}
+	if len(d.errs) == 0 {
+		c.Warnings = d.shadowed(c)
+	}
 	return c
+}
+
+// shadowed warns of each rule path under which an earlier rule takes every file the rule
+// could cover (see [Config.ShadowedBy]): valid, but the rule guards nothing there.
+func (d *decoder) shadowed(c *Config) []*Error {
+	var ws []*Error
+	for j, r := range c.Rules {
+		node := d.ruleNodes[j]
+		paths := lookup(node, "paths")
+		for k, root := range r.Paths {
+			i := c.shadowing(j, root)
+			if i < 0 {
+				continue
+			}
+			w := &Error{File: d.file, Line: node.Line, Field: fmt.Sprintf("rules[%d]", j)}
+			if paths != nil && paths.Kind == yaml.SequenceNode && k < len(paths.Content) {
+				w.Line, w.Field = resolve(paths.Content[k]).Line, fmt.Sprintf("rules[%d].paths[%d]", j, k)
+			}
+			w.Msg = fmt.Sprintf("%s: shadowed by rule %q (rules[%d]), which takes every file this rule matches there first: "+
+				"this rule guards nothing there", root, c.Rules[i].Name, i)
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }
 
 func (d *decoder) rules(n *yaml.Node, field string) []Rule {
@@ -293,6 +322,7 @@ func (d *decoder) rules(n *yaml.Node, field string) []Rule {
 	if len(items) == 0 {
 		d.fail(n, field, "must not be empty")
 	}
+	d.ruleNodes = items
 	rules := make([]Rule, 0, len(items))
 	names := map[string]int{}
 	before := len(d.errs)
