@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,8 +26,11 @@ const (
 
 // ParseEnv decodes a policy: defaults first, then the YAML in data, strictly. name is used in
 // errors and as Config.Source; env expands ~ and $VARS in paths and finds the presets'
-// default locations. The error, if any, is an *Error, or an Errors of up to MaxErrors of them
-// in document order when the file has several problems.
+// default locations. The error, if any, is an *Error, or an Errors of them in document order
+// when the file has several problems, or a *TooManyErrors when it has more than MaxErrors.
+// One pass finds every problem: a value's checks across keys (a missing name, max_wait
+// below settle, a duplicate rule name) are made alongside the errors of its keys, as long as
+// the keys they read are valid.
 func ParseEnv(name string, data []byte, env Env) (c *Config, err error) {
 	d := &decoder{file: name, env: env}
 	defer func() {
@@ -34,7 +38,7 @@ func ParseEnv(name string, data []byte, env Env) (c *Config, err error) {
 			switch r := r.(type) {
 			case decodeError:
 				d.errs = append(d.errs, r.err)
-			case abandoned, tooMany:
+			case abandoned:
 			default:
 				panic(r)
 			}
@@ -49,29 +53,39 @@ func ParseEnv(name string, data []byte, env Env) (c *Config, err error) {
 	return c, nil
 }
 
-// MaxErrors bounds the errors reported for one policy file.
+// MaxErrors bounds the errors listed for one policy file; a *TooManyErrors says how many
+// more there are.
 const MaxErrors = 20
 
 // decodeError carries an error out of the decoder up to the value it is recorded for (see
-// try); abandoned leaves a value whose errors are recorded already; tooMany ends the decode.
+// try); abandoned leaves a value whose errors are recorded already.
 type (
 	decodeError struct{ err *Error }
 	abandoned   struct{}
-	tooMany     struct{}
 )
 
 type decoder struct {
 	file string
 	env  Env
 	errs []*Error
+	cols map[*Error]int // the column of each error's node, for document order on one line
+
+	ruleNodes []*yaml.Node // each rule's node, for the warnings
 }
 
 func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) {
-	line := 0
+	line, col := 0, 0
 	if n != nil {
-		line = n.Line
+		line, col = n.Line, n.Column
 	}
-	panic(decodeError{&Error{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}})
+	e := &Error{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	if col > 0 {
+		if d.cols == nil {
+			d.cols = map[*Error]int{}
+		}
+		d.cols[e] = col
+	}
+	panic(decodeError{e})
 }
 
 // try decodes one value with fn, recording the error that fails it, so that the decode goes
@@ -82,9 +96,6 @@ func (d *decoder) try(fn func()) {
 			switch r := r.(type) {
 			case decodeError:
 				d.errs = append(d.errs, r.err)
-				if len(d.errs) >= MaxErrors {
-					panic(tooMany{})
-				}
 			case abandoned:
 			default:
 				panic(r)
@@ -102,10 +113,31 @@ func (d *decoder) settled(before int) {
 	}
 }
 
-// err is the decode's error: the one *Error, or all of them.
+// failedSince reports whether an error recorded since the first before was about field or
+// a field below it: a check that reads field's value must not judge what failed to decode.
+func (d *decoder) failedSince(before int, field string) bool {
+	for _, e := range d.errs[before:] {
+		if e.Field == field || strings.HasPrefix(e.Field, field+".") || strings.HasPrefix(e.Field, field+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// err is the decode's error: the one *Error, all of them in document order, or the first
+// MaxErrors of them and how many more there are.
 func (d *decoder) err() error {
-	if len(d.errs) == 1 {
+	slices.SortStableFunc(d.errs, func(a, b *Error) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return d.cols[a] - d.cols[b]
+	})
+	switch {
+	case len(d.errs) == 1:
 		return d.errs[0]
+	case len(d.errs) > MaxErrors:
+		return &TooManyErrors{Errors: Errors(d.errs[:MaxErrors:MaxErrors]), More: len(d.errs) - MaxErrors}
 	}
 	return Errors(d.errs)
 }
@@ -179,14 +211,16 @@ func (d *decoder) config(top *yaml.Node) *Config {
 	if top.Kind != yaml.MappingNode {
 		d.fail(top, "", "expected a mapping at the top level, got %s", describe(top))
 	}
-	// The version decides how to read the rest, so it is checked first.
+	// The version decides how to read the rest, so it is checked first: a version other
+	// than 1 ends the decode (the rest would be read with the wrong schema); a missing one
+	// is an error, and the rest is read as version 1.
 	if v := lookup(top, "version"); v == nil {
-		d.fail(top, "version", "missing (want 1)")
+		d.try(func() { d.fail(top, "version", "missing (want 1)") })
+		c.Version = 1
 	} else if c.Version = d.integer(v, "version"); c.Version != 1 {
 		d.fail(v, "version", "%d is not supported (want 1)", c.Version)
 	}
 	var haveRules bool
-	before := len(d.errs)
 	d.mapping(top, "", func(key string, k, v *yaml.Node, f string) {
 		switch key {
 		case "version":
@@ -247,14 +281,40 @@ func (d *decoder) config(top *yaml.Node) *Config {
 			d.fail(k, f, "unknown key")
 		}
 	})
-	d.settled(before)
 	if !haveRules {
-		d.fail(top, "rules", "missing (want at least one rule)")
+		d.try(func() { d.fail(top, "rules", "missing (want at least one rule)") })
 	}
 	if c.StateDir == "" {
 		c.StateDir = defaultStateDir(d.env)
 	}
+	if len(d.errs) == 0 {
+		c.Warnings = d.shadowed(c)
+	}
 	return c
+}
+
+// shadowed warns of each rule path under which an earlier rule takes every file the rule
+// could cover (see [Config.ShadowedBy]): valid, but the rule guards nothing there.
+func (d *decoder) shadowed(c *Config) []*Error {
+	var ws []*Error
+	for j, r := range c.Rules {
+		node := d.ruleNodes[j]
+		paths := lookup(node, "paths")
+		for k, root := range r.Paths {
+			i := c.shadowing(j, root)
+			if i < 0 {
+				continue
+			}
+			w := &Error{File: d.file, Line: node.Line, Field: fmt.Sprintf("rules[%d]", j)}
+			if paths != nil && paths.Kind == yaml.SequenceNode && k < len(paths.Content) {
+				w.Line, w.Field = resolve(paths.Content[k]).Line, fmt.Sprintf("rules[%d].paths[%d]", j, k)
+			}
+			w.Msg = fmt.Sprintf("%s: shadowed by rule %q (rules[%d]), which takes every file this rule matches there first: "+
+				"this rule guards nothing there", root, c.Rules[i].Name, i)
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }
 
 func (d *decoder) rules(n *yaml.Node, field string) []Rule {
@@ -262,23 +322,43 @@ func (d *decoder) rules(n *yaml.Node, field string) []Rule {
 	if len(items) == 0 {
 		d.fail(n, field, "must not be empty")
 	}
+	d.ruleNodes = items
 	rules := make([]Rule, 0, len(items))
 	names := map[string]int{}
 	before := len(d.errs)
 	for i, item := range items {
 		f := fmt.Sprintf("%s[%d]", field, i)
 		d.try(func() {
+			before := len(d.errs)
 			r, nameNode := d.rule(item, f)
+			rules = append(rules, r)
+			// A name is checked even when the rule has other errors: each is its own.
+			if nameNode == nil || d.failedSince(before, f+".name") {
+				return
+			}
 			if j, dup := names[r.Name]; dup {
 				d.fail(nameNode, f+".name", "%q is already the name of %s[%d]", r.Name, field, j)
 			}
 			names[r.Name] = i
-			rules = append(rules, r)
 		})
 	}
 	d.settled(before)
 	return rules
 }
+
+// TooManyErrors is the error of a policy file with more than MaxErrors problems: the first
+// MaxErrors of them in document order, then a line saying how many more there are.
+type TooManyErrors struct {
+	Errors Errors // the first MaxErrors
+	More   int    // how many more were found
+}
+
+func (e *TooManyErrors) Error() string {
+	return fmt.Sprintf("%s\n%s: %d more errors not shown", e.Errors.Error(), e.Errors[0].File, e.More)
+}
+
+// Unwrap gives the errors listed to errors.Is and errors.As.
+func (e *TooManyErrors) Unwrap() error { return e.Errors }
 
 // Errors are the problems of one policy file, in document order, one a line.
 type Errors []*Error

@@ -54,14 +54,14 @@ func describe(n *yaml.Node) string {
 }
 
 // mapping calls fn for each key of the mapping n, in document order, with the key's field
-// path. Keys set twice are errors; fn reports unknown keys.
+// path. Keys set twice are errors; fn reports unknown keys. The error of one key does not
+// stop the next; the caller's checks across keys ask failedSince which keys failed.
 func (d *decoder) mapping(n *yaml.Node, field string, fn func(key string, k, v *yaml.Node, f string)) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
 		d.fail(n, field, "expected a mapping, got %s", describe(n))
 	}
 	seen := map[string]int{}
-	before := len(d.errs)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		d.try(func() {
 			k, v := resolve(n.Content[i]), resolve(n.Content[i+1])
@@ -76,7 +76,6 @@ func (d *decoder) mapping(n *yaml.Node, field string, fn func(key string, k, v *
 			fn(k.Value, k, v, f)
 		})
 	}
-	d.settled(before)
 }
 
 func (d *decoder) sequence(n *yaml.Node, field string) []*yaml.Node {

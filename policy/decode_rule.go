@@ -39,7 +39,8 @@ func baseRule() Rule {
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // rule decodes one rule: the preset's rule (or the defaults), then every key set on top.
-// It returns the node of the name, for the duplicate-name error.
+// It returns the node of the name, for the duplicate-name error. Each check across its
+// keys is made, and reported alongside the keys' own errors, when the keys it reads decoded.
 func (d *decoder) rule(n *yaml.Node, field string) (Rule, *yaml.Node) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
@@ -111,31 +112,92 @@ func (d *decoder) rule(n *yaml.Node, field string) (Rule, *yaml.Node) {
 			d.fail(k, f, "unknown key")
 		}
 	})
-	d.settled(before)
+	// valid: the key is not set, or its value decoded without an error.
+	valid := func(keys ...string) bool {
+		for _, key := range keys {
+			if d.failedSince(before, join(field, key)) {
+				return false
+			}
+		}
+		return true
+	}
+	check := func(fn func()) { d.try(fn) }
 	if set["name"] == nil {
-		d.fail(n, field+".name", "missing")
+		check(func() { d.fail(n, field+".name", "missing") })
 	}
-	if r.Preset == "" && r.Format == "" {
-		d.fail(n, field, "needs a preset or a format")
+	if set["preset"] == nil && set["format"] == nil {
+		check(func() { d.fail(n, field, "needs a preset or a format") })
 	}
-	if r.Preset == "" && set["paths"] == nil {
-		d.fail(n, field+".paths", "missing")
+	if set["preset"] == nil && set["paths"] == nil {
+		check(func() { d.fail(n, field+".paths", "missing") })
 	}
 	if len(r.Match) == 0 {
 		switch r.Format {
 		case "json", "jsonl":
 			r.Match = []string{"*." + r.Format}
+		case "":
+			// no format: said above, or by the preset's or the format's own error
 		default:
-			d.fail(n, field+".match", "missing (format %s has no default without its preset)", r.Format)
+			if set["match"] == nil && valid("preset") {
+				check(func() {
+					d.fail(n, field+".match", "missing (format %s has no default without its preset)", r.Format)
+				})
+			}
 		}
 	}
-	if r.MaxWait < r.Settle {
-		if k := set["max_wait"]; k != nil {
-			d.fail(k, field+".max_wait", "%s is less than settle (%s)", FormatDuration(r.MaxWait), FormatDuration(r.Settle))
-		}
-		d.fail(set["settle"], field+".settle", "%s is more than max_wait (%s)", FormatDuration(r.Settle), FormatDuration(r.MaxWait))
+	if r.MaxWait < r.Settle && valid("preset", "settle", "max_wait") {
+		check(func() {
+			if k := set["max_wait"]; k != nil {
+				d.fail(k, field+".max_wait", "%s is less than settle (%s)", FormatDuration(r.MaxWait), FormatDuration(r.Settle))
+			}
+			d.fail(set["settle"], field+".settle", "%s is more than max_wait (%s)", FormatDuration(r.Settle), FormatDuration(r.MaxWait))
+		})
+	}
+	if r.Format != "" && valid("preset", "format") {
+		d.strategiesApply(n, field, r, set)
 	}
 	return r.clone(), set["name"]
+}
+
+// strategiesApply reports each strategy of r that can never repair a file of r's format:
+// one the rule lists, at its place in the list; one it takes from its preset while setting
+// another format, at the format.
+func (d *decoder) strategiesApply(n *yaml.Node, field string, r Rule, set map[string]*yaml.Node) {
+	if list := lookup(n, "strategies"); list != nil {
+		if list.Kind != yaml.SequenceNode {
+			return // said already
+		}
+		seen := map[string]bool{}
+		for i, item := range list.Content {
+			item = resolve(item)
+			s := Strategy(item.Value)
+			if item.Kind != yaml.ScalarNode || item.Tag != "!!str" || !contains(names(Strategies), item.Value) || seen[item.Value] {
+				continue // not a strategy, or a duplicate: said already
+			}
+			seen[item.Value] = true
+			if !s.Applies(r.Format) {
+				d.try(func() {
+					d.fail(item, fmt.Sprintf("%s.strategies[%d]", field, i), "%s cannot repair format %s: it applies only to %s (format or preset)",
+						s, r.Format, sentence(StrategyFormats(s)))
+				})
+			}
+		}
+		return
+	}
+	if set["format"] == nil {
+		return // the preset's own strategies and format, or the defaults
+	}
+	var cannot []string
+	for _, s := range r.Strategies {
+		if !s.Applies(r.Format) {
+			cannot = append(cannot, fmt.Sprintf("%s (only %s)", s, sentence(StrategyFormats(s))))
+		}
+	}
+	if len(cannot) > 0 {
+		d.try(func() {
+			d.fail(set["format"], field+".format", "%s cannot use the preset's %s: set strategies", r.Format, sentence(cannot))
+		})
+	}
 }
 
 func (d *decoder) nonEmpty(n *yaml.Node, field string, list []string) []string {
@@ -169,6 +231,7 @@ func (d *decoder) lock(n *yaml.Node, field string) Lock {
 	}
 	var l Lock
 	var kind, stale, wait *yaml.Node
+	before := len(d.errs)
 	d.mapping(n, field, func(key string, k, v *yaml.Node, f string) {
 		switch key {
 		case "flock", "lockfile", "protocol":
@@ -195,19 +258,22 @@ func (d *decoder) lock(n *yaml.Node, field string) Lock {
 	if kind == nil {
 		d.fail(n, field, "needs one of flock, lockfile or protocol")
 	}
+	if kind.Value == "protocol" && d.failedSince(before, join(field, kind.Value)) {
+		return l // which protocol is not known: stale and wait cannot be judged
+	}
 	switch l.Protocol {
 	case "none":
 		if wait != nil {
-			d.fail(wait, field+".wait", "has no effect without a lock")
+			d.try(func() { d.fail(wait, field+".wait", "has no effect without a lock") })
 		}
 		if stale != nil {
-			d.fail(stale, field+".stale", "has no effect without a lock")
+			d.try(func() { d.fail(stale, field+".stale", "has no effect without a lock") })
 		}
 		return Lock{Protocol: "none"}
 	default:
 		if !l.Protocol.Stale() {
 			if stale != nil {
-				d.fail(stale, field+".stale", "applies only to %s locks", staleProtocols())
+				d.try(func() { d.fail(stale, field+".stale", "applies only to %s locks", staleProtocols()) })
 			}
 		} else if stale == nil {
 			l.Stale = DefaultLockStale
@@ -254,8 +320,5 @@ func staleProtocols() string {
 			ps = append(ps, string(p))
 		}
 	}
-	if len(ps) < 2 {
-		return strings.Join(ps, "")
-	}
-	return strings.Join(ps[:len(ps)-1], ", ") + " and " + ps[len(ps)-1]
+	return sentence(ps)
 }

@@ -41,6 +41,10 @@ type Config struct {
 	WatchBudget int
 	Rules       []Rule
 	Source      string // the file it came from, or "embedded default"
+	// Warnings are what the file says that is valid but cannot be meant, each with its file,
+	// line and field like an error: a rule path under which an earlier rule takes every file
+	// (see [Config.ShadowedBy]).
+	Warnings []*Error
 }
 
 // Log selects the log handler and level.

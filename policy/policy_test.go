@@ -124,7 +124,7 @@ func TestEveryKey(t *testing.T) {
 			MaxWait:        time.Minute,
 			Lock:           Lock{Protocol: "lockfile", Path: "{dir}/sessions.json.lock", Stale: 45 * time.Second, Wait: 3 * time.Second},
 			Backups:        []string{"{dir}/sessions.json.bak.*", "{file}.orig"},
-			Strategies:     []Strategy{"backup", "salvage", "drop-invalid-entries", "restore-fields", "clean-temp"},
+			Strategies:     []Strategy{"backup", "salvage", "drop-invalid-entries", "normalize", "clean-temp"},
 			Limits:         Limits{MaxLoss: 0.25, MaxFileSize: 256 * MiB},
 			Mode:           "observe",
 			RestoreDeleted: true,

@@ -271,6 +271,9 @@ func printCoverage(w io.Writer, cov []events.RootCoverage) {
 				why = "cannot be read: " + c.Err
 			}
 			fmt.Fprintf(w, "missing\t%s\t%s\tthe rule's path %s: nothing is guarded there\n", c.Rule, quoteName(c.Path), escapeText(why))
+		case c.Files == 0 && c.ShadowedBy != "":
+			fmt.Fprintf(w, "no-files\t%s\t%s\tshadowed by rule %s, earlier in the policy, which takes every file this rule matches there\n",
+				c.Rule, quoteName(c.Path), escapeText(c.ShadowedBy))
 		case c.Files == 0:
 			fmt.Fprintf(w, "no-files\t%s\t%s\tno file matches %s\n", c.Rule, quoteName(c.Path), escapeText(strings.Join(c.Patterns, ", ")))
 		}
@@ -449,6 +452,10 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	} else {
 		cfg = policy.Default(policy.SystemEnv())
+	}
+	// What the file says that is valid but cannot be meant (a rule another takes over).
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "sessionmedic: warning: %s\n", escapeText(w.Error()))
 	}
 	// What each rule path guards today: a missing path, or one holding no matching file.
 	eng := heal.New(cfg, heal.Options{OneShot: true})

@@ -252,3 +252,27 @@ func tail(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// A rule whose files an earlier rule takes is named as shadowed: `policy` warns with the
+// file, line and field, and rule.no_files (and check's no-files line) names the earlier rule.
+func TestShadowedRuleIsNamed(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, "bot")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "rollout-1.jsonl"), []byte("{\"a\":1}\n"), 0o644)
+	policyFile := filepath.Join(home, "policy.yaml")
+	os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nrules:\n  - {name: all, format: jsonl, paths: [%s]}\n"+
+		"  - name: rollouts\n    format: jsonl\n    paths:\n      - %s\n    match: [\"**/rollout-*.jsonl\"]\n",
+		filepath.Join(home, "state"), dir, dir)), 0o644)
+	event := `"msg":"rule.no_files","rule":"rollouts","path":"` + dir + `","patterns":["**/rollout-*.jsonl"],"shadowed_by":"all"}`
+
+	out, errOut, code := sm(t, home, "policy", "-config", policyFile)
+	warning := "sessionmedic: warning: " + policyFile + `:8: rules[1].paths[0]: ` + dir + `: shadowed by rule "all" (rules[0])`
+	if code != 0 || !strings.Contains(out, "rollouts") || !strings.Contains(errOut, warning) || !strings.Contains(errOut, event) {
+		t.Errorf("policy: exit %d; stderr lacks %q or %q:\n%s", code, warning, event, errOut)
+	}
+	out, errOut, code = sm(t, home, "check", "-config", policyFile)
+	if code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), "no-files rollouts "+dir+" shadowed by rule all,") || !strings.Contains(errOut, event) {
+		t.Errorf("check: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -30,6 +30,74 @@ func TestPolicyReportsEveryError(t *testing.T) {
 	}
 }
 
+// TestPolicyReportsAllErrorsAtOnce: a policy with 14 independent errors gets all 14 from one
+// run of `policy`, a duplicate name and max_wait below settle among them, each as
+// FILE:LINE: FIELD: MESSAGE; one with more than 20 gets the first 20 and how many more.
+func TestPolicyReportsAllErrorsAtOnce(t *testing.T) {
+	home := t.TempDir()
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte(`version: 1
+log: {format: yaml, level: loud}
+quarantine: {max_bytes: 1 XB, max_age: forever}
+rules:
+  - name: bot
+    paths: [/srv/bot, relative/dir]
+    format: xml
+    settle: 2x
+  - name: bot
+    preset: nosuch
+    paths: [/srv/other]
+  - name: fine
+    format: json
+    paths: [/srv/fine]
+    keep_last_good: maybe
+  - name: slow
+    format: jsonl
+    paths: [/srv/slow]
+    settle: 10s
+    max_wait: 5s
+    mode: sometimes
+  - name: x
+    format: jsonl
+    paths: [/srv/x]
+    strategies: [salvage, fix]
+    limits: {max_loss: 200%}
+`), 0o644)
+	out, errOut, code := sm(t, home, "policy", "-config", bad)
+	if code != 2 || out != "" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+	line := regexp.MustCompile(`^sessionmedic: ` + regexp.QuoteMeta(bad) + `:[0-9]+: rules\[[0-9]\]\.[a-z_.\[\]0-9]+: |^sessionmedic: ` +
+		regexp.QuoteMeta(bad) + `:[0-9]+: (log|quarantine)\.[a-z_]+: `)
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if len(lines) != 14 {
+		t.Errorf("%d lines, want the 14 errors:\n%s", len(lines), errOut)
+	}
+	for _, l := range lines {
+		if !line.MatchString(l) {
+			t.Errorf("not FILE:LINE: FIELD: MESSAGE: %s", l)
+		}
+	}
+	for _, want := range []string{bad + `:9: rules[1].name: "bot" is already the name of rules[0]`, bad + ":20: rules[3].max_wait: 5s is less than settle (10s)"} {
+		if !strings.Contains(errOut, "sessionmedic: "+want+"\n") {
+			t.Errorf("no %q in\n%s", want, errOut)
+		}
+	}
+
+	var b strings.Builder
+	b.WriteString("version: 1\nrules:\n")
+	for i := range 23 {
+		fmt.Fprintf(&b, "  - {name: r%d, format: json, paths: [/srv/%d], mode: m%d}\n", i, i, i)
+	}
+	os.WriteFile(bad, []byte(b.String()), 0o644)
+	_, errOut, code = sm(t, home, "policy", "-config", bad)
+	lines = strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	if code != 2 || len(lines) != 21 || !strings.HasPrefix(lines[19], "sessionmedic: "+bad+`:22: rules[19].mode: unknown mode "m19"`) ||
+		lines[20] != "sessionmedic: "+bad+": 3 more errors not shown" {
+		t.Errorf("exit %d, %d lines:\n%s", code, len(lines), errOut)
+	}
+}
+
 // TestPolicyEchoesSizes: `policy` prints its header once and sizes in the unit written.
 func TestPolicyEchoesSizes(t *testing.T) {
 	home := t.TempDir()

@@ -19,6 +19,9 @@ type RootCoverage struct {
 	Missing  bool // the path does not exist (or cannot be reached)
 	Err      string
 	Files    int // session files found below it (temps and missing-file targets not counted)
+	// ShadowedBy names the earlier rule that takes every file this rule matches under the
+	// path, when the rules alone say so for certain (see policy.Config.ShadowedBy); "" else.
+	ShadowedBy string
 }
 
 // Coverage counts, per rule path of cfg, the targets found below it.
@@ -46,6 +49,8 @@ func Coverage(cfg *policy.Config, targets []heal.Target) []RootCoverage {
 				if !os.IsNotExist(err) {
 					c.Err = err.Error()
 				}
+			} else if c.Files == 0 {
+				c.ShadowedBy = cfg.ShadowedBy(r.Name, p)
 			}
 			out = append(out, c)
 		}

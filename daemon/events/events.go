@@ -39,7 +39,7 @@ const (
 	StatePruneError = "state.prune_error" // ERROR: err, state_dir
 
 	RulePathMissing = "rule.path_missing" // WARN: rule, path, patterns [, err]
-	RuleNoFiles     = "rule.no_files"     // WARN: rule, path, patterns
+	RuleNoFiles     = "rule.no_files"     // WARN: rule, path, patterns [, shadowed_by]
 
 	HTTPListening = "http.listening" // INFO: addr
 	HTTPError     = "http.error"     // ERROR: err; WARN: key, addr, err (a reload cannot bind http.listen)

@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/internal/layering"
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // catalog is every string constant this package declares: the events.
@@ -189,4 +191,35 @@ func TestReportLines(t *testing.T) {
 // coverage it announces), and no other package of ours.
 func TestImports(t *testing.T) {
 	layering.Check(t, ".", false, func(own string) bool { return own == "heal" || own == "policy" || layering.Leaf(own) })
+}
+
+// TestAnnounceShadowedBy: rule.no_files names the earlier rule that takes every file of a
+// rule path (shadowed_by), and only where the policy says so for certain.
+func TestAnnounceShadowedBy(t *testing.T) {
+	dir := t.TempDir()
+	other := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "s.json"), []byte("{}"), 0o644)
+	cfg, err := policy.ParseEnv("p.yaml", []byte(fmt.Sprintf("version: 1\nrules:\n"+
+		"  - {name: all, format: json, paths: [%[1]s]}\n  - {name: bot, format: json, paths: [%[1]s]}\n  - {name: logs, format: jsonl, paths: [%[1]s, %[2]s]}\n",
+		dir, other)), policy.Env{Home: dir, Getenv: func(string) string { return "" }, Exists: func(string) bool { return true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []heal.Target{{Path: filepath.Join(dir, "s.json"), Rule: &cfg.Rules[0]}}
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey && len(groups) == 0 {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	if n := Announce(log, Coverage(cfg, targets)); n != 3 {
+		t.Errorf("announced %d paths, want 3", n)
+	}
+	want := fmt.Sprintf(`{"level":"WARN","msg":"rule.no_files","rule":"bot","path":%q,"patterns":["*.json"],"shadowed_by":"all"}`+"\n"+
+		`{"level":"WARN","msg":"rule.no_files","rule":"logs","path":%q,"patterns":["*.jsonl"]}`+"\n"+
+		`{"level":"WARN","msg":"rule.no_files","rule":"logs","path":%q,"patterns":["*.jsonl"]}`, dir, dir, other)
+	if got := strings.TrimSpace(buf.String()); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
 }

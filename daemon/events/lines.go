@@ -36,8 +36,9 @@ func Report(log *slog.Logger, r heal.Report) {
 
 // Announce says, for every rule path that guards nothing, why: rule.path_missing for a path
 // that does not exist (the daemon waits for it to appear), rule.no_files for one that holds
-// no file the rule's patterns match. It returns how many paths it announced. The daemon
-// calls it once per full scan; check, heal and policy once per run.
+// no file the rule's patterns match (with shadowed_by, the earlier rule that takes every file
+// it would match there, when that is certain). It returns how many paths it announced. The
+// daemon calls it once per full scan; check, heal and policy once per run.
 func Announce(log *slog.Logger, cov []RootCoverage) int {
 	n := 0
 	for _, c := range cov {
@@ -47,6 +48,8 @@ func Announce(log *slog.Logger, cov []RootCoverage) int {
 			log.Warn(RulePathMissing, "rule", c.Rule, "path", c.Path, "patterns", patterns, "err", c.Err)
 		case c.Missing:
 			log.Warn(RulePathMissing, "rule", c.Rule, "path", c.Path, "patterns", patterns)
+		case c.Files == 0 && c.ShadowedBy != "":
+			log.Warn(RuleNoFiles, "rule", c.Rule, "path", c.Path, "patterns", patterns, "shadowed_by", c.ShadowedBy)
 		case c.Files == 0:
 			log.Warn(RuleNoFiles, "rule", c.Rule, "path", c.Path, "patterns", patterns)
 		default:

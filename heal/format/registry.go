@@ -13,6 +13,7 @@ import (
 // value: the engine that uses it builds it and keeps it.
 type Registry struct {
 	formats  map[string]func(path string) Profile
+	byFormat map[string][]Profile // the profiles each format picks among
 	profiles []Profile
 	locks    map[string]LockFunc
 }
@@ -34,7 +35,7 @@ type LockParams struct {
 
 // NewRegistry returns a registry of the generic formats: json and jsonl.
 func NewRegistry() *Registry {
-	r := &Registry{formats: map[string]func(string) Profile{}, locks: map[string]LockFunc{}}
+	r := &Registry{formats: map[string]func(string) Profile{}, byFormat: map[string][]Profile{}, locks: map[string]LockFunc{}}
 	r.Add("json", func(string) Profile { return JSON }, JSON)
 	r.Add("jsonl", func(string) Profile { return JSONLog }, JSONLog)
 	return r
@@ -43,6 +44,7 @@ func NewRegistry() *Registry {
 // Add registers a format name: pick chooses among its profiles by path.
 func (r *Registry) Add(format string, pick func(path string) Profile, profiles ...Profile) {
 	r.formats[format] = pick
+	r.byFormat[format] = slices.Clone(profiles)
 	for _, p := range profiles {
 		if !slices.Contains(r.profiles, p) {
 			r.profiles = append(r.profiles, p)
@@ -67,6 +69,9 @@ func (r *Registry) Profile(format, path string) Profile {
 	}
 	return r.formats["json"](path)
 }
+
+// FormatProfiles lists the profiles a format name picks among, as registered.
+func (r *Registry) FormatProfiles(format string) []Profile { return slices.Clone(r.byFormat[format]) }
 
 // Profiles lists every registered profile, in registration order.
 func (r *Registry) Profiles() []Profile { return slices.Clone(r.profiles) }
