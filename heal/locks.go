@@ -37,10 +37,24 @@ func (e *Engine) takeLock(ctx context.Context, rule *policy.Rule, path string, t
 		h, err = take(ctx, path, typ, format.LockParams{Wait: o.Wait, Stale: o.Stale, Now: e.Now, Faults: e.fs.Faults})
 	}
 	if errors.Is(err, lock.ErrBusy) {
-		return nil, busyErr("app lock is held")
+		return nil, lockBusy(rule.Lock.Protocol, err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// lockBusy is the busy error of a lock or liveness protocol that found the file in use: it
+// names the protocol, and the lock file, registry entry or directory that said so with who
+// holds it (the pid, its start time, its pid namespace, the token's owner).
+func lockBusy(protocol policy.LockProtocol, err error) error {
+	var be *lock.BusyError
+	if !errors.As(err, &be) {
+		return busyErr("in use by the app (lock protocol %s): %v", protocol, err)
+	}
+	if be.Holder == "" {
+		return busyErr("in use by the app (lock protocol %s): %s", protocol, be.Path)
+	}
+	return busyErr("in use by the app (lock protocol %s): %s: %s", protocol, be.Path, be.Holder)
 }

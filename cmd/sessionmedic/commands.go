@@ -308,6 +308,9 @@ func printReport(w io.Writer, r heal.Report) {
 		fmt.Fprintf(w, "damaged\t%s\t%s\t%s at %d: %s; hands off: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail, r.Reason)
 	case r.Verdict == heal.Damaged:
 		fmt.Fprintf(w, "damaged\t%s\t%s\t%s at %d: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail)
+	case r.Verdict == heal.Busy && r.Reason != "" && r.Kind != "" && r.Kind != string(heal.Busy):
+		// Damage found, and a holder keeps the heal off: both are said.
+		fmt.Fprintf(w, "busy\t%s\t%s\t%s at %d: %s; not healed: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail, r.Reason)
 	default:
 		reason := r.Detail
 		if r.Reason != "" {

@@ -88,12 +88,25 @@ var errRetry = errors.New("retry")
 // maxImmediate bounds back-to-back immediate retries before the loop sleeps.
 const maxImmediate = 8
 
-func busy(path, holder string) error {
-	if holder == "" {
-		return fmt.Errorf("%w: %s", ErrBusy, path)
-	}
-	return fmt.Errorf("%w: %s (%s)", ErrBusy, path, holder)
+// BusyError is the busy verdict of a protocol: the lock (or the registry entry, the process,
+// the directory) that said so, and what holds it. It matches [ErrBusy] under errors.Is; get
+// it with errors.As to say who keeps a file busy.
+type BusyError struct {
+	Path   string // the lock file, registry entry or directory that said "busy"
+	Holder string // who holds it and why that counts as live ("" when unknown)
 }
+
+func (e *BusyError) Error() string {
+	if e.Holder == "" {
+		return ErrBusy.Error() + ": " + e.Path
+	}
+	return ErrBusy.Error() + ": " + e.Path + " (" + e.Holder + ")"
+}
+
+// Is makes a BusyError an ErrBusy.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+func busy(path, holder string) error { return &BusyError{Path: path, Holder: holder} }
 
 // acquire runs attempt until it succeeds, fails with an error other than
 // ErrBusy/errRetry, the wait deadline passes or ctx is done. Deadlines use
