@@ -31,6 +31,7 @@ type metrics struct {
 	settleToVerdict *prometheus.HistogramVec
 	flapping        *prometheus.CounterVec
 	damaged         *prometheus.GaugeVec
+	damagedBusy     *prometheus.GaugeVec
 	oldestDamage    prometheus.Gauge
 	buildInfo       *prometheus.GaugeVec
 }
@@ -63,7 +64,10 @@ func newMetrics(version, revision string) *metrics {
 	m.settleToVerdict = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "settle_to_verdict_seconds", Help: "From a file settling to its verdict.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"rule"})
 	m.flapping = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "flapping_total", Help: "Files whose heals tripped the circuit breaker."}, []string{"rule"})
-	m.damaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged", Help: "Files damaged now (refused, flapping and hands-off ones too), by damage kind."}, []string{"rule", "kind"})
+	m.damaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged",
+		Help: "Files damaged now (refused, flapping, hands-off, and kept from their heal by a busy holder), by damage kind."}, []string{"rule", "kind"})
+	m.damagedBusy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged_busy",
+		Help: "Of files_damaged, those an app's lock or live process keeps from their heal (busy)."}, []string{"rule"})
 	m.oldestDamage = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "damage_oldest_timestamp_seconds", Help: "When the oldest damage still there was first seen (unix time; 0: none)."})
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info", Help: "Always 1: the running build."}, []string{"version", "revision", "goversion"})
 	if revision == "" {
@@ -71,7 +75,7 @@ func newMetrics(version, revision string) *metrics {
 	}
 	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.quarantineDisk, m.pruned, m.overflows, m.watchedDirs, m.watchBudget, m.unwatchedDirs,
-		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.oldestDamage, m.buildInfo,
+		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.damagedBusy, m.oldestDamage, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -194,7 +194,7 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 	// take d.log; log is for the daemon's other lines about this file.
 	log := d.log.With("rule", rule, "path", p)
 	d.damaged.verdict(p, rule, r, time.Now())
-	busyFor := d.retries[p] // busy verdicts of p in a row before this one
+	retries := d.retries[p] // busy verdicts of p in a row before this one
 	if r.Verdict != heal.Busy {
 		delete(d.retries, p)
 	}
@@ -231,11 +231,15 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		events.Report(d.log, r)
 	case r.Verdict == heal.Busy:
 		d.m.heals.WithLabelValues(rule, r.Strategy, resultBusy).Inc()
-		if busyFor == busyRetriesSaid {
+		args := []any{"detail", r.Detail, "reason", r.Reason}
+		if busyDamage(r) {
+			args = append([]any{"kind", r.Kind, "offset", r.Offset}, args...) // the damage it keeps from its heal
+		}
+		if retries == busyRetriesSaid {
 			// Still busy after its retries: said once where an operator looks, then quiet.
-			log.Info(events.FileBusy, "detail", r.Detail, "reason", r.Reason, "retries", busyFor)
+			log.Info(events.FileBusy, append(args, "retries", retries)...)
 		} else {
-			log.Debug(events.FileBusy, "detail", r.Detail, "reason", r.Reason)
+			log.Debug(events.FileBusy, args...)
 		}
 		d.later(job{t: j.t, since: time.Now()}, retry, ctx, wg)
 	}
