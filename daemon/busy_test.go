@@ -1,12 +1,15 @@
 package daemon
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -66,5 +69,64 @@ func TestBusyDamagedFileCountsAsDamaged(t *testing.T) {
 		if v, _ := series(text, name); v != 0 {
 			t.Errorf("%s = %v once healed, want 0", name, v)
 		}
+	}
+}
+
+// A damaged file whose app holds its lock for longer than the rule's max_wait is said at
+// WARN, with the holder and what to do, and again every BusyWarnEvery while it lasts (DEBUG
+// in between); it counts once in files_busy_stuck until the lock is let go and the heal
+// takes it back.
+func TestStuckBusyFileIsSaidAtWarnAgain(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "s.jsonl")
+	os.WriteFile(p, []byte("{\"a\":1}\n"), 0o644)
+	cfg, release := heldFlockPolicy(t, root, p, "100ms")
+	every := 700 * time.Millisecond
+	src, logs := metricsDaemon(t, cfg, Options{Backoff: 20 * time.Millisecond, BusyWarnEvery: every})
+	os.WriteFile(p, []byte("{\"a\":1}\n{\"a\""), 0o644)
+	src.events <- fsnotify.Event{Name: p, Op: fsnotify.Write}
+
+	atLevel := func(level string) []map[string]any {
+		var out []map[string]any
+		for _, e := range logs.events("file.busy") {
+			if e["level"] == level {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	waitFor(t, "three file.busy at WARN", func() bool { return len(atLevel("WARN")) >= 3 })
+	if v, _ := series(scrape(t, logs), "sessionmedic_files_busy_stuck", `rule="j"`); v != 1 {
+		t.Errorf("files_busy_stuck{rule=j} = %v while the file is stuck busy, want 1", v)
+	}
+	warns := atLevel("WARN")
+	var last time.Time
+	for i, e := range warns {
+		at, err := time.Parse(time.RFC3339Nano, e["time"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && at.Sub(last) < every {
+			t.Errorf("file.busy at WARN #%d %v after the one before, want %v or more", i+1, at.Sub(last), every)
+		}
+		last = at
+		reason, _ := e["reason"].(string)
+		_, err = time.ParseDuration(fmt.Sprint(e["busy_for"]))
+		if !strings.Contains(reason, "lock protocol flock") || !strings.Contains(reason, p+".lock: flock held") ||
+			e["kind"] != "truncated" || e["advice"] == nil || err != nil {
+			t.Errorf("file.busy at WARN #%d: %v", i+1, e)
+		}
+	}
+	if len(atLevel("DEBUG")) < len(warns) {
+		t.Errorf("%d file.busy at DEBUG for %d at WARN: the retries between are not quiet", len(atLevel("DEBUG")), len(warns))
+	}
+	if n := len(atLevel("INFO")); n != 0 {
+		t.Errorf("%d file.busy at INFO after the WARN: said once loudly is enough", n)
+	}
+
+	release()
+	waitFor(t, "the heal once the lock is free", func() bool { return len(logs.events("file.healed")) == 1 })
+	if v, _ := series(scrape(t, logs), "sessionmedic_files_busy_stuck"); v != 0 {
+		t.Errorf("files_busy_stuck = %v once healed, want 0", v)
 	}
 }

@@ -32,6 +32,7 @@ type metrics struct {
 	flapping        *prometheus.CounterVec
 	damaged         *prometheus.GaugeVec
 	damagedBusy     *prometheus.GaugeVec
+	busyStuck       *prometheus.GaugeVec
 	oldestDamage    prometheus.Gauge
 	buildInfo       *prometheus.GaugeVec
 }
@@ -68,6 +69,8 @@ func newMetrics(version, revision string) *metrics {
 		Help: "Files damaged now (refused, flapping, hands-off, and kept from their heal by a busy holder), by damage kind."}, []string{"rule", "kind"})
 	m.damagedBusy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged_busy",
 		Help: "Of files_damaged, those an app's lock or live process keeps from their heal (busy)."}, []string{"rule"})
+	m.busyStuck = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_busy_stuck",
+		Help: "Files busy for longer than their rule's max_wait (file.busy at WARN names the holder)."}, []string{"rule"})
 	m.oldestDamage = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "damage_oldest_timestamp_seconds", Help: "When the oldest damage still there was first seen (unix time; 0: none)."})
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info", Help: "Always 1: the running build."}, []string{"version", "revision", "goversion"})
 	if revision == "" {
@@ -75,7 +78,7 @@ func newMetrics(version, revision string) *metrics {
 	}
 	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.quarantineDisk, m.pruned, m.overflows, m.watchedDirs, m.watchBudget, m.unwatchedDirs,
-		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.damagedBusy, m.oldestDamage, m.buildInfo,
+		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.damagedBusy, m.busyStuck, m.oldestDamage, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

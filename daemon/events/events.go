@@ -22,7 +22,7 @@ const (
 	FileHealed      = "file.healed"       // WARN: rule, path, kind, strategy, quarantine, lost_bytes, lost_records
 	FileHealRefused = "file.heal_refused" // ERROR: rule, path, kind, offset, detail, reason, tried
 	FileFlapping    = "file.flapping"     // ERROR: rule, path, heals, window
-	FileBusy        = "file.busy"         // DEBUG (INFO after 3 retries): rule, path [, kind, offset], detail, reason [, retries]
+	FileBusy        = "file.busy"         // DEBUG (INFO after 3 retries, WARN past max_wait and hourly): rule, path [, kind, offset], detail, reason [, retries] [, busy_for, advice]
 	FileRestored    = "file.restored"     // WARN: rule, path, quarantine
 
 	WatchOverflow = "watch.overflow" // WARN: rule
