@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/sessionmedic/sessionmedic/heal/format"
 )
 
@@ -58,4 +59,53 @@ func TestBusyReportNamesProtocolAndHolder(t *testing.T) {
 		t.Errorf("kind %q, want %q (the damage the heal was kept from)", r.Kind, format.KindTruncated)
 	}
 	assertSame(t, before, snapshot(t, root), nil)
+}
+
+// A dry run takes the heal's liveness decision, writing nothing: where the heal says busy
+// (a live process of another pid namespace names the session; the app holds its flock; a
+// writer holds the file open for more than a tail cut), so does the dry run, with the same
+// reason, and the app's lock file is not created where it is missing.
+func TestDryRunTakesTheHealsLivenessDecision(t *testing.T) {
+	ctx := context.Background()
+	root, transcript, e := claudeForeignCase(t)
+	tg := Target{Path: transcript, Rule: &e.Policy.Rules[0]}
+	before := snapshot(t, root)
+	dry, real := e.Heal(ctx, tg, true), e.Heal(ctx, tg, false)
+	if dry.Verdict != Busy || dry.Action != ActionNone || dry.Reason != real.Reason || dry.Kind != real.Kind {
+		t.Errorf("claude-code, a foreign registry entry: dry run %s %s %q (%s), heal %s %s %q (%s)",
+			dry.Verdict, dry.Action, dry.Reason, dry.Kind, real.Verdict, real.Action, real.Reason, real.Kind)
+	}
+	assertSame(t, before, snapshot(t, root), nil)
+
+	// PraisonAI's flock, held: busy; let go: would-heal, and no lock file made by the dry run.
+	e, p := praisonEngine(t)
+	e.Policy.Rules[0].Lock.Wait = 10 * time.Millisecond
+	tg = Target{Path: p, Rule: &e.Policy.Rules[0]}
+	os.WriteFile(p, []byte(garbage), 0o600)
+	r := e.Heal(ctx, tg, true)
+	if r.Verdict != Damaged || r.Action != ActionWouldHeal {
+		t.Fatalf("praisonai, no lock: dry run %s %s (%s)", r.Verdict, r.Action, r.Reason)
+	}
+	if _, err := os.Lstat(p + ".lock"); err == nil {
+		t.Error("the dry run created the app's lock file")
+	}
+	fl := flock.New(p + ".lock")
+	if ok, err := fl.TryLock(); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	dry, real = e.Heal(ctx, tg, true), e.Heal(ctx, tg, false)
+	fl.Unlock()
+	if dry.Verdict != Busy || dry.Reason != real.Reason || !strings.Contains(dry.Reason, p+".lock: flock held") {
+		t.Errorf("praisonai, flock held: dry run %s %q, heal %s %q", dry.Verdict, dry.Reason, real.Verdict, real.Reason)
+	}
+
+	// A writer holds the file open: a plan that is more than a tail cut (a middle line
+	// dropped) is deferred.
+	_, p, e = claudeCase(t, "bad_middle_line")
+	e.findWriters = func(dev, ino uint64) []int { return []int{4242} }
+	tg = Target{Path: p, Rule: &e.Policy.Rules[0]}
+	dry, real = e.Heal(ctx, tg, true), e.Heal(ctx, tg, false)
+	if dry.Verdict != Busy || dry.Reason != real.Reason || !strings.Contains(dry.Reason, "held open for writing by pid [4242]") {
+		t.Errorf("claude-code, an open writer: dry run %s %q, heal %s %q", dry.Verdict, dry.Reason, real.Verdict, real.Reason)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -91,4 +92,61 @@ func TestHealSaysWhoKeepsAFileBusy(t *testing.T) {
 	if string(read(t, transcript)) != string(orig) {
 		t.Error("the busy transcript was written")
 	}
+}
+
+// TestDryRunSaysBusyAsHealDoes: `heal -dry-run` takes heal's liveness decision without
+// writing: where heal says busy, so does the dry run, with the same reason and exit code,
+// where it used to say would-heal.
+func TestDryRunSaysBusyAsHealDoes(t *testing.T) {
+	home := t.TempDir()
+	transcript, entry, policyFile := claudeForeignTree(t, home, "")
+	cfg := filepath.Join(home, ".claude")
+	before := treeState(t, cfg)
+	healOne := func(args ...string) (map[string]any, int) {
+		t.Helper()
+		out, errOut, code := sm(t, home, append([]string{"heal", "-json", "-config", policyFile}, args...)...)
+		var r map[string]any
+		if json.Unmarshal([]byte(strings.TrimSpace(out)), &r) != nil {
+			t.Fatalf("heal %v: exit %d\n%s\n%s", args, code, out, errOut)
+		}
+		return r, code
+	}
+	dry, dryCode := healOne("-dry-run")
+	if after := treeState(t, cfg); after != before {
+		t.Error("the dry run wrote in the Claude tree")
+	}
+	real, realCode := healOne()
+	if dry["verdict"] != "busy" || dry["action"] != "none" || dry["reason"] != real["reason"] || dryCode != realCode || dryCode != exitDamage {
+		t.Errorf("dry run: %v (exit %d)\nheal: %v (exit %d)", dry, dryCode, real, realCode)
+	}
+	for _, want := range busyHolder(entry) {
+		if reason, _ := dry["reason"].(string); !strings.Contains(reason, want) {
+			t.Errorf("dry run reason %q does not say %q", reason, want)
+		}
+	}
+	out, _, _ := sm(t, home, "heal", "-dry-run", "-config", policyFile)
+	if !strings.Contains(out, "busy  cc  "+transcript+"  truncated at ") || !strings.Contains(out, "; not healed: busy: in use by the app (lock protocol claude-code)") {
+		t.Errorf("dry run, as text:\n%s", out)
+	}
+
+	// Once the entry is gone, the dry run would heal.
+	os.Remove(entry)
+	if dry, code := healOne("-dry-run"); dry["action"] != "would-heal" || code != exitDamage {
+		t.Errorf("dry run without the entry: %v (exit %d)", dry, code)
+	}
+}
+
+// treeState is every path below dir with its size and mtime.
+func treeState(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, _ := d.Info()
+		fmt.Fprintf(&b, "%s %d %v\n", p, fi.Size(), fi.ModTime().UnixNano())
+		return nil
+	})
+	return b.String()
 }

@@ -277,10 +277,13 @@ func printCoverage(w io.Writer, cov []events.RootCoverage) {
 	}
 }
 
-// unresolved: check found damage, or heal left damage (or a busy file) unhealed.
+// unresolved: check found damage, or heal left damage (or a busy file) unhealed, or a dry
+// run found damage (or a file a heal would find busy).
 func unresolved(r heal.Report, doHeal, dry bool) bool {
 	switch {
-	case !doHeal || dry:
+	case dry:
+		return r.Verdict == heal.Damaged || r.Verdict == heal.Busy
+	case !doHeal:
 		return r.Verdict == heal.Damaged
 	case r.Verdict == heal.Busy:
 		return true
