@@ -13,6 +13,7 @@ import (
 // value: the engine that uses it builds it and keeps it.
 type Registry struct {
 	formats  map[string]func(path string) Profile
+	byFormat map[string][]Profile // the profiles pick may choose, by format name
 	profiles []Profile
 	locks    map[string]LockFunc
 }
@@ -36,15 +37,17 @@ type LockParams struct {
 
 // NewRegistry returns a registry of the generic formats: json and jsonl.
 func NewRegistry() *Registry {
-	r := &Registry{formats: map[string]func(string) Profile{}, locks: map[string]LockFunc{}}
+	r := &Registry{formats: map[string]func(string) Profile{}, byFormat: map[string][]Profile{}, locks: map[string]LockFunc{}}
 	r.Add("json", func(string) Profile { return JSON }, JSON)
 	r.Add("jsonl", func(string) Profile { return JSONLog }, JSONLog)
 	return r
 }
 
-// Add registers a format name: pick chooses among its profiles by path.
+// Add registers a format name: pick chooses among its profiles by path (and never returns
+// one that is not among them).
 func (r *Registry) Add(format string, pick func(path string) Profile, profiles ...Profile) {
 	r.formats[format] = pick
+	r.byFormat[format] = slices.Clone(profiles)
 	for _, p := range profiles {
 		if !slices.Contains(r.profiles, p) {
 			r.profiles = append(r.profiles, p)
