@@ -236,7 +236,7 @@ type loop struct {
 func (d *loop) setPolicy(cfg *policy.Config) {
 	d.cfg = cfg
 	d.eng = heal.New(cfg, heal.Options{Step: d.o.Step, Faults: d.o.Faults})
-	d.m.initRules(cfg.Rules)
+	d.m.initRules(cfg.Rules, d.eng.DamageKinds)
 	d.pprof.Store(cfg.HTTP.Pprof)
 	if d.o.Level != nil {
 		d.o.Level.Set(levelOf(cfg.Log.Level))

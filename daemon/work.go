@@ -25,6 +25,7 @@ func (d *loop) scanAll(initial bool) {
 	}
 	d.damaged.prune(d.cfg, "", targets)
 	d.busy.prune(d.cfg, "", targets)
+	d.m.setRuleFiles(d.cfg.Rules, targets)
 	events.Announce(d.log, events.Coverage(d.cfg, targets))
 	d.startScan(targets, initial)
 }
