@@ -14,7 +14,7 @@ const (
 	SkippedDefaults = "sessionmedic.skipped_defaults" // INFO: paths
 	NothingWatched  = "sessionmedic.nothing_watched"  // WARN: reason, paths
 	Stopping        = "sessionmedic.stopping"         // INFO: reason
-	Fatal           = "sessionmedic.fatal"            // ERROR: err
+	Fatal           = "sessionmedic.fatal"            // ERROR: err (after a policy.invalid line per error of a policy that did not load)
 
 	ScanFinished = "scan.finished" // INFO: rule, files, damaged, duration
 
@@ -31,7 +31,7 @@ const (
 	WatchBudgetExhausted = "watch.budget_exhausted" // WARN: rule, dir, budget, watched, err
 
 	PolicyReloaded = "policy.reloaded" // INFO: path, rules
-	PolicyInvalid  = "policy.invalid"  // ERROR: path, err
+	PolicyInvalid  = "policy.invalid"  // ERROR: path [, line, field], err
 
 	JournalRecovered = "journal.recovered" // WARN: path, id, outcome
 
