@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -90,11 +91,15 @@ func (o Options) stale(def time.Duration) time.Duration {
 }
 
 // probeFlock tries, for Options.Probe, the flock how on the lock file path without creating
-// it: free (nil) when the file does not exist or the flock could be had (it is let go at
-// once), a busy error naming holder when it is held.
+// it: free (nil) when the file does not exist (where its directory does: the acquisition
+// would create it) or the flock could be had (it is let go at once), a busy error naming
+// holder when it is held.
 func probeFlock(path string, how int, holder string) error {
 	fd, err := openLock(path, unix.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
+		if _, derr := resolve.Lstat(filepath.Dir(path)); derr != nil {
+			return fmt.Errorf("flock %s: %w", path, err) // the acquisition's open fails as well
+		}
 		return nil
 	}
 	if err != nil {

@@ -115,3 +115,14 @@ func TestProbeJudgesWithoutWriting(t *testing.T) {
 	writeFile(t, filepath.Join(f.sid, OVPathLockName), liveToken('T'))
 	check("openviking, a live token", f.ws, true, func() (Held, error) { return OpenViking(ctx, f.sid, f.viking, probe) })
 }
+
+// A flock whose directory does not exist cannot be taken (its file cannot be created): the
+// probe fails as the acquisition does, and says it is not busy.
+func TestProbeOfAFlockWithoutItsDirectoryFails(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "gone", "s.lock")
+	_, err := Flock(context.Background(), p, false, Options{})
+	_, perr := Flock(context.Background(), p, false, Options{Probe: true})
+	if err == nil || perr == nil || errors.Is(perr, ErrBusy) {
+		t.Fatalf("acquisition: %v; probe: %v; want both to fail, not busy", err, perr)
+	}
+}
