@@ -46,6 +46,9 @@ type Options struct {
 	FlapHeals  int           // circuit breaker: more heals than this in FlapWindow stops healing a file; default 3
 	FlapWindow time.Duration // default 10m
 	Backoff    time.Duration // first retry of a busy file; doubles up to 1m; default 500ms
+	// BusyWarnEvery: a file busy for longer than its rule's max_wait is said at WARN
+	// (file.busy), and again this long after, while it stays busy; default 1h.
+	BusyWarnEvery time.Duration
 
 	// NewSource builds the watcher's event source (tests inject overflows); nil = fsnotify.
 	NewSource func() (watcher.Source, error)
@@ -113,7 +116,7 @@ func Run(ctx context.Context, o Options) error {
 		}()
 	}
 	m := newMetrics(o.Version, o.Revision)
-	d := &loop{o: o, log: o.Log, m: m, damaged: newDamageBook(m), alive: time.Now()}
+	d := &loop{o: o, log: o.Log, m: m, damaged: newDamageBook(m), busy: newBusyBook(m, o.BusyWarnEvery), alive: time.Now()}
 	d.reloads = d.m.addReloadSeries()
 	d.setPolicy(cfg)
 	if rec, err := d.eng.Recover(); err != nil {
@@ -176,6 +179,9 @@ func (o *Options) defaults() {
 	if o.Backoff <= 0 {
 		o.Backoff = 500 * time.Millisecond
 	}
+	if o.BusyWarnEvery <= 0 {
+		o.BusyWarnEvery = time.Hour
+	}
 	if o.WatchDebounce <= 0 {
 		o.WatchDebounce = 500 * time.Millisecond
 	}
@@ -207,6 +213,7 @@ type loop struct {
 	flapping map[string]time.Time
 	restored map[string]string // path → the quarantine entry an operator restored there, once said
 	damaged  *damageBook
+	busy     *busyBook
 	scans    []*scan
 
 	ready     atomic.Bool  // read by /readyz
@@ -229,7 +236,7 @@ type loop struct {
 func (d *loop) setPolicy(cfg *policy.Config) {
 	d.cfg = cfg
 	d.eng = heal.New(cfg, heal.Options{Step: d.o.Step, Faults: d.o.Faults})
-	d.m.initRules(cfg.Rules)
+	d.m.initRules(cfg.Rules, d.eng.DamageKinds)
 	d.pprof.Store(cfg.HTTP.Pprof)
 	if d.o.Level != nil {
 		d.o.Level.Set(levelOf(cfg.Log.Level))
@@ -388,7 +395,9 @@ func (d *loop) run(ctx context.Context, wg *sync.WaitGroup) error {
 		case res := <-results:
 			d.finish(res, retry, ctx, &retryWG)
 		case j := <-retry:
-			d.enqueue(j)
+			if j, ok := d.retarget(j); ok {
+				d.enqueue(j)
+			}
 		case ev, ok := <-evC:
 			if !ok {
 				// The watcher stopped (it could not start, or lost its source): the periodic

@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sessionmedic/sessionmedic/heal"
-	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -31,6 +30,9 @@ type metrics struct {
 	settleToVerdict *prometheus.HistogramVec
 	flapping        *prometheus.CounterVec
 	damaged         *prometheus.GaugeVec
+	damagedBusy     *prometheus.GaugeVec
+	busyStuck       *prometheus.GaugeVec
+	ruleFiles       *prometheus.GaugeVec
 	oldestDamage    prometheus.Gauge
 	buildInfo       *prometheus.GaugeVec
 }
@@ -63,7 +65,14 @@ func newMetrics(version, revision string) *metrics {
 	m.settleToVerdict = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "settle_to_verdict_seconds", Help: "From a file settling to its verdict.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"rule"})
 	m.flapping = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "flapping_total", Help: "Files whose heals tripped the circuit breaker."}, []string{"rule"})
-	m.damaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged", Help: "Files damaged now (refused, flapping and hands-off ones too), by damage kind."}, []string{"rule", "kind"})
+	m.damaged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged",
+		Help: "Files damaged now (refused, flapping, hands-off, and kept from their heal by a busy holder), by damage kind."}, []string{"rule", "kind"})
+	m.damagedBusy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged_busy",
+		Help: "Of files_damaged, those an app's lock or live process keeps from their heal (busy)."}, []string{"rule"})
+	m.busyStuck = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_busy_stuck",
+		Help: "Files busy for longer than their rule's max_wait (file.busy at WARN names the holder)."}, []string{"rule"})
+	m.ruleFiles = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "rule_files",
+		Help: "Session files a rule guards, as its last full scan found them (0: it guards nothing: a path missing, mistyped or empty)."}, []string{"rule"})
 	m.oldestDamage = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "damage_oldest_timestamp_seconds", Help: "When the oldest damage still there was first seen (unix time; 0: none)."})
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info", Help: "Always 1: the running build."}, []string{"version", "revision", "goversion"})
 	if revision == "" {
@@ -71,26 +80,27 @@ func newMetrics(version, revision string) *metrics {
 	}
 	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.quarantineDisk, m.pruned, m.overflows, m.watchedDirs, m.watchBudget, m.unwatchedDirs,
-		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.oldestDamage, m.buildInfo,
+		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.damagedBusy, m.busyStuck, m.ruleFiles, m.oldestDamage, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// initRules creates every counter series a rule can move, at 0, so that the first event of
-// each is an increase a rate() or increase() sees.
-func (m *metrics) initRules(rules []policy.Rule) {
+// initRules creates every series a rule can move, at 0: the counters, so that the first
+// event of each is an increase a rate() or increase() sees, and the gauges of damage, so that
+// sum() is 0 rather than empty. A series with a damage kind is made only for the kinds a
+// verdict on a file of the rule can name (kindsOf: heal's Engine.DamageKinds).
+func (m *metrics) initRules(rules []policy.Rule, kindsOf func(*policy.Rule) []string) {
 	for i := range rules {
 		r := &rules[i]
 		m.checked.WithLabelValues(r.Name)
 		m.flapping.WithLabelValues(r.Name)
 		m.overflows.WithLabelValues(r.Name)
-		kinds := damageKinds()
-		if r.HasStrategy(policy.CleanTemp) {
-			kinds = append(kinds, heal.KindStaleTemp)
-		}
-		for _, k := range kinds {
+		m.busyStuck.WithLabelValues(r.Name)
+		m.damagedBusy.WithLabelValues(r.Name)
+		for _, k := range kindsOf(r) {
 			m.damage.WithLabelValues(r.Name, k)
 			m.refused.WithLabelValues(r.Name, k)
+			m.damaged.WithLabelValues(r.Name, k)
 		}
 		for _, s := range r.Strategies {
 			for _, res := range []string{resultHealed, resultRefused, resultBusy} {
@@ -103,13 +113,19 @@ func (m *metrics) initRules(rules []policy.Rule) {
 	}
 }
 
-// damageKinds lists the damage kinds a verdict names.
-func damageKinds() []string {
-	return []string{
-		format.KindTrailingGarbage, format.KindTruncated, format.KindEmpty, format.KindMissing,
-		format.KindMalformedRecord, format.KindNotObject, format.KindInvalidUTF8, format.KindSyntax,
-		format.KindSchema, format.KindStaleLiveRecords, format.KindMetadataLag, format.KindDanglingReference,
-		format.KindWipedPlaceholder, format.KindBOM, format.KindNULFilled,
+// setRuleFiles sets rule_files from a full scan's targets: the session files each rule of
+// rules guards (temp files, missing-file targets and unreadable entries not counted, as
+// rule.no_files counts them); a rule no longer in the policy has no series.
+func (m *metrics) setRuleFiles(rules []policy.Rule, targets []heal.Target) {
+	n := map[string]int{}
+	for _, t := range targets {
+		if !t.Temp && !t.Missing && t.Skip == "" && t.Rule != nil {
+			n[t.Rule.Name]++
+		}
+	}
+	m.ruleFiles.Reset()
+	for _, r := range rules {
+		m.ruleFiles.WithLabelValues(r.Name).Set(float64(n[r.Name]))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/watcher"
 )
@@ -173,11 +176,27 @@ func TestCountersStartAtZero(t *testing.T) {
 		{"sessionmedic_files_checked_total", `rule="j"`},
 		{"sessionmedic_flapping_total", `rule="j"`},
 		{"sessionmedic_watch_overflows_total", `rule="j"`},
-		{"sessionmedic_files_damaged", `rule="j"`}, // absent: nothing damaged yet; checked below
+		{"sessionmedic_files_busy_stuck", `rule="j"`},
+		{"sessionmedic_files_damaged_busy", `rule="j"`},
+		{"sessionmedic_rule_files", `rule="j"`}, // no file: the rule guards nothing
 	}
-	for _, kind := range damageKinds() {
-		want = append(want, []string{"sessionmedic_damage_total", `rule="j"`, `kind="` + kind + `"`},
-			[]string{"sessionmedic_heals_refused_total", `rule="j"`, `kind="` + kind + `"`})
+	// Every series with a kind the rule's format (jsonl) can name, and those only.
+	kinds := heal.New(cfg, heal.Options{}).DamageKinds(&cfg.Rules[0])
+	for _, kind := range kinds {
+		for _, name := range []string{"sessionmedic_damage_total", "sessionmedic_heals_refused_total", "sessionmedic_files_damaged"} {
+			want = append(want, []string{name, `rule="j"`, `kind="` + kind + `"`})
+		}
+	}
+	for _, kind := range format.AllKinds() {
+		if slices.Contains(kinds, kind) {
+			continue
+		}
+		if _, ok := series(text, "sessionmedic_damage_total", `rule="j"`, `kind="`+kind+`"`); ok {
+			t.Errorf("damage_total{rule=j,kind=%s}: a kind no verdict on a jsonl file names", kind)
+		}
+	}
+	if len(kinds) < 3 || slices.Contains(kinds, format.KindSyntax) {
+		t.Errorf("the kinds of a jsonl rule: %v", kinds)
 	}
 	for _, s := range cfg.Rules[0].Strategies {
 		for _, res := range []string{"healed", "refused", "busy"} {
@@ -186,12 +205,6 @@ func TestCountersStartAtZero(t *testing.T) {
 	}
 	for _, w := range want {
 		v, ok := series(text, w[0], w[1:]...)
-		if w[0] == "sessionmedic_files_damaged" {
-			if ok && v != 0 {
-				t.Errorf("files_damaged = %v with no file", v)
-			}
-			continue
-		}
 		if !ok || v != 0 {
 			t.Errorf("%s%v: %v (present %v), want 0", w[0], w[1:], v, ok)
 		}
@@ -229,10 +242,14 @@ func TestReloadInitialisesCountersAndDropsUncoveredDamage(t *testing.T) {
 	reload <- struct{}{}
 	waitFor(t, "the rescan after the reload", func() bool { return len(logs.events("scan.finished")) >= 2 })
 	text := scrape(t, logs)
-	for _, name := range []string{"sessionmedic_files_checked_total", "sessionmedic_flapping_total", "sessionmedic_watch_overflows_total"} {
+	for _, name := range []string{"sessionmedic_files_checked_total", "sessionmedic_flapping_total", "sessionmedic_watch_overflows_total",
+		"sessionmedic_files_damaged", "sessionmedic_files_busy_stuck", "sessionmedic_rule_files"} {
 		if v, ok := series(text, name, `rule="k"`); !ok || v != 0 {
 			t.Errorf("%s{rule=k} = %v (present %v) after the reload", name, v, ok)
 		}
+	}
+	if _, ok := series(text, "sessionmedic_rule_files", `rule="j"`); ok {
+		t.Error("rule_files{rule=j} after the reload dropped rule j")
 	}
 	if v, _ := series(text, "sessionmedic_files_damaged"); v != 0 {
 		t.Errorf("files_damaged = %v for a file no rule covers any more", v)

@@ -24,6 +24,8 @@ func (d *loop) scanAll(initial bool) {
 		d.log.Error(events.WatchError, "err", err)
 	}
 	d.damaged.prune(d.cfg, "", targets)
+	d.busy.prune(d.cfg, "", targets)
+	d.m.setRuleFiles(d.cfg.Rules, targets)
 	events.Announce(d.log, events.Coverage(d.cfg, targets))
 	d.startScan(targets, initial)
 }
@@ -45,6 +47,7 @@ func (d *loop) onRescan(root string) {
 		}
 	}
 	d.damaged.prune(d.cfg, root, targets)
+	d.busy.prune(d.cfg, root, targets)
 	d.startScan(targets, false)
 }
 
@@ -145,6 +148,7 @@ func (d *loop) onEvent(ev watcher.Event) {
 			d.enqueue(job{t: t, since: time.Now()})
 		} else {
 			d.damaged.clear(p) // gone; a file whose absence is damage is judged again
+			d.busy.clear(p)
 			if _, _, ok := d.cfg.RuleFor(p); ok {
 				_ = d.eng.Forget(p) // its last-good copy is kept for the retention window only
 			}
@@ -193,8 +197,10 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 	// The report's own lines (events.Report) name the rule and the path themselves: they
 	// take d.log; log is for the daemon's other lines about this file.
 	log := d.log.With("rule", rule, "path", p)
-	d.damaged.verdict(p, rule, r, time.Now())
-	busyFor := d.retries[p] // busy verdicts of p in a row before this one
+	now := time.Now()
+	d.damaged.verdict(p, rule, r, now)
+	busyFor, warn, warned := d.busy.verdict(p, rule, r, j.t.Rule.MaxWait, now)
+	retries := d.retries[p] // busy verdicts of p in a row before this one
 	if r.Verdict != heal.Busy {
 		delete(d.retries, p)
 	}
@@ -231,11 +237,21 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		events.Report(d.log, r)
 	case r.Verdict == heal.Busy:
 		d.m.heals.WithLabelValues(rule, r.Strategy, resultBusy).Inc()
-		if busyFor == busyRetriesSaid {
+		args := []any{"detail", r.Detail, "reason", r.Reason}
+		if busyDamage(r) {
+			args = append([]any{"kind", r.Kind, "offset", r.Offset}, args...) // the damage it keeps from its heal
+		}
+		switch {
+		case warn:
+			// Busy for longer than the rule's max_wait: said loudly, with what to do, and
+			// again every BusyWarnEvery while it lasts.
+			log.Warn(events.FileBusy, append(args, "retries", retries, "busy_for", busyFor.Round(time.Second).String(),
+				"advice", busyAdvice)...)
+		case retries == busyRetriesSaid && !warned:
 			// Still busy after its retries: said once where an operator looks, then quiet.
-			log.Info(events.FileBusy, "detail", r.Detail, "reason", r.Reason, "retries", busyFor)
-		} else {
-			log.Debug(events.FileBusy, "detail", r.Detail, "reason", r.Reason)
+			log.Info(events.FileBusy, append(args, "retries", retries)...)
+		default:
+			log.Debug(events.FileBusy, args...)
 		}
 		d.later(job{t: j.t, since: time.Now()}, retry, ctx, wg)
 	}
@@ -249,6 +265,25 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 	if j.scan != nil {
 		d.endScans()
 	}
+}
+
+// retarget is a retry of a busy file under the policy in force now (a reload may have
+// changed its rule or dropped it); ok is false for a file no rule covers any more, whose
+// retries end there.
+func (d *loop) retarget(j job) (job, bool) {
+	p := j.t.Path
+	r, _, ok := d.cfg.RuleFor(p)
+	if j.t.Temp {
+		r, _, ok = d.cfg.TempRuleFor(p)
+	}
+	if !ok {
+		delete(d.retries, p)
+		d.busy.clear(p)
+		d.damaged.clear(p)
+		return j, false
+	}
+	j.t.Rule = r
+	return j, true
 }
 
 // busyRetriesSaid is how many retries a file stays busy through before its next busy

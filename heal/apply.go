@@ -47,7 +47,7 @@ func sameNow(ed edit) bool {
 // written receives, per file replaced, the identity of the version this heal left there, as
 // long as nobody had changed it by the time the replace was done.
 func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, written *map[string]Identity) (string, error) {
-	held, err := e.takeLock(ctx, t.Rule, t.Path, in.ctx.typ)
+	held, err := e.takeLock(ctx, t.Rule, t.Path, in.ctx.typ, false)
 	if err != nil {
 		return "", err
 	}
@@ -224,15 +224,13 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 		if err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
 			return false, Identity{}, busyErr("%s changed before the replace", ed.path)
 		}
-		if e.findWriters != nil {
-			if pids := e.findWriters(ed.oldID.Dev, ed.oldID.Ino); len(pids) > 0 {
-				// A rename would strand the writer's later writes in the old inode: only a
-				// pure tail cut, in place, is allowed.
-				if !ed.tailCut() {
-					return false, Identity{}, busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
-				}
-				return e.truncate(d, ed, target)
+		if pids := e.writers(ed); len(pids) > 0 {
+			// A rename would strand the writer's later writes in the old inode: only a
+			// pure tail cut, in place, is allowed.
+			if !ed.tailCut() {
+				return false, Identity{}, writersBusy(ed, pids)
 			}
+			return e.truncate(d, ed, target)
 		}
 	}
 	var want string
@@ -293,6 +291,38 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 		wrote = now
 	}
 	return true, wrote, nil
+}
+
+// writers are the other processes holding ed's file open for writing.
+func (e *Engine) writers(ed edit) []int {
+	if e.findWriters == nil || ed.missing {
+		return nil
+	}
+	return e.findWriters(ed.oldID.Dev, ed.oldID.Ino)
+}
+
+// writersBusy: ed's file is held open for writing by pids, and only a tail cut may be
+// applied beside a writer.
+func writersBusy(ed edit, pids []int) error {
+	return busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
+}
+
+// probeBusy takes, for a dry run, the liveness decision apply would take for plan p, writing
+// nothing: the app's lock or liveness protocol probed (see lock.Options.Probe), and a writer
+// holding a file open where the plan is more than a tail cut. It returns apply's busy error,
+// or nil.
+func (e *Engine) probeBusy(ctx context.Context, t Target, in *inspection, p *plan) error {
+	held, err := e.takeLock(ctx, t.Rule, t.Path, in.ctx.typ, true)
+	if err != nil {
+		return err
+	}
+	held.Release()
+	for _, ed := range p.edits {
+		if pids := e.writers(ed); len(pids) > 0 && !ed.tailCut() {
+			return writersBusy(ed, pids)
+		}
+	}
+	return nil
 }
 
 // truncate cuts the file in place to the plan's prefix, after the same identity check.

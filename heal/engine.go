@@ -262,6 +262,15 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		return r
 	}
 	if dryRun {
+		// The same liveness decision as the heal, writing nothing: the app's lock probed, and
+		// a writer holding the file open.
+		if err := e.probeBusy(ctx, t, in, p); err != nil {
+			r.Action, r.Reason = ActionRefused, err.Error()
+			if errors.Is(err, errBusy) {
+				r.Verdict, r.Action = Busy, ActionNone
+			}
+			return r
+		}
 		r.Action = ActionWouldHeal
 		return r
 	}

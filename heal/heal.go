@@ -59,7 +59,7 @@ type Report struct {
 	Quarantine  string   `json:"quarantine,omitempty"`
 	LostBytes   int64    `json:"lost_bytes"`
 	LostRecords int      `json:"lost_records"`
-	Reason      string   `json:"reason,omitempty"` // why a heal was refused
+	Reason      string   `json:"reason,omitempty"` // why a heal was refused; for a busy file, who keeps it busy (the protocol and the holder)
 	Also        []string `json:"also,omitempty"`   // other files a plan changed
 	// Tried is, for a heal refused because no strategy made a repair it may apply, what each
 	// strategy of the rule came to, in policy order: "salvage: the result fails the

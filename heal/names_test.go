@@ -36,7 +36,7 @@ func TestEveryLockProtocolThePolicyAcceptsIsImplemented(t *testing.T) {
 	for _, p := range policy.LockProtocols {
 		path := filepath.Join(t.TempDir(), "s.json") // each protocol its own lock files
 		r := &policy.Rule{Name: "r", Lock: policy.Lock{Protocol: p, Path: "{file}.lock"}}
-		h, err := e.takeLock(context.Background(), r, path, format.JSON)
+		h, err := e.takeLock(context.Background(), r, path, format.JSON, false)
 		if err != nil {
 			t.Errorf("lock protocol %q: %v", p, err)
 			continue
@@ -44,7 +44,7 @@ func TestEveryLockProtocolThePolicyAcceptsIsImplemented(t *testing.T) {
 		h.Release()
 	}
 	r := &policy.Rule{Name: "r", Lock: policy.Lock{Protocol: "no-such-protocol"}}
-	if _, err := e.takeLock(context.Background(), r, path, format.JSON); err == nil {
+	if _, err := e.takeLock(context.Background(), r, path, format.JSON, false); err == nil {
 		t.Error("an unknown lock protocol must be an error")
 	}
 }

@@ -2,6 +2,7 @@ package heal
 
 import (
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // profile is the file type that judges path under a rule's format (see heal/apps).
@@ -18,4 +19,15 @@ type fileCtx struct {
 
 func (c *fileCtx) file() format.File {
 	return format.File{Path: c.path, LastGood: c.lastGood, MaxSize: c.maxSize}
+}
+
+// DamageKinds lists the damage kinds a verdict on a file of rule r can name: those of the
+// profiles its format may choose (format.Kinds), and a stale temp file's where the rule
+// cleans them.
+func (e *Engine) DamageKinds(r *policy.Rule) []string {
+	ks := e.reg.Kinds(r.Format)
+	if r.HasStrategy(policy.CleanTemp) {
+		ks = append(ks, KindStaleTemp)
+	}
+	return ks
 }

@@ -57,13 +57,10 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		r.Action, r.Reason = ActionRefused, "observe mode: would move the temp file to quarantine"
 		return
 	}
-	if dryRun {
-		r.Action = ActionWouldHeal
-		return
-	}
 	var held interface{ Release() error } = noLock{}
 	if lt := e.tempLockTarget(t, data); lt != "" {
-		h, err := e.takeLock(ctx, t.Rule, lt, e.profile(t.Rule.Format, lt))
+		// A dry run takes the same decision, writing nothing (the lock only probed).
+		h, err := e.takeLock(ctx, t.Rule, lt, e.profile(t.Rule.Format, lt), dryRun)
 		if err != nil {
 			r.Verdict, r.Reason = Busy, err.Error()
 			return
@@ -71,6 +68,10 @@ func (e *Engine) cleanTemp(ctx context.Context, t Target, r *Report, dryRun bool
 		held = h
 	}
 	defer held.Release()
+	if dryRun {
+		r.Action = ActionWouldHeal
+		return
+	}
 	if cur, err := fsio.StatIdentity(t.Path); err != nil || !cur.Same(id) {
 		r.Verdict, r.Reason = Busy, "temp file changed"
 		return

@@ -280,10 +280,13 @@ func printCoverage(w io.Writer, cov []events.RootCoverage) {
 	}
 }
 
-// unresolved: check found damage, or heal left damage (or a busy file) unhealed.
+// unresolved: check found damage, or heal left damage (or a busy file) unhealed, or a dry
+// run found damage (or a file a heal would find busy).
 func unresolved(r heal.Report, doHeal, dry bool) bool {
 	switch {
-	case !doHeal || dry:
+	case dry:
+		return r.Verdict == heal.Damaged || r.Verdict == heal.Busy
+	case !doHeal:
 		return r.Verdict == heal.Damaged
 	case r.Verdict == heal.Busy:
 		return true
@@ -311,6 +314,9 @@ func printReport(w io.Writer, r heal.Report) {
 		fmt.Fprintf(w, "damaged\t%s\t%s\t%s at %d: %s; hands off: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail, r.Reason)
 	case r.Verdict == heal.Damaged:
 		fmt.Fprintf(w, "damaged\t%s\t%s\t%s at %d: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail)
+	case r.Verdict == heal.Busy && r.Reason != "" && r.Kind != "" && r.Kind != string(heal.Busy):
+		// Damage found, and a holder keeps the heal off: both are said.
+		fmt.Fprintf(w, "busy\t%s\t%s\t%s at %d: %s; not healed: %s\n", r.Rule, r.Path, r.Kind, r.Offset, r.Detail, r.Reason)
 	default:
 		reason := r.Detail
 		if r.Reason != "" {

@@ -67,3 +67,53 @@ func TestDaemonMetricsSayWhatIsDamagedNow(t *testing.T) {
 		return len(l) == 1 && strings.HasSuffix(l[0], " 0")
 	})
 }
+
+// TestDaemonMetricsSayWhatRulesGuard: on the real binary, before any damage,
+// sum(sessionmedic_files_damaged) is 0 (every rule's series exist, at 0), not empty;
+// sessionmedic_rule_files says how many files each rule guards, 0 for a rule whose path is
+// mistyped; and the series with a damage kind are the kinds the rule's format can name
+// (a JSONL rule has no syntax or trailing-garbage series, a Claude Code one no
+// stale-live-records series).
+func TestDaemonMetricsSayWhatRulesGuard(t *testing.T) {
+	home, root := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(root, "a.jsonl"), []byte("{\"a\":1}\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "b.jsonl"), []byte("{\"a\":1}\n"), 0o644)
+	addr := freePort(t)
+	policyFile := filepath.Join(home, "policy.yaml")
+	os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nhttp: {listen: %q}\nrules:\n"+
+		"  - {name: j, format: jsonl, paths: [%s], settle: 50ms, max_wait: 1s}\n"+
+		"  - {name: typo, format: jsonl, paths: [%s], settle: 50ms, max_wait: 1s}\n"+
+		"  - {name: cc, preset: claude-code, paths: [%s]}\n",
+		filepath.Join(home, "state"), addr, root, root+"-typo", filepath.Join(home, ".claude"))), 0o644)
+	startDaemon(t, home, "-config", policyFile)
+	eventually(t, 10*time.Second, "/readyz", func() bool { c, _ := httpGet("http://" + addr + "/readyz"); return c == 200 })
+
+	for _, want := range []string{
+		`sessionmedic_files_damaged{kind="truncated",rule="j"} 0`,
+		`sessionmedic_files_damaged{kind="malformed-record",rule="typo"} 0`,
+		`sessionmedic_files_damaged{kind="schema",rule="cc"} 0`,
+		`sessionmedic_files_damaged_busy{rule="cc"} 0`,
+		`sessionmedic_rule_files{rule="j"} 2`,
+		`sessionmedic_rule_files{rule="typo"} 0`,
+		`sessionmedic_rule_files{rule="cc"} 0`,
+		`sessionmedic_damage_total{kind="malformed-record",rule="cc"} 0`,
+	} {
+		if got := metricLines(addr, want); len(got) != 1 {
+			t.Errorf("no %s", want)
+		}
+	}
+	for _, absent := range []string{
+		`sessionmedic_damage_total{kind="syntax",rule="j"}`,
+		`sessionmedic_heals_refused_total{kind="trailing-garbage",rule="j"}`,
+		`sessionmedic_files_damaged{kind="stale-live-records",rule="cc"}`,
+		`sessionmedic_damage_total{kind="missing",rule="cc"}`,
+	} {
+		if got := metricLines(addr, absent); len(got) != 0 {
+			t.Errorf("%q: a kind the rule's format never names", got)
+		}
+	}
+	if t.Failed() {
+		_, body := httpGet("http://" + addr + "/metrics")
+		t.Log(body)
+	}
+}

@@ -27,15 +27,28 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	format := fs.String("log-format", "", "auto|text|json (default: the policy's log.format)")
 	level := fs.String("log-level", "", "debug|info|warn|error (default: the policy's log.level)")
 	watch := fs.Bool("watch-config", false, "reload when the -config file changes on disk")
+	// early ends run on an error said before its policy is loaded: as a log line where the
+	// log would be JSON (earlyJSON: under journald, or as the flag or the policy says), else
+	// as a plain line, as every command says its errors.
+	early := func(err error, flagFormat string) (int, error) {
+		if errors.As(err, new(helpRequested)) || !earlyJSON(flagFormat, *config, err, stderr) {
+			return 0, err
+		}
+		return fatal(slog.New(logHandler(stderr, "json", nil)), err)
+	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
-		return 0, err
+		return early(err, "")
+	}
+	given := "" // the -log-format flag, once it is known to be one
+	if slices.Contains([]string{"auto", "text", "json"}, *format) {
+		given = *format
 	}
 	if len(pos) > 0 {
-		return 0, usageError{"run takes no arguments"}
+		return early(usageError{"run takes no arguments"}, given)
 	}
 	if *watch && *config == "" {
-		return 0, usageError{"-watch-config needs -config"}
+		return early(usageError{"-watch-config needs -config"}, given)
 	}
 	for _, f := range []struct {
 		name, value string
@@ -45,7 +58,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 		{"-log-level", *level, []string{"debug", "info", "warn", "error"}},
 	} {
 		if f.value != "" && !slices.Contains(f.allowed, f.value) {
-			return 0, usageError{fmt.Sprintf("%s: unknown value %q (want %s)", f.name, f.value, strings.Join(f.allowed, ", "))}
+			return early(usageError{fmt.Sprintf("%s: unknown value %q (want %s)", f.name, f.value, strings.Join(f.allowed, ", "))}, "")
 		}
 	}
 	load := func() (*policy.Config, []string, error) {
@@ -59,10 +72,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 	}
 	cfg, skipped, err := load()
 	if err != nil {
-		if *format != "" { // the policy could not say its log format; the flag did
-			return fatal(slog.New(logHandler(stderr, *format, nil)), err)
-		}
-		return 0, err
+		return early(err, *format)
 	}
 	lv := new(slog.LevelVar)
 	f := *format
@@ -136,20 +146,25 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) (int, 
 }
 
 // fatal ends `run` on an error that keeps it from starting. Under a JSON log it is one
-// sessionmedic.fatal line of that log (a jq pipeline reading the log still parses it);
-// otherwise run prints it as a plain line, as for every command.
+// sessionmedic.fatal line of that log (a jq pipeline reading the log still parses it), after
+// one policy.invalid line per error of a policy that did not load (its file, line and field
+// as keys); otherwise run prints it as a plain line, as for every command.
 func fatal(log *slog.Logger, err error) (int, error) {
 	code := exitInternal
 	var pe *policy.Error
-	if errors.As(err, new(configError)) || errors.As(err, &pe) || errors.As(err, new(*daemon.ConfigError)) {
+	if errors.As(err, new(configError)) || errors.As(err, &pe) || errors.As(err, new(*daemon.ConfigError)) || errors.As(err, new(usageError)) {
 		code = exitUsage
 	}
 	if _, ok := log.Handler().(*slog.JSONHandler); !ok {
+		if errors.As(err, new(usageError)) {
+			return 0, err // with the usage
+		}
 		if code == exitUsage {
 			return 0, configError{err}
 		}
 		return code, err
 	}
+	logPolicyErrors(log, err)
 	log.Error(events.Fatal, "err", err)
 	return code, loggedError{err, code}
 }

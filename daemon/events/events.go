@@ -14,7 +14,7 @@ const (
 	SkippedDefaults = "sessionmedic.skipped_defaults" // INFO: paths
 	NothingWatched  = "sessionmedic.nothing_watched"  // WARN: reason, paths
 	Stopping        = "sessionmedic.stopping"         // INFO: reason
-	Fatal           = "sessionmedic.fatal"            // ERROR: err
+	Fatal           = "sessionmedic.fatal"            // ERROR: err (after a policy.invalid line per error of a policy that did not load)
 
 	ScanFinished = "scan.finished" // INFO: rule, files, damaged, duration
 
@@ -22,7 +22,7 @@ const (
 	FileHealed      = "file.healed"       // WARN: rule, path, kind, strategy, quarantine, lost_bytes, lost_records
 	FileHealRefused = "file.heal_refused" // ERROR: rule, path, kind, offset, detail, reason, tried
 	FileFlapping    = "file.flapping"     // ERROR: rule, path, heals, window
-	FileBusy        = "file.busy"         // DEBUG: rule, path, detail, reason
+	FileBusy        = "file.busy"         // DEBUG (INFO after 3 retries, WARN past max_wait and hourly): rule, path [, kind, offset], detail, reason [, retries] [, busy_for, advice]
 	FileRestored    = "file.restored"     // WARN: rule, path, quarantine
 
 	WatchOverflow = "watch.overflow" // WARN: rule
@@ -31,7 +31,7 @@ const (
 	WatchBudgetExhausted = "watch.budget_exhausted" // WARN: rule, dir, budget, watched, err
 
 	PolicyReloaded = "policy.reloaded" // INFO: path, rules
-	PolicyInvalid  = "policy.invalid"  // ERROR: path, err
+	PolicyInvalid  = "policy.invalid"  // ERROR: path [, line, field], err
 
 	JournalRecovered = "journal.recovered" // WARN: path, id, outcome
 

@@ -37,6 +37,11 @@ var nodeDialect = jsonv.Dialect{Lossy: true, MaxDepth: 1 << 24}
 // claudeCodeLog is a session's (or a subagent's) transcript.
 type claudeCodeLog struct{ format.Log }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (claudeCodeLog) OwnKinds() []string {
+	return []string{format.KindSchema}
+}
+
 func (claudeCodeLog) Name() string           { return "claude-code" }
 func (claudeCodeLog) Dialect() jsonv.Dialect { return nodeDialect }
 func (claudeCodeLog) EmptyIsDamage() bool    { return true }

@@ -42,6 +42,11 @@ var codexDialect = jsonv.Dialect{MaxDepth: 127}
 
 type codexLog struct{ format.Log }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (codexLog) OwnKinds() []string {
+	return []string{format.KindEmpty}
+}
+
 func (codexLog) Name() string { return "codex" }
 
 func (codexLog) Dialect() jsonv.Dialect { return codexDialect }

@@ -16,6 +16,11 @@ func addCopaw(r *format.Registry) {
 
 type copaw struct{ format.Document }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (copaw) OwnKinds() []string {
+	return []string{format.KindNotObject, format.KindSchema}
+}
+
 func (copaw) Name() string           { return "copaw" }
 func (copaw) Dialect() jsonv.Dialect { return jsonv.Dialect{NonFinite: true, Surrogates: true} }
 func (copaw) EmptyIsDamage() bool    { return true }

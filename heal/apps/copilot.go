@@ -57,6 +57,11 @@ func copilotSession(path string) string {
 // copilotLog is a Copilot CLI event log.
 type copilotLog struct{ format.Log }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (copilotLog) OwnKinds() []string {
+	return []string{format.KindEmpty, format.KindDuplicateRecord}
+}
+
 func (copilotLog) Name() string           { return "copilot-cli" }
 func (copilotLog) Dialect() jsonv.Dialect { return copilotDialect }
 func (copilotLog) EmptyIsDamage() bool    { return true }

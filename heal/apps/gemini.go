@@ -45,6 +45,11 @@ func addGeminiCLI(r *format.Registry) {
 
 type geminiLog struct{ format.Log }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (geminiLog) OwnKinds() []string {
+	return []string{format.KindEmpty}
+}
+
 func (geminiLog) Name() string           { return "gemini-cli" }
 func (geminiLog) Dialect() jsonv.Dialect { return nodeDialect } // Node's utf8 decoding, then JSON.parse
 func (geminiLog) EmptyIsDamage() bool    { return true }

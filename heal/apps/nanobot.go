@@ -27,6 +27,11 @@ func addNanobot(r *format.Registry) {
 
 type nanobot struct{ format.Log }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (nanobot) OwnKinds() []string {
+	return []string{format.KindEmpty}
+}
+
 func (nanobot) Name() string           { return "nanobot" }
 func (nanobot) Dialect() jsonv.Dialect { return nanobotDialect }
 

@@ -44,6 +44,11 @@ func addOpenClaw(r *format.Registry) {
 // openclawStore is sessions.json (and its backups and temp files).
 type openclawStore struct{ format.Document }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (openclawStore) OwnKinds() []string {
+	return []string{format.KindNotObject, format.KindSchema, format.KindWipedPlaceholder}
+}
+
 func (openclawStore) Name() string           { return "openclaw-store" }
 func (openclawStore) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
 func (openclawStore) EmptyIsDamage() bool    { return true }
@@ -120,6 +125,11 @@ func (openclawStore) TempLockTarget(temp string, _ []byte) string {
 
 // openclawTranscript is one session's append-only transcript.
 type openclawTranscript struct{ format.Log }
+
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (openclawTranscript) OwnKinds() []string {
+	return []string{format.KindEmpty}
+}
 
 func (openclawTranscript) Name() string           { return "openclaw-transcript" }
 func (openclawTranscript) Dialect() jsonv.Dialect { return jsonv.Dialect{} }

@@ -38,6 +38,11 @@ func addOpenViking(r *format.Registry) {
 // ovMessages is a session's messages.jsonl.
 type ovMessages struct{ format.Log }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (ovMessages) OwnKinds() []string {
+	return []string{format.KindEmpty, format.KindSchema, format.KindStaleLiveRecords}
+}
+
 func (ovMessages) Name() string           { return "openviking-messages" }
 func (ovMessages) Dialect() jsonv.Dialect { return ovDialect }
 func (ovMessages) EmptyIsDamage() bool    { return false }
@@ -97,6 +102,11 @@ var ovLockNameRe = regexp.MustCompile(`(\.ovlock|^\.exact\.ovlock\..*)$`)
 
 // IsLockName: OpenViking's path locks.
 func (ovMeta) IsLockName(name string) bool { return ovLockNameRe.MatchString(name) }
+
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (ovMeta) OwnKinds() []string {
+	return []string{format.KindNotObject, format.KindSchema, format.KindMetadataLag}
+}
 
 func (ovMeta) Name() string           { return "openviking-meta" }
 func (ovMeta) Dialect() jsonv.Dialect { return ovDialect }

@@ -42,6 +42,11 @@ func addPi(r *format.Registry) {
 // piLog is a pi session.
 type piLog struct{ format.Log }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (piLog) OwnKinds() []string {
+	return []string{format.KindEmpty}
+}
+
 func (piLog) Name() string           { return "pi" }
 func (piLog) Dialect() jsonv.Dialect { return nodeDialect } // readFileSync(…, "utf8"), then JSON.parse
 func (piLog) EmptyIsDamage() bool    { return true }

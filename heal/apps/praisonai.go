@@ -31,6 +31,11 @@ func addPraisonAI(r *format.Registry) {
 // praison is a session file.
 type praison struct{ format.Document }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (praison) OwnKinds() []string {
+	return []string{format.KindNotObject, format.KindSchema, format.KindDanglingReference}
+}
+
 func (praison) Name() string           { return "praisonai" }
 func (praison) Dialect() jsonv.Dialect { return praisonDialect }
 func (praison) EmptyIsDamage() bool    { return true }

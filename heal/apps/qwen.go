@@ -36,6 +36,11 @@ func addQwenCode(r *format.Registry) {
 // qwenLog is a Qwen Code session.
 type qwenLog struct{ format.Log }
 
+// OwnKinds: the damage kinds its checklist reports (see format.Kinds).
+func (qwenLog) OwnKinds() []string {
+	return []string{format.KindEmpty, format.KindDuplicateRecord}
+}
+
 func (qwenLog) Name() string           { return "qwen-code" }
 func (qwenLog) Dialect() jsonv.Dialect { return nodeDialect } // readline over a UTF-8 stream, then JSON.parse
 func (qwenLog) EmptyIsDamage() bool    { return true }

@@ -34,5 +34,5 @@ func Registry() *format.Registry {
 // lockOptions are the options of heal/lock for an app protocol taken with lp (a protocol
 // that has no staleness rule ignores Stale).
 func lockOptions(lp format.LockParams) lock.Options {
-	return lock.Options{Wait: lp.Wait, Stale: lp.Stale, Now: lp.Now, Faults: lp.Faults}
+	return lock.Options{Wait: lp.Wait, Stale: lp.Stale, Now: lp.Now, Faults: lp.Faults, Probe: lp.Probe}
 }

@@ -26,11 +26,13 @@ type LockFunc func(ctx context.Context, path string, p Profile, lp LockParams) (
 
 // LockParams: wait up to Wait for the lock, and treat a holder that has not shown life for
 // Stale (0: the protocol's own default) as gone, judged by the clock Now (nil: time.Now).
-// Faults is the engine's file-operation seam (see fsio.FS.Faults).
+// Faults is the engine's file-operation seam (see fsio.FS.Faults). Probe asks only whether
+// the lock could be taken, writing nothing (a dry run; see heal/lock's Options.Probe).
 type LockParams struct {
 	Wait, Stale time.Duration
 	Now         func() time.Time
 	Faults      func(op, path string) error
+	Probe       bool
 }
 
 // NewRegistry returns a registry of the generic formats: json and jsonl.
@@ -41,7 +43,8 @@ func NewRegistry() *Registry {
 	return r
 }
 
-// Add registers a format name: pick chooses among its profiles by path.
+// Add registers a format name: pick chooses among its profiles by path (and never returns
+// one that is not among them).
 func (r *Registry) Add(format string, pick func(path string) Profile, profiles ...Profile) {
 	r.formats[format] = pick
 	r.byFormat[format] = slices.Clone(profiles)

@@ -29,12 +29,12 @@ import (
 // that kept the registry from being read.
 func ClaudeCode(ctx context.Context, cfgDir, sessionID string, o Options) error {
 	_, err := acquire(ctx, o, filepath.Join(cfgDir, "sessions"), func() (Held, error) {
-		live, holder, err := ClaudeSessionLive(cfgDir, sessionID)
+		live, entry, why, err := claudeSessionLive(cfgDir, sessionID)
 		switch {
 		case err != nil:
 			return nil, err
 		case live:
-			return nil, busy(holder, "Claude Code session "+sessionID+" is live")
+			return nil, busy(entry, "it names session "+sessionID+" and "+why)
 		}
 		return nothingHeld{}, nil
 	})
@@ -52,16 +52,26 @@ func (nothingHeld) Release() error { return nil }
 // pid domain; outside Linux, any entry); holder is that entry's path and why. A missing
 // registry names no session.
 func ClaudeSessionLive(cfgDir, sessionID string) (live bool, holder string, err error) {
+	live, entry, why, err := claudeSessionLive(cfgDir, sessionID)
+	if live {
+		holder = entry + ": " + why
+	}
+	return live, holder, err
+}
+
+// claudeSessionLive is ClaudeSessionLive with the entry that names the session and why its
+// process counts as running apart.
+func claudeSessionLive(cfgDir, sessionID string) (live bool, entry, why string, err error) {
 	if sessionID == "" {
-		return false, "", nil
+		return false, "", "", nil
 	}
 	dir := filepath.Join(cfgDir, "sessions")
 	ents, err := resolve.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, "", nil
+		return false, "", "", nil
 	}
 	if err != nil {
-		return false, "", fmt.Errorf("read Claude Code's session registry: %w", err)
+		return false, "", "", fmt.Errorf("read Claude Code's session registry: %w", err)
 	}
 	for _, de := range ents {
 		name := de.Name()
@@ -74,17 +84,17 @@ func ClaudeSessionLive(cfgDir, sessionID string) (live bool, holder string, err 
 		case errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotEntry):
 			continue // the process exited meanwhile, or a link or special file took its name
 		case err != nil:
-			return false, "", fmt.Errorf("read Claude Code's session registry entry: %w", err)
+			return false, "", "", fmt.Errorf("read Claude Code's session registry entry: %w", err)
 		}
 		e, named := parseClaudeEntry(name, data, sessionID)
 		if !named {
 			continue
 		}
 		if ok, why := claudeEntryLive(e); ok {
-			return true, p + ": " + why, nil
+			return true, p, why, nil
 		}
 	}
-	return false, "", nil
+	return false, "", "", nil
 }
 
 // maxClaudeEntry bounds what is read of a registry entry (Claude's are about 500 bytes).

@@ -28,8 +28,11 @@ func PIDDomain() string {
 // start time is the recorded procStart.
 func claudeEntryLive(e claudeEntry) (bool, string) {
 	if e.domain != "" {
-		if ours := PIDDomain(); ours == "" || e.domain != ours {
-			return true, "pidDomain " + e.domain + " is not ours: its process cannot be checked"
+		switch ours := PIDDomain(); {
+		case ours == "":
+			return true, "pidDomain " + e.domain + " cannot be compared with ours (unreadable): its process cannot be checked from here"
+		case e.domain != ours:
+			return true, "pidDomain " + e.domain + " is not ours (" + ours + "): its process cannot be checked from here"
 		}
 	}
 	if e.pid <= 0 {

@@ -42,6 +42,9 @@ func Codex(ctx context.Context, home, threadID string, o Options) (Held, error) 
 	coord := filepath.Join(dir, ".coordination.lock")
 	thread := filepath.Join(dir, threadID+".lock")
 	return acquire(ctx, o, thread, func() (Held, error) {
+		if o.Probe {
+			return probeCodex(coord, thread)
+		}
 		return tryCodex(coord, thread, o.poll())
 	})
 }
@@ -116,6 +119,18 @@ func tryCodex(coord, thread string, poll time.Duration) (Held, error) {
 		return nil, fmt.Errorf("release %s: %w", coord, err)
 	}
 	return &codexHeld{coord: coord, fd: tfd, poll: poll}, nil
+}
+
+// probeCodex is tryCodex for Options.Probe: the coordination flock, then the thread's, each
+// tried on the existing file and let go at once; nothing is created.
+func probeCodex(coord, thread string) (Held, error) {
+	if err := probeFlock(coord, unix.LOCK_EX, "coordination lock held"); err != nil {
+		return nil, err
+	}
+	if err := probeFlock(thread, unix.LOCK_EX, "the thread has an active writer or fork reader"); err != nil {
+		return nil, err
+	}
+	return nothingHeld{}, nil
 }
 
 // codexHeld is a thread writer lock held.

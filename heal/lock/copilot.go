@@ -109,6 +109,12 @@ func Copilot(ctx context.Context, dir, id string, o Options) (Held, error) {
 		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
 			return nil, fmt.Errorf("copilot operation locks %s: not a directory", locks)
 		}
+		if o.Probe {
+			if err := probeFlock(opLock, unix.LOCK_EX, "a Copilot CLI process is loading or sending the session"); err != nil {
+				return nil, err
+			}
+			return nothingHeld{}, nil
+		}
 		fd, err := openOrCreate(opLock, unix.O_WRONLY, 0o644)
 		if err != nil {
 			return nil, err

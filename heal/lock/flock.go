@@ -30,6 +30,12 @@ var testHookFlocked func(path string)
 // else can see. Release is flock(LOCK_UN) and close.
 func Flock(ctx context.Context, path string, recheck bool, o Options) (Held, error) {
 	return acquire(ctx, o, path, func() (Held, error) {
+		if o.Probe {
+			if err := probeFlock(path, unix.LOCK_EX, "flock held"); err != nil {
+				return nil, err
+			}
+			return nothingHeld{}, nil
+		}
 		return tryFlock(path, recheck)
 	})
 }

@@ -10,9 +10,11 @@
 //     <transcript>.jsonl.lock.
 //   - [LockFile]: a generic O_EXCL pid file for custom rules.
 //
-// Every acquire polls until Options.Wait has passed and then returns an error
-// that matches [ErrBusy] under errors.Is; cancelling the context stops the
-// polling and returns ctx.Err(). Token files are only ever removed by
+// Every acquire polls until Options.Wait has passed and then returns a
+// [*BusyError] (the lock and its holder) that matches [ErrBusy] under errors.Is;
+// cancelling the context stops the polling and returns ctx.Err(). With
+// Options.Probe, an acquire only judges whether it could take the lock, writing
+// nothing (a dry run's decision). Token files are only ever removed by
 // compare-and-remove: the file must still hold the exact bytes (and be the
 // same inode) that were read or written. Hold every lock briefly (rule 5).
 package lock
@@ -24,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -55,6 +58,12 @@ type Options struct {
 	// path) before it happens, as the heal's file operations are (see fsio.FS.Faults); an
 	// error it returns fails the acquisition.
 	Faults func(op, path string) error
+	// Probe judges whether the lock could be taken, and takes nothing that writes: no lock
+	// file is created, no token written, no stale one broken (a stale token is free). A flock
+	// protocol opens an existing lock file read-only (a missing one is free) and tries the
+	// flock it would take, let go at once. It returns a Held that holds nothing, or the busy
+	// error the acquisition would have given (a dry run's liveness decision).
+	Probe bool
 }
 
 // DefaultPoll is the poll interval used when Options.Poll is zero.
@@ -81,6 +90,36 @@ func (o Options) stale(def time.Duration) time.Duration {
 	return def
 }
 
+// probeFlock tries, for Options.Probe, the flock how on the lock file path without creating
+// it: free (nil) when the file does not exist (where its directory does: the acquisition
+// would create it) or the flock could be had (it is let go at once), a busy error naming
+// holder when it is held.
+func probeFlock(path string, how int, holder string) error {
+	fd, err := openLock(path, unix.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		if _, derr := resolve.Lstat(filepath.Dir(path)); derr != nil {
+			return fmt.Errorf("flock %s: %w", path, err) // the acquisition's open fails as well
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("flock %s: %w", path, err)
+	}
+	ok, err := flockNB(fd, how)
+	if ok {
+		err = unlockClose(fd)
+	} else {
+		_ = unix.Close(fd)
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("flock %s: %w", path, err)
+	case !ok:
+		return busy(path, holder)
+	}
+	return nil
+}
+
 // errRetry asks the poll loop to try again at once (the state changed under
 // us, e.g. a stale lock was just broken or the flock'd inode was unlinked).
 var errRetry = errors.New("retry")
@@ -88,12 +127,25 @@ var errRetry = errors.New("retry")
 // maxImmediate bounds back-to-back immediate retries before the loop sleeps.
 const maxImmediate = 8
 
-func busy(path, holder string) error {
-	if holder == "" {
-		return fmt.Errorf("%w: %s", ErrBusy, path)
-	}
-	return fmt.Errorf("%w: %s (%s)", ErrBusy, path, holder)
+// BusyError is the busy verdict of a protocol: the lock (or the registry entry, the process,
+// the directory) that said so, and what holds it. It matches [ErrBusy] under errors.Is; get
+// it with errors.As to say who keeps a file busy.
+type BusyError struct {
+	Path   string // the lock file, registry entry or directory that said "busy"
+	Holder string // who holds it and why that counts as live ("" when unknown)
 }
+
+func (e *BusyError) Error() string {
+	if e.Holder == "" {
+		return ErrBusy.Error() + ": " + e.Path
+	}
+	return ErrBusy.Error() + ": " + e.Path + " (" + e.Holder + ")"
+}
+
+// Is makes a BusyError an ErrBusy.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+func busy(path, holder string) error { return &BusyError{Path: path, Holder: holder} }
 
 // acquire runs attempt until it succeeds, fails with an error other than
 // ErrBusy/errRetry, the wait deadline passes or ctx is done. Deadlines use

@@ -18,6 +18,19 @@ import (
 // leaves it and returns ErrLost.
 func LockFile(ctx context.Context, path string, o Options) (Held, error) {
 	return acquire(ctx, o, path, func() (Held, error) {
+		if o.Probe {
+			s, err := readSnapshot(path)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return nothingHeld{}, nil
+			case err != nil:
+				return nil, fmt.Errorf("read %s: %w", path, err)
+			}
+			if age := o.now().Sub(s.mtime); o.Stale <= 0 || age <= o.Stale {
+				return nil, busy(path, fmt.Sprintf("held by %q, age %s", truncate(s.data, 64), age.Round(1e6)))
+			}
+			return nothingHeld{}, nil // stale: a heal would break it
+		}
 		body := []byte(strconv.Itoa(os.Getpid()) + "\n")
 		snap, err := createExcl(path, 0o644, body, o.Faults)
 		if err == nil {

@@ -59,6 +59,19 @@ func OpenClaw(ctx context.Context, lockPath string, transcript bool, o Options) 
 		stale = o.stale(OpenClawTranscriptStale)
 	}
 	return acquire(ctx, o, lockPath, func() (Held, error) {
+		if o.Probe {
+			s, err := readSnapshot(lockPath)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return nothingHeld{}, nil
+			case err != nil:
+				return nil, fmt.Errorf("read %s: %w", lockPath, err)
+			}
+			if isStale, why := openClawStale(s, o.now(), stale); !isStale {
+				return nil, busy(lockPath, why)
+			}
+			return nothingHeld{}, nil // stale: a heal would break it
+		}
 		body := openClawBody(os.Getpid(), o.now(), transcript)
 		snap, err := createExcl(lockPath, 0o600, body, o.Faults)
 		if err == nil {

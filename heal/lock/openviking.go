@@ -224,6 +224,11 @@ func (l *ovLocker) try() (Held, error) {
 	if err := l.conflicts(); err != nil {
 		return nil, err
 	}
+	if l.o.Probe {
+		// Every live token of another owner is a conflict, sid's own .path.ovlock included
+		// (our owner is new); a stale one there a heal would break.
+		return nothingHeld{}, nil
+	}
 	lockPath := filepath.Join(l.sid, OVPathLockName)
 	body := ovToken(l.owner, l.o.now().UnixNano())
 	snap, err := createExcl(lockPath, 0o644, body, l.o.Faults)

@@ -408,7 +408,7 @@ func (r run) healAfter(e env, crashed result) {
 	// mtime is 5 s old, for the store's lock and a transcript's). A restart meanwhile finds
 	// the file busy, as the app itself would; heal is run again until the grace period is over.
 	for deadline := time.Now().Add(20 * time.Second); again.err == nil && !again.killed &&
-		strings.Contains(again.stdout, `"reason":"busy: app lock is held"`) && time.Now().Before(deadline); {
+		strings.Contains(again.stdout, `"reason":"busy: in use by the app (lock protocol `) && time.Now().Before(deadline); {
 		r.fam.lockWaits.Add(1)
 		time.Sleep(500 * time.Millisecond)
 		again = runHeal(e, "", 2*time.Minute)
