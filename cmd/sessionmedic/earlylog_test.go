@@ -84,13 +84,13 @@ func TestStartupErrorsAreJSONUnderJournald(t *testing.T) {
 
 	// The policy's own log.format says, journald or not.
 	asJSON := filepath.Join(home, "json.yaml")
-	os.WriteFile(asJSON, []byte("version: 1\nlog: {format: json}\nstate_dir: [oops]\n"), 0o644)
+	os.WriteFile(asJSON, []byte("version: 1\nlog: {format: json}\nstate_dir: [oops]\nrules:\n  - {name: a, format: jsonl, paths: [/tmp]}\n"), 0o644)
 	out, code = smWith(t, home, nil, "run", "-config", asJSON)
 	if lines := jsonLines(t, "log.format json", out); code != exitUsage || len(lines) != 2 || lines[0]["field"] != "state_dir" || lines[0]["line"] != float64(3) {
 		t.Errorf("log.format json, no journald: exit %d\n%s", code, out)
 	}
 	asText := filepath.Join(home, "text.yaml")
-	os.WriteFile(asText, []byte("version: 1\nlog: {format: text}\nstate_dir: [oops]\n"), 0o644)
+	os.WriteFile(asText, []byte("version: 1\nlog: {format: text}\nstate_dir: [oops]\nrules:\n  - {name: a, format: jsonl, paths: [/tmp]}\n"), 0o644)
 	if out, _ = smWith(t, home, journal, "run", "-config", asText); !strings.HasPrefix(out, "sessionmedic: "+asText+":3: state_dir") {
 		t.Errorf("log.format text under journald:\n%s", out)
 	}
