@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,6 +82,16 @@ func TestCustomRuleDefaults(t *testing.T) {
 	}
 }
 
+// fourteenErrors is a policy with 14 independent errors (cmd/sessionmedic's
+// TestPolicyReportsAllErrorsAtOnce runs the binary on it too).
+var fourteenErrors = func() string {
+	b, err := os.ReadFile("testdata/fourteen-errors.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
+
 // TestEveryErrorAtOnce: a policy's independent errors are all reported by one decode, each
 // with its line and field: the checks across a rule's keys (its name, preset or format,
 // paths, max_wait against settle) and a duplicate name beside the errors of its keys, and a
@@ -88,33 +99,7 @@ func TestCustomRuleDefaults(t *testing.T) {
 func TestEveryErrorAtOnce(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{{
 		name: "fourteen",
-		yaml: `version: 1
-log: {format: yaml, level: loud}
-quarantine: {max_bytes: 1 XB, max_age: forever}
-rules:
-  - name: bot
-    paths: [/srv/bot, relative/dir]
-    format: xml
-    settle: 2x
-  - name: bot
-    preset: nosuch
-    paths: [/srv/other]
-  - name: fine
-    format: json
-    paths: [/srv/fine]
-    keep_last_good: maybe
-  - name: slow
-    format: jsonl
-    paths: [/srv/slow]
-    settle: 10s
-    max_wait: 5s
-    mode: sometimes
-  - name: x
-    format: jsonl
-    paths: [/srv/x]
-    strategies: [salvage, fix]
-    limits: {max_loss: 200%}
-`,
+		yaml: fourteenErrors,
 		want: `t.yaml:2: log.format: unknown log format "yaml" (want auto, text, json)
 t.yaml:2: log.level: unknown log level "loud" (want debug, info, warn, error)
 t.yaml:3: quarantine.max_bytes: "1 XB" is not a size

@@ -36,33 +36,11 @@ func TestPolicyReportsEveryError(t *testing.T) {
 func TestPolicyReportsAllErrorsAtOnce(t *testing.T) {
 	home := t.TempDir()
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	os.WriteFile(bad, []byte(`version: 1
-log: {format: yaml, level: loud}
-quarantine: {max_bytes: 1 XB, max_age: forever}
-rules:
-  - name: bot
-    paths: [/srv/bot, relative/dir]
-    format: xml
-    settle: 2x
-  - name: bot
-    preset: nosuch
-    paths: [/srv/other]
-  - name: fine
-    format: json
-    paths: [/srv/fine]
-    keep_last_good: maybe
-  - name: slow
-    format: jsonl
-    paths: [/srv/slow]
-    settle: 10s
-    max_wait: 5s
-    mode: sometimes
-  - name: x
-    format: jsonl
-    paths: [/srv/x]
-    strategies: [salvage, fix]
-    limits: {max_loss: 200%}
-`), 0o644)
+	fourteen, err := os.ReadFile("../../policy/testdata/fourteen-errors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bad, fourteen, 0o644)
 	out, errOut, code := sm(t, home, "policy", "-config", bad)
 	if code != 2 || out != "" {
 		t.Fatalf("exit %d, stdout %q", code, out)
