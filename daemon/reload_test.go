@@ -161,27 +161,46 @@ func k8sLayout(t *testing.T, dir, policyText string) (string, func(text string))
 }
 
 // TestWatchConfig: the policy file's changes reload, written in place or published as
-// Kubernetes does; a bad edit keeps the old policy; a touch that changes nothing does not
-// reload.
+// Kubernetes does, and so do in-place writes of the file a symlinked policy (or a chain of
+// links) resolves to in other directories; a bad edit keeps the old policy; a touch that
+// changes nothing does not reload.
 func TestWatchConfig(t *testing.T) {
 	root := t.TempDir()
 	state := filepath.Join(t.TempDir(), "state")
 	text := func(level string) string {
 		return "version: 1\nstate_dir: " + state + "\nlog: {level: " + level + "}\nrules:\n  - {name: j, format: jsonl, paths: [" + root + "], settle: 50ms}\n"
 	}
-	for _, layout := range []string{"plain", "kubernetes"} {
+	for _, layout := range []string{"plain", "kubernetes", "symlink", "symlink-chain"} {
 		t.Run(layout, func(t *testing.T) {
 			dir := t.TempDir()
 			p := filepath.Join(dir, "policy.yaml")
+			// write truncates and writes in place, through whatever links p resolves through.
 			write := func(s string) {
 				if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
-			write(text("info"))
-			if layout == "kubernetes" {
-				os.Remove(p)
+			switch layout {
+			case "kubernetes":
 				p, write = k8sLayout(t, dir, text("info"))
+			case "symlink":
+				// dir/policy.yaml -> B/policy.yaml
+				target := filepath.Join(t.TempDir(), "policy.yaml")
+				if err := os.Symlink(target, p); err != nil {
+					t.Fatal(err)
+				}
+			case "symlink-chain":
+				// dir/policy.yaml -> B/current.yaml -> ../C/policy.yaml (a relative link)
+				b, c := t.TempDir(), t.TempDir()
+				if err := os.Symlink(filepath.Join("..", filepath.Base(c), "policy.yaml"), filepath.Join(b, "current.yaml")); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(b, "current.yaml"), p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if layout != "kubernetes" {
+				write(text("info"))
 			}
 			var logs logBuf
 			lv := new(slog.LevelVar)

@@ -128,3 +128,84 @@ func TestDaemonWatchConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestDaemonWatchConfigSymlinked: with -watch-config and a policy path that is a symlink in
+// one directory to a file in another, the target's edits reload: written in place (truncated
+// and written) and replaced as sed -i does (a temp beside it renamed over it). Pointed at a
+// file in a third directory, the link reloads, and so does an in-place edit of that file; an
+// edit of the old target, no longer the policy, does not.
+func TestDaemonWatchConfigSymlinked(t *testing.T) {
+	home := t.TempDir()
+	a, b, c := t.TempDir(), t.TempDir(), t.TempDir()
+	addr := freePort(t)
+	text := func(n int) []byte {
+		return fmt.Appendf(nil, "# edit %d\nversion: 1\nstate_dir: %s\nhttp: {listen: %q}\nrules:\n  - {name: j, format: jsonl, paths: [%s]}\n",
+			n, filepath.Join(home, "state"), addr, filepath.Join(home, "sessions"))
+	}
+	inPlace := func(p string, n int) {
+		t.Helper()
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(text(n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bFile, cFile, link := filepath.Join(b, "policy.yaml"), filepath.Join(c, "policy.yaml"), filepath.Join(a, "policy.yaml")
+	if err := os.WriteFile(bFile, text(0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bFile, link); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, home, "-config", link, "-watch-config")
+	eventually(t, 10*time.Second, "/readyz", func() bool { c, _ := httpGet("http://" + addr + "/readyz"); return c == 200 })
+	reloads := func(n int, after string) {
+		t.Helper()
+		eventually(t, 20*time.Second, fmt.Sprintf("policy.reloaded after %s", after), func() bool { return len(d.events("policy.reloaded")) >= n })
+		if got := len(d.events("policy.reloaded")); got != n {
+			t.Fatalf("after %s: %d reloads, want %d", after, got, n)
+		}
+	}
+
+	inPlace(bFile, 1)
+	reloads(1, "an in-place write of the target")
+
+	tmp := filepath.Join(b, "sedAbC123")
+	if err := os.WriteFile(tmp, text(2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, bFile); err != nil {
+		t.Fatal(err)
+	}
+	reloads(2, "a sed -i style replace of the target")
+
+	if err := os.WriteFile(cFile, text(3), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cFile, link+".new"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(link+".new", link); err != nil {
+		t.Fatal(err)
+	}
+	reloads(3, "the link pointed at a file in another directory")
+
+	inPlace(cFile, 4)
+	reloads(4, "an in-place write of the new target")
+
+	// The old target is not the policy any more: its edits change nothing (a bounded wait,
+	// six times the debounce).
+	inPlace(bFile, 5)
+	time.Sleep(3 * time.Second)
+	if got := len(d.events("policy.reloaded")); got != 4 {
+		t.Fatalf("an edit of the old target: %d reloads, want 4", got)
+	}
+	if n := len(d.events("policy.invalid")); n != 0 {
+		t.Fatalf("policy.invalid: %v", d.events("policy.invalid"))
+	}
+}
