@@ -206,7 +206,10 @@ func (q Quarantine) mark(dir, status string) error {
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("manifest %s: %w", dir, err)
+		// A manifest a cut left short (created, not yet written and fsynced): its heal
+		// never got past the quarantine, so the file was never touched, and the entry
+		// holds nothing a restore could use.
+		return os.RemoveAll(dir)
 	}
 	if m.Status != "" {
 		return nil
