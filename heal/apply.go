@@ -15,8 +15,11 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/state"
 )
 
-// The apply path of DESIGN §7 (steps 4–8): lock, re-check, quarantine, journal, replace
-// (or tail cut, or put-back), verify.
+// The apply path of DESIGN §7 (steps 4–8): lock, re-check, journal, quarantine, replace
+// (or tail cut, or put-back), verify. The journal's intent comes before the quarantine and
+// names its entries: every entry a heal writes is then either one of a heal that completed
+// or one the journal's resolution finds, and marks if its heal did not stand (see
+// state.StatusRolledBack); an entry a crash cut short is removed by it.
 
 // errBusy is fsio's: a write it abandons because the bytes changed is a Busy verdict too.
 var errBusy = fsio.ErrBusy
@@ -63,7 +66,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 	}
 	now := e.Now()
 	entry := &state.Entry{ID: state.NewID(now), Created: now.UTC()}
-	var first string
+	manifests := make([]*Manifest, len(p.edits))
 	for i, ed := range p.edits {
 		je := state.Edit{Path: ed.path, Temp: fsio.TempName(ed.path), Missing: ed.missing, NewSHA256: ed.newSHA()}
 		if !ed.missing {
@@ -74,36 +77,40 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 			if i > 0 {
 				m.Detail = "changed with " + p.edits[0].path
 			}
-			var dir string
-			var err error
-			if ed.big != nil {
-				// The old bytes are copied from the file, the version the plan was made from.
-				dir, err = e.quarantineFile(m, ed.path, ed.oldID, ed.big.oldSHA, now)
-			} else {
-				dir, err = e.Quarantine.Put(m, ed.old, now)
-			}
-			if err != nil {
-				return "", err
-			}
-			je.Quarantine = dir
-		}
-		if i == 0 {
-			first = je.Quarantine
+			manifests[i] = m
+			je.Quarantine = e.Quarantine.EntryDir(m, now)
 		}
 		entry.Edits = append(entry.Edits, je)
+	}
+	first := entry.Edits[0].Quarantine
+	if err := e.Journal.Begin(entry); err != nil {
+		return "", err
+	}
+	e.step("journaled", t.Path)
+	for i, ed := range p.edits {
+		m := manifests[i]
+		if m == nil {
+			continue // a missing file: nothing to keep
+		}
+		var err error
+		if ed.big != nil {
+			// The old bytes are copied from the file, the version the plan was made from.
+			_, err = e.quarantineFile(m, ed.path, ed.oldID, ed.big.oldSHA, now)
+		} else {
+			_, err = e.Quarantine.Put(m, ed.old, now)
+		}
+		if err != nil {
+			e.abandon(entry)
+			return "", err
+		}
 	}
 	e.step("quarantined", t.Path)
 	for _, ed := range p.edits {
 		if !sameNow(ed) {
-			e.dropQuarantine(entry)
+			e.abandon(entry)
 			return "", busyErr("%s changed during quarantine", ed.path)
 		}
 	}
-	if err := e.Journal.Begin(entry); err != nil {
-		e.dropQuarantine(entry)
-		return "", err
-	}
-	e.step("journaled", t.Path)
 	// The inspected file goes last: a plan's other edits (a count in a metadata file) are
 	// then never left behind by a failure or a crash, which a later inspection of the
 	// inspected file could no longer see.
@@ -119,12 +126,13 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		}
 		if err != nil {
 			// Edits already applied are valid on their own; this entry is resolved now
-			// rather than at the next start. Nothing replaced, nothing to keep.
-			e.Journal.Abort(entry)
+			// rather than at the next start (the quarantine entries of the edits that did
+			// not stand say so). Nothing replaced, nothing to keep.
 			if !changed {
 				e.dropQuarantine(entry)
 				first = ""
 			}
+			e.Journal.Abort(entry)
 			return first, err
 		}
 	}
@@ -168,9 +176,20 @@ func (e *Engine) verify(t Target, in *inspection) {
 	}
 }
 
+// abandon ends a journal entry before any file was touched: its quarantine entries go first
+// (a crash in between leaves the journal entry, whose resolution finds them gone or removes
+// what is left of them).
+func (e *Engine) abandon(entry *state.Entry) {
+	e.dropQuarantine(entry)
+	_ = e.Journal.End(entry)
+}
+
 func (e *Engine) dropQuarantine(entry *state.Entry) {
 	for _, ed := range entry.Edits {
 		if ed.Quarantine != "" {
+			// The manifest first: an entry a crash leaves half removed is then one without
+			// a manifest, which no listing shows and the journal's resolution removes.
+			os.Remove(filepath.Join(ed.Quarantine, "manifest.json"))
 			os.RemoveAll(ed.Quarantine)
 		}
 	}

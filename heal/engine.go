@@ -66,7 +66,7 @@ type Options struct {
 	OpenWriters func(dev, ino uint64) []int
 
 	// Step, when set, is called at each step of the heal protocol ("path-busy", "locked",
-	// "quarantined", "journaled", "temp-written", "renamed", "done"); crash tests stop the
+	// "journaled", "quarantined", "temp-written", "renamed", "done"); crash tests stop the
 	// process there.
 	Step func(step, path string)
 
@@ -102,7 +102,7 @@ func New(cfg *policy.Config, o Options) *Engine {
 		}
 	}
 	e.Quarantine = state.NewQuarantine(filepath.Join(cfg.StateDir, "quarantine"), e.fs)
-	e.Journal = state.NewJournal(filepath.Join(cfg.StateDir, "journal"), e.fs, policy.IsOwnTemp, fsio.SHAFile)
+	e.Journal = state.NewJournal(filepath.Join(cfg.StateDir, "journal"), e.fs, e.Quarantine, policy.IsOwnTemp, fsio.SHAFile)
 	e.LastGood = state.NewLastGood(filepath.Join(cfg.StateDir, "last-good"), cfg.LastGood.MaxFileBytes, e.fs, policy.IsOwnTemp)
 	e.handsOff = state.NewHandsOff(filepath.Join(cfg.StateDir, "hands-off"), e.fs)
 	return e

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/state"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -114,6 +115,11 @@ func TestNewBytesWrittenIntoTheOldInodeArePutBack(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); string(b) != `{"agent": {"n": 1}}      ` {
 		t.Fatalf("the app's newest bytes are not at the path: %q", b)
+	}
+	// The heal's quarantine entry stays (its rename happened), and says the heal did not
+	// stand: the file holds the app's bytes, neither the damaged ones nor the heal's.
+	if all, _ := e.Quarantine.List(); len(all) != 1 || all[0].Status != state.StatusSuperseded {
+		t.Fatalf("quarantine after the put-back: %d entries, %+v", len(all), all)
 	}
 }
 

@@ -9,42 +9,52 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
+// Restored says what a [Engine.Restore] did.
+type Restored struct {
+	// Quarantine is the entry of the bytes the restore replaced ("" when the path was
+	// missing, or already held the entry's bytes).
+	Quarantine string
+	// Unchanged: the path already held the entry's bytes, and nothing was written (as after
+	// a heal that was rolled back: see [state.StatusRolledBack]).
+	Unchanged bool
+}
+
 // Restore puts a quarantine entry's original bytes back at its path, atomically and under the
-// app's lock; whatever the path holds now is quarantined first. It returns the quarantine
-// entry of the replaced bytes ("" when the path was empty).
+// app's lock; whatever the path holds now is quarantined first.
 //
 // The restored file is then marked hands-off (a mark in heal/state): a daemon reports it but
-// does not heal it again until the app writes it or a heal names it.
-func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (string, error) {
+// does not heal it again until the app writes it or a heal names it. So is a file found
+// already holding the entry's bytes: the operator's restore stands as well.
+func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (Restored, error) {
 	orig, err := m.Bytes()
 	if err != nil {
-		return "", err
+		return Restored{}, err
 	}
 	lk, err := e.lockPath(ctx, m.Path)
 	if err != nil {
-		return "", err
+		return Restored{}, err
 	}
 	defer lk.Release()
-	q, err := e.restore(ctx, m, t, orig)
+	r, err := e.restore(ctx, m, t, orig)
 	if err != nil {
-		return q, err
+		return r, err
 	}
 	if err := e.handsOff.Mark(m.Path, m.ID, e.Now()); err != nil {
-		return q, fmt.Errorf("restored, but could not mark it hands-off (a running daemon may heal it again): %w", err)
+		return r, fmt.Errorf("restored, but could not mark it hands-off (a running daemon may heal it again): %w", err)
 	}
-	return q, nil
+	return r, nil
 }
 
-func (e *Engine) restore(ctx context.Context, m *Manifest, t Target, orig []byte) (string, error) {
+func (e *Engine) restore(ctx context.Context, m *Manifest, t Target, orig []byte) (Restored, error) {
 	cur, id, err := fsio.ReadStable(m.Path, 0)
 	missing := errors.Is(err, os.ErrNotExist)
 	if err != nil && !missing {
-		return "", err
+		return Restored{}, err
 	}
 	in := &inspection{ctx: fileCtx{path: m.Path, typ: e.profile(t.Rule.Format, m.Path)}, data: cur, id: id, missing: missing,
 		verdict: Verdict{Status: Damaged, Kind: "restore", Offset: -1, Detail: "replaced by quarantine restore " + m.ID}}
 	if !missing && sha(cur) == m.SHA256 {
-		return "", nil // already holds those bytes
+		return Restored{Unchanged: true}, nil // already holds those bytes
 	}
 	p := &plan{strategy: "quarantine-restore", edits: []edit{{path: m.Path, old: cur, oldID: id, missing: missing, data: orig}}}
 	if missing {
@@ -54,5 +64,6 @@ func (e *Engine) restore(ctx context.Context, m *Manifest, t Target, orig []byte
 		p.edits[0].oldID = Identity{Mode: m.Identity.Mode & 0o777}
 	}
 	var wrote map[string]Identity
-	return e.apply(ctx, t, in, p, &wrote)
+	q, err := e.apply(ctx, t, in, p, &wrote)
+	return Restored{Quarantine: q}, err
 }

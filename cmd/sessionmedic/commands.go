@@ -384,13 +384,14 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return 0, err
 		}
+		inFlight(eng, all...)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		for _, m := range all {
 			if c.json {
 				json.NewEncoder(stdout).Encode(m)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d bytes\t%s\n", m.ID, escapeText(m.Kind), escapeText(m.Strategy), m.Size, quoteName(m.Path))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d bytes\t%s\n", m.ID, escapeText(m.Status), escapeText(m.Kind), escapeText(m.Strategy), m.Size, quoteName(m.Path))
 		}
 		tw.Flush()
 		return exitOK, nil
@@ -402,11 +403,12 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return exitInternal, err
 		}
+		inFlight(eng, m)
 		if c.json { // one compact object, as every -json output
 			return exitOK, json.NewEncoder(stdout).Encode(m)
 		}
 		b, _ := json.MarshalIndent(m, "", "  ")
-		fmt.Fprintf(stdout, "%s\nbytes: %s\n", b, quoteName(filepath.Join(m.Dir, m.File)))
+		fmt.Fprintf(stdout, "%s\nbytes: %s\nstatus: %s\n", b, quoteName(filepath.Join(m.Dir, m.File)), statusText(m.Status))
 		return exitOK, nil
 	case pos[0] == "restore" && len(pos) == 2:
 		m, err := eng.Quarantine.Get(pos[1])
@@ -423,21 +425,54 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if !ok {
 			return 0, argError{fmt.Errorf("restore %s: %s is guarded by no rule of the current policy: a restore writes only where a rule guards (add a rule for it, or copy the bytes shown by 'quarantine show %s' by hand)", m.ID, m.Path, m.ID)}
 		}
-		q, err := eng.Restore(ctx, m, heal.Target{Path: m.Path, Rule: rule})
+		r, err := eng.Restore(ctx, m, heal.Target{Path: m.Path, Rule: rule})
 		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return 0, fmt.Errorf("restore %s: %w", m.ID, context.Cause(ctx))
 		}
 		if err != nil {
 			return exitDamage, fmt.Errorf("restore %s: %w", m.ID, err)
 		}
+		if r.Unchanged {
+			why := ""
+			if m.Status == state.StatusRolledBack {
+				why = " (its heal was rolled back)"
+			}
+			fmt.Fprintf(stdout, "nothing to restore: %s already holds the bytes of %s%s; left as it is until the app writes it again\n", quoteName(m.Path), m.ID, why)
+			return exitOK, nil
+		}
 		fmt.Fprintf(stdout, "restored %s to %s", m.ID, quoteName(m.Path))
-		if q != "" {
-			fmt.Fprintf(stdout, "; the bytes it replaced are in %s", quoteName(q))
+		if r.Quarantine != "" {
+			fmt.Fprintf(stdout, "; the bytes it replaced are in %s", quoteName(r.Quarantine))
 		}
 		fmt.Fprintln(stdout)
 		return exitOK, nil
 	}
 	return 0, usageError{"quarantine needs list, show ID or restore ID"}
+}
+
+// inFlight gives the status state.StatusInFlight to the entries a journal entry names that
+// records no outcome yet: their heal is in progress, or was cut short and is resolved at the
+// next start.
+func inFlight(eng *heal.Engine, all ...*heal.Manifest) {
+	pending := eng.Journal.Pending()
+	for _, m := range all {
+		if pending[filepath.Clean(m.Dir)] && m.Status == state.StatusHealed {
+			m.Status = state.StatusInFlight
+		}
+	}
+}
+
+// statusText says what a quarantine entry's status means.
+func statusText(status string) string {
+	switch status {
+	case state.StatusInFlight:
+		return status + ": the change these bytes are kept for is in progress, or was cut short and is resolved at the next start of 'sessionmedic run' or 'sessionmedic heal'"
+	case state.StatusRolledBack:
+		return status + ": the change these bytes were kept for never replaced the file (a crash or a failure stopped it first): the file kept these bytes, as far as nothing wrote it since"
+	case state.StatusSuperseded:
+		return status + ": the change these bytes were kept for was cut short, and the file was written again before it was resolved: it held neither these bytes nor the change's, and whether the change had replaced them first is not known"
+	}
+	return escapeText(status) + ": these bytes were replaced"
 }
 
 func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {

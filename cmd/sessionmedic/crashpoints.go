@@ -12,7 +12,7 @@ import (
 
 // With the crashpoints build tag, SESSIONMEDIC_CRASH_AT=STEP[:N] kills the process with
 // SIGKILL at the Nth time (default 1st) the heal protocol reaches STEP ("locked",
-// "quarantined", "journaled", "temp-written", "renamed", "done"). The crash-point suite
+// "journaled", "quarantined", "temp-written", "renamed", "done"). The crash-point suite
 // builds the binary with this tag; release builds have no such hook.
 func init() {
 	spec := os.Getenv("SESSIONMEDIC_CRASH_AT")

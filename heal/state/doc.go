@@ -12,6 +12,11 @@
 //
 // Caveats. A quarantine entry is written durably, the bytes before the manifest: an entry
 // without its manifest is removed as it fails, and [Quarantine.List] skips one a crash left.
+// A heal's journal entry names its quarantine entries before they are written, and its
+// resolution ([Journal.Recover], or [Journal.Abort] of a heal that failed midway) records
+// in each whose change did not stand a [Manifest] Status ([StatusRolledBack],
+// [StatusSuperseded]) — the manifest replaced whole, before the journal entry goes — and
+// removes one a crash left without its manifest. An entry with no status is [StatusHealed].
 // A journal entry is renamed into place whole. Its in-flight set is the journal's own (from
 // Begin to End): [Journal.Recover] leaves alone the entries that journal is applying and
 // those of other live processes, and takes any other entry of this process for a leftover,

@@ -49,13 +49,16 @@ type Journal struct {
 
 	ownTemp func(base string) bool            // whether a temp an entry names is ours to remove
 	hash    func(path string) (string, error) // the sha256 of the file at path
+	q       Quarantine                        // where the entries' quarantine entries are
 }
 
-// NewJournal returns the journal under root, whose entries fs writes. Resolving an entry
-// removes the temps it names that ownTemp (given a base name) says are sessionmedic's own,
-// and tells what each target holds by hash (the sha256 of the file at a path, of any size).
-func NewJournal(root string, fs fsio.FS, ownTemp func(base string) bool, hash func(path string) (string, error)) Journal {
-	return Journal{Root: root, fs: fs, inflight: &sync.Map{}, ownTemp: ownTemp, hash: hash}
+// NewJournal returns the journal under root, whose entries fs writes and whose edits keep
+// their original bytes in q. Resolving an entry removes the temps it names that ownTemp
+// (given a base name) says are sessionmedic's own, tells what each target holds by hash (the
+// sha256 of the file at a path, of any size), and records in each edit's quarantine entry a
+// change that did not stand.
+func NewJournal(root string, fs fsio.FS, q Quarantine, ownTemp func(base string) bool, hash func(path string) (string, error)) Journal {
+	return Journal{Root: root, fs: fs, inflight: &sync.Map{}, ownTemp: ownTemp, hash: hash, q: q}
 }
 
 // applying reports whether the entry id is being applied now, by this journal.
@@ -120,6 +123,13 @@ type Recovered struct {
 	ID, Path, Outcome string // outcome: applied | rolled-back | superseded
 }
 
+// The outcomes of an edit a crash (or a failure) left unfinished.
+const (
+	OutcomeApplied    = "applied"     // the file holds the edit's new bytes
+	OutcomeRolledBack = "rolled-back" // the file holds its old bytes (or is still missing): the edit never replaced it
+	OutcomeSuperseded = "superseded"  // the file holds other bytes: written since
+)
+
 // Recover resolves every unfinished entry: stray temps are removed, and each target is found
 // holding either its old or its new bytes (or newer bytes the app wrote since).
 //
@@ -172,7 +182,13 @@ func (j Journal) Recover() ([]Recovered, error) {
 		if e.PID != 0 && e.PID != os.Getpid() && lock.ProcessAlive(e.PID, e.Start) {
 			continue // a heal in flight in another live process (a daemon beside this CLI run)
 		}
-		out = append(out, j.resolve(&e)...)
+		rec, marked := j.resolve(&e)
+		out = append(out, rec...)
+		if !marked {
+			// A quarantine entry's status could not be recorded: the journal entry stays,
+			// and the next start resolves it again.
+			continue
+		}
 		if err := os.Remove(full); err != nil {
 			return out, err
 		}
@@ -181,31 +197,72 @@ func (j Journal) Recover() ([]Recovered, error) {
 	return out, nil
 }
 
-// resolve removes the stray temps of one entry and says what each target holds.
-func (j Journal) resolve(e *Entry) []Recovered {
-	var out []Recovered
+// resolve removes the stray temps of one entry, says what each target holds, and records in
+// the quarantine entry of each edit that did not stand how it ended (before the journal
+// entry goes: a crash in between resolves it again). marked is false when such a record
+// could not be written.
+func (j Journal) resolve(e *Entry) (out []Recovered, marked bool) {
+	marked = true
 	for _, ed := range e.Edits {
 		if ed.Temp != "" && j.ownTemp(filepath.Base(ed.Temp)) {
 			if err := os.Remove(ed.Temp); err == nil {
 				_ = j.fs.SyncDir(filepath.Dir(ed.Temp))
 			}
 		}
-		outcome := "superseded"
+		outcome := OutcomeSuperseded
 		cur, err := j.hash(ed.Path)
 		switch {
 		case err == nil && cur == ed.NewSHA256:
-			outcome = "applied"
+			outcome = OutcomeApplied
 		case err == nil && cur == ed.OldSHA256:
-			outcome = "rolled-back"
+			outcome = OutcomeRolledBack
 		case errors.Is(err, os.ErrNotExist) && ed.Missing:
-			outcome = "rolled-back"
+			outcome = OutcomeRolledBack
+		}
+		if ed.Quarantine != "" && outcome != OutcomeApplied {
+			status := StatusSuperseded
+			if outcome == OutcomeRolledBack {
+				status = StatusRolledBack
+			}
+			if err := j.q.mark(ed.Quarantine, status); err != nil {
+				marked = false
+			}
 		}
 		out = append(out, Recovered{ID: e.ID, Path: ed.Path, Outcome: outcome})
+	}
+	return out, marked
+}
+
+// Pending returns the quarantine entries (their directories, cleaned) that the journal's
+// entries name now: those of heals in progress, and of heals a crash cut short that no start
+// has resolved yet.
+func (j Journal) Pending() map[string]bool {
+	out := map[string]bool{}
+	ents, _ := os.ReadDir(j.Root)
+	for _, de := range ents {
+		if strings.HasPrefix(de.Name(), ".") || !strings.HasSuffix(de.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(j.Root, de.Name()))
+		if err != nil {
+			continue
+		}
+		var e Entry
+		if json.Unmarshal(b, &e) != nil {
+			continue
+		}
+		for _, ed := range e.Edits {
+			if ed.Quarantine != "" {
+				out[filepath.Clean(ed.Quarantine)] = true
+			}
+		}
 	}
 	return out
 }
 
-// Abort resolves one entry of this process right away (a heal that failed midway).
+// Abort resolves one entry of this process right away (a heal that failed midway). The
+// statuses of its quarantine entries are recorded as well as they can be: the entry ends
+// either way.
 func (j Journal) Abort(e *Entry) {
 	j.resolve(e)
 	_ = j.End(e)

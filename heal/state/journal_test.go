@@ -23,7 +23,7 @@ func TestJournalInFlight(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "s.json")
 	os.WriteFile(target, []byte("new"), 0o600)
-	j := NewJournal(filepath.Join(dir, "journal"), fsio.FS{}, func(string) bool { return true }, hashFile)
+	j := NewJournal(filepath.Join(dir, "journal"), fsio.FS{}, NewQuarantine(filepath.Join(dir, "quarantine"), fsio.FS{}), func(string) bool { return true }, hashFile)
 	e := &Entry{ID: NewID(time.Now()), Edits: []Edit{{Path: target, OldSHA256: sha([]byte("old")), NewSHA256: sha([]byte("new"))}}}
 	if err := j.Begin(e); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestJournalInFlight(t *testing.T) {
 	if err := j.Begin(e); err != nil {
 		t.Fatal(err)
 	}
-	other := NewJournal(j.Root, fsio.FS{}, func(string) bool { return true }, hashFile)
+	other := NewJournal(j.Root, fsio.FS{}, NewQuarantine(filepath.Join(dir, "quarantine"), fsio.FS{}), func(string) bool { return true }, hashFile)
 	got, err := other.Recover()
 	if err != nil || len(got) != 1 || got[0].Outcome != "applied" || got[0].Path != target {
 		t.Fatalf("Recover of a leftover: %+v, %v", got, err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/internal/pathx"
 )
 
 // Manifest describes one quarantined file: where it came from, exactly which version, and why.
@@ -31,6 +32,7 @@ type Manifest struct {
 	Offset      int64         `json:"offset"`
 	Detail      string        `json:"detail"`
 	Strategy    string        `json:"strategy"`
+	Status      string        `json:"status,omitempty"` // see StatusHealed; absent on disk means StatusHealed
 	NewSHA256   string        `json:"new_sha256,omitempty"`
 	LostBytes   int64         `json:"lost_bytes"`
 	LostRecords int           `json:"lost_records"`
@@ -38,6 +40,22 @@ type Manifest struct {
 	FileB64     string        `json:"file_b64,omitempty"`
 	Dir         string        `json:"-"`
 }
+
+// What became of the change a quarantine entry's bytes were kept for: a manifest is written
+// before the file is touched, and the journal's recovery (or a heal that fails midway)
+// records in it, durably, a change that did not stand. An entry with no status recorded
+// (every entry of a heal that completed, and every entry written before statuses were
+// recorded) reads as StatusHealed.
+const (
+	StatusHealed     = "healed"      // the file was replaced (healed, restored, a temp cleaned)
+	StatusRolledBack = "rolled-back" // the change never replaced the file: it kept these bytes
+	StatusSuperseded = "superseded"  // the file changed since, to bytes that are neither these nor the change's
+
+	// StatusInFlight is never recorded: it is what a listing may say of an entry a journal
+	// entry names (see Journal.Pending) while its heal is in progress, or cut short and not
+	// yet resolved.
+	StatusInFlight = "in-flight"
+)
 
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
@@ -59,16 +77,22 @@ func NewID(now time.Time) string {
 	return now.UTC().Format("20060102T150405Z") + "-" + fsio.RandHex(4)
 }
 
-// Put stores data and its manifest durably and returns the entry's directory.
-func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error) {
+// EntryDir is the directory Put (or PutFrom) at now will store m in, giving m its id if it
+// has none: a journal names an entry before it is written.
+func (q Quarantine) EntryDir(m *Manifest, now time.Time) string {
 	if m.ID == "" {
 		m.ID = NewID(now)
 	}
+	return filepath.Join(q.Root, now.UTC().Format("2006-01-02"), m.ID)
+}
+
+// Put stores data and its manifest durably and returns the entry's directory.
+func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error) {
+	dir := q.EntryDir(m, now)
 	m.Created = now.UTC()
 	m.Size = int64(len(data))
 	m.SHA256 = sha(data)
 	m.File = filepath.Base(m.Path)
-	dir := filepath.Join(q.Root, now.UTC().Format("2006-01-02"), m.ID)
 	if err := q.fs.MkdirAllSync(dir); err != nil {
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
@@ -91,13 +115,10 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 // it returns removes the entry and is returned as it is (the caller checks the bytes are the
 // version it planned from).
 func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.ReaderAt, check func(sum string) error, now time.Time) (string, error) {
-	if m.ID == "" {
-		m.ID = NewID(now)
-	}
+	dir := q.EntryDir(m, now)
 	m.Created = now.UTC()
 	m.Size = size
 	m.File = filepath.Base(m.Path)
-	dir := filepath.Join(q.Root, now.UTC().Format("2006-01-02"), m.ID)
 	if err := q.fs.MkdirAllSync(dir); err != nil {
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
@@ -160,7 +181,56 @@ func readManifest(dir string) (*Manifest, error) {
 	}
 	m.decodeNames()
 	m.Dir = dir
+	if m.Status == "" {
+		m.Status = StatusHealed
+	}
 	return &m, nil
+}
+
+// mark records status in the entry at dir (an entry of q a journal named) unless it has one
+// already: the first to resolve a heal saw its file closest to the crash. The manifest is
+// rewritten whole — a temp beside it, fsync, rename, directory fsync — so a crash leaves the
+// old manifest or the new one, never a torn one. An entry whose manifest was never written
+// is a heal's that never reached its file (the manifest is durable before any file is
+// touched): it holds nothing of use and is removed.
+func (q Quarantine) mark(dir, status string) error {
+	if rel, ok := pathx.Rel(q.Root, dir); !ok || strings.Count(rel, "/") != 1 || strings.HasPrefix(rel, ".") {
+		return nil // not an entry (a day's directory, then its id) of this quarantine: never touched
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return os.RemoveAll(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("quarantine %s: %w", dir, err)
+	}
+	var m Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		// A manifest a cut left short (created, not yet written and fsynced): its heal
+		// never got past the quarantine, so the file was never touched, and the entry
+		// holds nothing a restore could use.
+		return os.RemoveAll(dir)
+	}
+	if m.Status != "" {
+		return nil
+	}
+	m.decodeNames()
+	m.Status = status
+	m.encodeNames()
+	mj, _ := json.MarshalIndent(&m, "", "  ")
+	tmp := filepath.Join(dir, ".manifest."+fsio.RandHex(4)+".json.tmp")
+	if err := q.fs.WriteNew(tmp, append(mj, '\n'), 0o600, true); err != nil {
+		return fmt.Errorf("quarantine %s: %w", dir, err)
+	}
+	name := filepath.Join(dir, "manifest.json")
+	if err := q.fs.Do("rename", name, func() error { return os.Rename(tmp, name) }); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("quarantine %s: %w", dir, err)
+	}
+	if err := q.fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("quarantine %s: %w", dir, err)
+	}
+	return nil
 }
 
 // Get finds an entry by id (or a unique prefix of one).
