@@ -23,9 +23,7 @@ func ParseFields(b []byte, d Dialect, f *Fields) (*Value, error) {
 	if err := Valid(b, d); err != nil {
 		return nil, err
 	}
-	p := builder{b: b, surr: d.Surrogates, d: d, max: MaxDepth, own: true, chunk: 8}
-	v, _ := p.shaped(skipWS(b, 0), f)
-	return v, nil
+	return ParseFieldsValid(b, d, f), nil
 }
 
 // ParseFieldsValid is ParseFields of b that has passed Valid(b, d), which it does not run
