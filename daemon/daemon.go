@@ -219,7 +219,7 @@ type loop struct {
 	ready     atomic.Bool  // read by /readyz
 	alive     time.Time    // last loop iteration
 	aliveNs   atomic.Int64 // read by /healthz
-	counts    struct{ checked, healed, refused int }
+	counts    struct{ checked, healed, refused, unhealable int }
 	watchDir  func() int
 	unwatched func() int // directories left to rescans (the watch budget, the kernel's limit)
 	budget    int        // the watch budget in force
@@ -231,10 +231,12 @@ type loop struct {
 	reloads    *reloadStatus
 	cfgChanged <-chan struct{} // the policy file changed on disk (WatchConfig)
 	prune      pruner
+	refused    refusals
 }
 
 func (d *loop) setPolicy(cfg *policy.Config) {
 	d.cfg = cfg
+	d.refused.dirs = nil // a reload says again what still stands
 	d.eng = heal.New(cfg, heal.Options{Step: d.o.Step, Faults: d.o.Faults})
 	d.m.initRules(cfg.Rules, d.eng.DamageKinds)
 	d.pprof.Store(cfg.HTTP.Pprof)
@@ -470,6 +472,13 @@ func (d *loop) sendStatus() {
 	if d.unwatched != nil {
 		d.m.unwatchedDirs.Set(float64(d.unwatched()))
 	}
-	d.o.Notify(fmt.Sprintf("STATUS=watching %d directories; %d files checked, %d healed, %d refused",
-		dirs, d.counts.checked, d.counts.healed, d.counts.refused))
+	status := fmt.Sprintf("STATUS=watching %d directories; %d files checked, %d healed, %d refused",
+		dirs, d.counts.checked, d.counts.healed, d.counts.refused)
+	if n := d.counts.unhealable; n > 0 {
+		status += fmt.Sprintf("; %d directories cannot be healed (rule.cannot_heal)", n)
+	}
+	if !d.refused.space.IsZero() {
+		status += "; the state dir is short of space (state.space_low)"
+	}
+	d.o.Notify(status)
 }

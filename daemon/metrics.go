@@ -34,6 +34,10 @@ type metrics struct {
 	busyStuck       *prometheus.GaugeVec
 	ruleFiles       *prometheus.GaugeVec
 	oldestDamage    prometheus.Gauge
+	unhealable      *prometheus.GaugeVec
+	copyFailures    *prometheus.CounterVec
+	stateFree       prometheus.Gauge
+	stateNeeded     prometheus.Gauge
 	buildInfo       *prometheus.GaugeVec
 }
 
@@ -74,13 +78,21 @@ func newMetrics(version, revision string) *metrics {
 	m.ruleFiles = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "rule_files",
 		Help: "Session files a rule guards, as its last full scan found them (0: it guards nothing: a path missing, mistyped or empty)."}, []string{"rule"})
 	m.oldestDamage = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "damage_oldest_timestamp_seconds", Help: "When the oldest damage still there was first seen (unix time; 0: none)."})
+	m.unhealable = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_unhealable",
+		Help: "Session files of a rule that heals in directories where no heal can be written (read-only, not writable by sessionmedic, unsafe, or owned by another user): damage there is reported, never healed (rule.cannot_heal says why)."}, []string{"rule"})
+	m.copyFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "last_good_failures_total",
+		Help: "Last-good copies the state dir refused (no space, a quota, not writable): state.copy_failed says why."}, []string{"rule"})
+	m.stateFree = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "state_free_bytes", Help: "Free space of the state dir's file system, at the last prune."})
+	m.stateNeeded = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "state_needed_bytes",
+		Help: "Free space a heal of the largest guarded file needs in the state dir (its quarantine entry and last-good copy); under state_free_bytes is state.space_low."})
 	m.buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info", Help: "Always 1: the running build."}, []string{"version", "revision", "goversion"})
 	if revision == "" {
 		revision = buildRevision()
 	}
 	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.quarantineDisk, m.pruned, m.overflows, m.watchedDirs, m.watchBudget, m.unwatchedDirs,
-		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.damagedBusy, m.busyStuck, m.ruleFiles, m.oldestDamage, m.buildInfo,
+		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.damagedBusy, m.busyStuck, m.ruleFiles, m.oldestDamage,
+		m.unhealable, m.copyFailures, m.stateFree, m.stateNeeded, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -97,6 +109,8 @@ func (m *metrics) initRules(rules []policy.Rule, kindsOf func(*policy.Rule) []st
 		m.overflows.WithLabelValues(r.Name)
 		m.busyStuck.WithLabelValues(r.Name)
 		m.damagedBusy.WithLabelValues(r.Name)
+		m.unhealable.WithLabelValues(r.Name)
+		m.copyFailures.WithLabelValues(r.Name)
 		for _, k := range kindsOf(r) {
 			m.damage.WithLabelValues(r.Name, k)
 			m.refused.WithLabelValues(r.Name, k)

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"time"
+
 	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
 )
@@ -18,11 +20,17 @@ type pruner struct {
 	running bool
 	again   bool // asked for while one was running
 	done    chan pruneResult
+	paths   []string // a full scan's files, whose largest the next prune measures (nil: as before)
 }
 
 type pruneResult struct {
 	p   heal.Pruned
 	err error
+	// The state dir's free space after the prune (-1: unknown), and the largest of the
+	// paths given to it (largest < 0: none given).
+	free      int64
+	largestAt string
+	largest   int64
 }
 
 // startPrune prunes the state dir with the current engine, unless a prune is running (then
@@ -36,10 +44,17 @@ func (d *loop) startPrune() {
 		return
 	}
 	d.prune.running, d.prune.dirty = true, false
-	eng := d.eng
+	eng, paths, stateDir := d.eng, d.prune.paths, d.cfg.StateDir
+	d.prune.paths = nil
 	go func() {
 		p, err := eng.PruneStats()
-		d.prune.done <- pruneResult{p, err}
+		res := pruneResult{p: p, err: err, largest: -1}
+		if paths != nil {
+			res.largestAt, res.largest = largestOf(paths)
+			res.largest = max(res.largest, 0)
+		}
+		res.free = freeBytes(stateDir)
+		d.prune.done <- res
 	}()
 }
 
@@ -57,6 +72,10 @@ func (d *loop) pruned(r pruneResult) {
 	d.m.pruned.WithLabelValues("quarantine").Add(float64(p.Quarantined))
 	d.m.pruned.WithLabelValues("last-good").Add(float64(p.LastGood + p.Deleted))
 	d.m.quarantineDisk.Set(float64(p.QuarantineBytes))
+	if r.largest >= 0 {
+		d.refused.largestAt, d.refused.largest = r.largestAt, r.largest
+	}
+	d.space(r.free, time.Now())
 	if d.prune.again {
 		d.prune.again = false
 		d.startPrune()

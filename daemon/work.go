@@ -27,6 +27,13 @@ func (d *loop) scanAll(initial bool) {
 	d.busy.prune(d.cfg, "", targets)
 	d.m.setRuleFiles(d.cfg.Rules, targets)
 	events.Announce(d.log, events.Coverage(d.cfg, targets))
+	d.counts.unhealable = d.unhealable(targets, time.Now())
+	d.prune.paths = d.prune.paths[:0]
+	for _, t := range targets {
+		if !t.Temp && !t.Missing && t.Skip == "" {
+			d.prune.paths = append(d.prune.paths, t.Path)
+		}
+	}
 	d.startScan(targets, initial)
 }
 
@@ -198,6 +205,9 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 	// take d.log; log is for the daemon's other lines about this file.
 	log := d.log.With("rule", rule, "path", p)
 	now := time.Now()
+	if r.CopyErr != "" {
+		d.copyFailed(rule, p, r.CopyErr, now)
+	}
 	d.damaged.verdict(p, rule, r, now)
 	busyFor, warn, warned := d.busy.verdict(p, rule, r, j.t.Rule.MaxWait, now)
 	retries := d.retries[p] // busy verdicts of p in a row before this one

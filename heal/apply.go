@@ -166,12 +166,12 @@ func (e *Engine) verify(t Target, in *inspection) {
 			return
 		}
 		// Validated: copied streaming, and kept if it is still that version.
-		_ = e.LastGood.PutFrom(t.Path, f, id.Size, func() bool { return fsio.StillSame(f, id) })
+		in.copyErr = copyFailed(e.LastGood.PutFrom(t.Path, f, id.Size, func() bool { return fsio.StillSame(f, id) }))
 		return
 	}
 	if data, _, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {
 		if format.Inspect(c.typ, c.file(), data).Status == Healthy {
-			_ = e.LastGood.Put(t.Path, data)
+			in.copyErr = copyFailed(e.LastGood.Put(t.Path, data))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -219,6 +220,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	case Healthy:
 		if !dryRun && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
 			e.keepCopy(t, in)
+			r.CopyErr = errText(in.copyErr)
 		}
 		in.release()
 		return r
@@ -278,13 +280,22 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 	switch {
 	case err == nil:
 		r.Action, r.Quarantine = ActionHealed, q
+		r.CopyErr = errText(in.copyErr)
 		for _, ed := range p.edits {
 			r.QuarantinedBytes += ed.oldSize()
 		}
 	case errors.Is(err, errBusy):
 		r.Verdict, r.Action, r.Reason = Busy, ActionNone, err.Error()
 	default:
-		r.Action, r.Reason = ActionRefused, err.Error()
+		// The plan was made and could not be written: what each strategy came to, the
+		// chosen one with the write that failed.
+		r.Action, r.Reason = ActionRefused, writeAdvice(err)
+		r.Tried = tried(tries, t.Rule.Limits.MaxLoss)
+		for i, tr := range tries {
+			if tr.plan == p {
+				r.Tried[i] += "; chosen, not written: " + err.Error()
+			}
+		}
 	}
 	return r
 }
@@ -371,19 +382,38 @@ func (e *Engine) keepCopy(t Target, in *inspection) {
 	case !has && in.ctx.typ.AppendOnly() && !t.Rule.RestoreDeleted && time.Since(in.id.Mtime) > coldAfter:
 		return // cold: copied once its app writes to it again
 	case in.data != nil:
-		_ = e.LastGood.Put(t.Path, in.data)
+		in.copyErr = copyFailed(e.LastGood.Put(t.Path, in.data))
 	default:
-		e.lastGoodFrom(t.Path, in.id)
+		in.copyErr = e.lastGoodFrom(t.Path, in.id)
 	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// copyFailed is err when the state dir refused a last-good copy (no space, a quota, a
+// read-only or unwritable state dir, an I/O error), else nil: a file that moved while it
+// was copied keeps its older copy, and is copied again when next judged.
+func copyFailed(err error) error {
+	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EACCES, syscall.EPERM, syscall.EIO, syscall.EFBIG} {
+		if errors.Is(err, e) {
+			return err
+		}
+	}
+	return nil
 }
 
 // lastGoodFrom keeps a last-good copy of a healthy file judged streaming, copied from the file
 // itself and kept only if it is still the version judged.
-func (e *Engine) lastGoodFrom(path string, id Identity) {
+func (e *Engine) lastGoodFrom(path string, id Identity) error {
 	f, err := fsio.OpenStable(path, id)
 	if err != nil {
-		return
+		return nil
 	}
 	defer f.Close()
-	_ = e.LastGood.PutFrom(path, f, id.Size, func() bool { return fsio.StillSame(f, id) })
+	return copyFailed(e.LastGood.PutFrom(path, f, id.Size, func() bool { return fsio.StillSame(f, id) }))
 }

@@ -71,6 +71,9 @@ type Report struct {
 	HandsOff bool `json:"hands_off,omitempty"`
 
 	QuarantinedBytes int64 `json:"-"` // bytes this heal put into quarantine
+	// CopyErr: the state dir refused the file's last-good copy (no space, a quota, a
+	// read-only state dir): a later heal of it has no copy to fall back on.
+	CopyErr string `json:"-"`
 	// Wrote is, per file this heal replaced, the identity of the version it left there
 	// (absent when an app wrote over it before the heal could look): the daemon ignores the
 	// events of exactly that version, never of an app's write that followed.

@@ -54,6 +54,7 @@ type inspection struct {
 	big         bool  // damaged, judged streaming and planned from the file (bigplan.go); data is nil
 	bigEnd      int64 // big JSON with trailing garbage: the end of its first value, else -1
 	docRecords  int   // a big app document that parses: the records it holds (inspectDoc)
+	copyErr     error // the state dir refused its last-good copy (see [copyFailed])
 }
 
 // candidateOK reports whether bytes would be a healthy file at c's path.

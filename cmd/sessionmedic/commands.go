@@ -501,7 +501,12 @@ func cmdPolicy(args []string, stdout, stderr io.Writer) (int, error) {
 	// What each rule path guards today: a missing path, or one holding no matching file.
 	eng := heal.New(cfg, heal.Options{OneShot: true})
 	targets, _ := eng.Targets(nil, nil)
-	events.Announce(newLogger(stderr), events.Coverage(cfg, targets))
+	log := newLogger(stderr)
+	events.Announce(log, events.Coverage(cfg, targets))
+	// Where no heal could be written, as the daemon says it at start (run as this user).
+	for _, u := range eng.Unhealable(targets) {
+		log.Error(events.RuleCannotHeal, "rule", u.Rule, "dir", u.Dir, "files", u.Files, "reason", u.Reason)
+	}
 	_, err = stdout.Write(policy.Marshal(cfg)) // its first line says where it is from
 	if err != nil {
 		return exitInternal, err

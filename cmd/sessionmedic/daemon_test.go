@@ -29,9 +29,16 @@ type daemonProc struct {
 
 func startDaemon(t *testing.T, home string, args ...string) *daemonProc {
 	t.Helper()
-	d := &daemonProc{done: make(chan error, 1)}
-	d.cmd = exec.Command(binary, append([]string{"run", "-log-format", "json"}, args...)...)
-	d.cmd.Env = []string{"HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"), "PATH=" + os.Getenv("PATH")}
+	cmd := exec.Command(binary, append([]string{"run", "-log-format", "json"}, args...)...)
+	cmd.Env = []string{"HOME=" + home, "XDG_STATE_HOME=" + filepath.Join(home, "state"), "PATH=" + os.Getenv("PATH")}
+	return startDaemonCmd(t, cmd)
+}
+
+// startDaemonCmd is startDaemon of a command that runs the daemon (under a wrapper, such as
+// unshare), its JSON log on stderr.
+func startDaemonCmd(t *testing.T, cmd *exec.Cmd) *daemonProc {
+	t.Helper()
+	d := &daemonProc{done: make(chan error, 1), cmd: cmd}
 	stderr, _ := d.cmd.StderrPipe()
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

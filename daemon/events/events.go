@@ -40,6 +40,10 @@ const (
 
 	RulePathMissing = "rule.path_missing" // WARN: rule, path, patterns [, err]
 	RuleNoFiles     = "rule.no_files"     // WARN: rule, path, patterns [, shadowed_by]
+	RuleCannotHeal  = "rule.cannot_heal"  // ERROR: rule, dir, files, reason (at a full scan; hourly while it stands)
+
+	StateCopyFailed = "state.copy_failed" // ERROR: rule, path, err, state_dir, not_said, reason (at most hourly)
+	StateSpaceLow   = "state.space_low"   // ERROR: state_dir, free_bytes, needed_bytes, largest, largest_bytes, reason (hourly while it stands)
 
 	HTTPListening = "http.listening" // INFO: addr
 	HTTPError     = "http.error"     // ERROR: err; WARN: key, addr, err (a reload cannot bind http.listen)

@@ -279,3 +279,22 @@ func ownGroup(uid, gid uint32) bool {
 	g, err := user.LookupGroupId(u.Gid)
 	return err == nil && g.Name == u.Username
 }
+
+// Writable reports whether a heal could create, rename and unlink files in the directory,
+// with the identity its writes take (the tree's owner, run as root): nil, or the refusal
+// (EROFS for a read-only mount, a read-only bind mount included; EACCES for a directory
+// that identity may not write). It writes nothing.
+func (d *Dir) Writable() error {
+	err := d.as(-1, func() error { return unix.Faccessat(d.fd, ".", unix.W_OK|unix.X_OK, unix.AT_EACCESS) })
+	if err == nil {
+		err = readOnlyMount(d.fd)
+	}
+	if err != nil {
+		return &os.PathError{Op: "write", Path: d.path, Err: err}
+	}
+	return nil
+}
+
+// ActsAs is the uid whose identity the Dir's writes take: the tree's owner, run as root;
+// else -1 (the process's own).
+func (d *Dir) ActsAs() int { return d.asUID }

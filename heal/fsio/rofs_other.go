@@ -1,0 +1,5 @@
+//go:build darwin || freebsd
+
+package fsio
+
+func readOnlyMount(int) error { return nil }
