@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -138,5 +139,49 @@ rules:
 	tried, _ := e["tried"].([]any)
 	if len(tried) == 0 || !strings.Contains(fmt.Sprint(tried), "chosen, not written") || !strings.Contains(fmt.Sprint(e["reason"]), "ReadWritePaths=") {
 		t.Errorf("file.heal_refused: %v", e)
+	}
+}
+
+// TestPolicySaysFilesOfAnotherOwner: sessionmedic run as a service user (uid 1000) over a
+// directory it may write (its group's) holding another user's files cannot give a healed
+// file its owner back: `policy` says so before any damage (rule.cannot_heal).
+func TestPolicySaysFilesOfAnotherOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make the files of two other users")
+	}
+	home := t.TempDir()
+	for p := home; p != "/" && p != os.TempDir(); p = filepath.Dir(p) {
+		os.Chmod(p, 0o755) // the service user reaches the tree
+	}
+	dir := filepath.Join(home, "shared")
+	os.MkdirAll(dir, 0o775)
+	f := filepath.Join(dir, "a.jsonl")
+	os.WriteFile(f, []byte("{\"n\":1}\n"), 0o664)
+	for _, p := range []string{dir, f} {
+		if err := os.Chown(p, 1001, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(dir, 0o775)
+	policyFile := filepath.Join(home, "policy.yaml")
+	os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nrules:\n  - name: j\n    paths: [%s]\n    format: jsonl\n", filepath.Join(home, "state"), dir)), 0o644)
+	bin := filepath.Join(home, "sessionmedic") // one the service user may run
+	b, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bin, b, 0o755)
+	cmd := exec.Command(bin, "policy", "-config", policyFile)
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "SESSIONMEDIC_LOG_FORMAT=json"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1000, Gid: 1000}}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("policy: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"rule.cannot_heal", f + " is owned by uid 1001", "sessionmedic runs as uid 1000", "run sessionmedic as the files' owner or as root"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("policy does not say %q:\n%s", want, stderr.String())
+		}
 	}
 }
