@@ -140,13 +140,16 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		return first, err
 	}
 	e.step("done", t.Path)
-	e.verify(t, in)
+	e.verify(t, in, (*written)[t.Path])
 	return first, nil
 }
 
 // verify: the result must validate, and becomes the new last-good copy. A big result is
-// validated streaming, and read whole only for a last-good copy it fits in.
-func (e *Engine) verify(t Target, in *inspection) {
+// validated streaming, and read whole only for a last-good copy it fits in. A big result
+// that is still the version this heal wrote (wrote: its identity after the rename, zero when
+// an app wrote over it first) is the plan's bytes, which were judged healthy when the plan
+// was made and whose hash the write checked: copied without judging them a second time.
+func (e *Engine) verify(t Target, in *inspection, wrote Identity) {
 	c := in.ctx
 	c.lastGood = nil
 	if !t.Rule.KeepLastGood {
@@ -161,9 +164,11 @@ func (e *Engine) verify(t Target, in *inspection) {
 			return
 		}
 		defer f.Close()
-		v, err := judgeStreamed(&c, f, 0, id.Size)
-		if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
-			return
+		if ours := wrote.Ino != 0 && id.Same(wrote); !ours {
+			v, err := judgeStreamed(&c, f, 0, id.Size)
+			if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
+				return
+			}
 		}
 		// Validated: copied streaming, and kept if it is still that version.
 		in.copyErr = copyFailed(e.LastGood.PutFrom(t.Path, f, id.Size, func() bool { return fsio.StillSame(f, id) }))
