@@ -288,6 +288,7 @@ type claudeSequence struct {
 	seed         maphash.Seed
 	uuids        map[uint64]bool // the hashes of the records' uuids
 	parents      []uint64        // ... and of their string parentUuids
+	arena        jsonv.Arena     // each record's tree, dropped once judged
 }
 
 // claudeProblemFields: what claudeRecordProblem reads of a record.
@@ -306,16 +307,15 @@ var claudeFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
 }}
 
 func (s *claudeSequence) Record(rec []byte) string {
-	v, err := jsonv.ParseFields(rec, nodeDialect, claudeFields)
-	if err != nil {
+	if err := jsonv.Valid(rec, nodeDialect); err != nil {
 		return err.Error() // as RecordProblem says it
 	}
-	return s.record(v)
+	return s.RecordValid(rec)
 }
 
 // RecordValid: Record of a record judgeRecords has found valid.
 func (s *claudeSequence) RecordValid(rec []byte) string {
-	return s.record(jsonv.ParseFieldsValid(rec, nodeDialect, claudeFields))
+	return s.record(s.arena.ParseFieldsValid(rec, nodeDialect, claudeFields))
 }
 
 // record is Record of the record's tree.

@@ -59,7 +59,7 @@ func (p *builder) shaped(i int, f *Fields) (*Value, int) {
 				i = skipWS(b, i+1)
 			}
 		}
-		v.Keys = append([]Member(nil), p.members[base:]...)
+		v.Keys = p.keepMembers(p.members[base:])
 		clear(p.members[base:])
 		p.members = p.members[:base]
 		v.End = i + 1
@@ -77,7 +77,7 @@ func (p *builder) shaped(i int, f *Fields) (*Value, int) {
 				i = skipWS(b, i+1)
 			}
 		}
-		v.Items = append([]*Value(nil), p.items[base:]...)
+		v.Items = p.keepItems(p.items[base:])
 		clear(p.items[base:])
 		p.items = p.items[:base]
 		v.End = i + 1

@@ -2,9 +2,11 @@ package jsonv
 
 import (
 	"bytes"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -97,8 +99,12 @@ func fieldsOf(v *Value, depth int, seed byte) *Fields {
 func FuzzParseFields(f *testing.F) {
 	addSeeds(f)
 	f.Add([]byte(`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"a\nb"},{"type":"tool_use","id":"t1"}]},"uuid":"u","type":"user"}`))
+	var arenaMu sync.Mutex
+	var arena Arena // reused from one input to the next, as a checklist reuses it
 	f.Fuzz(func(t *testing.T, b []byte) {
 		seed := byte(len(b))
+		arenaMu.Lock()
+		defer arenaMu.Unlock()
 		for _, d := range []Dialect{plain, {NonFinite: true, Surrogates: true, Lossy: true}} {
 			full, err := Parse(b, d)
 			if err != nil {
@@ -113,7 +119,13 @@ func FuzzParseFields(f *testing.F) {
 					t.Fatal(err)
 				}
 				checkFields(t, b, full, got, fl)
-				checkFields(t, b, full, ParseFieldsValid(b, d, fl), fl)
+				want := ParseFieldsValid(b, d, fl)
+				checkFields(t, b, full, want, fl)
+				inArena := arena.ParseFieldsValid(b, d, fl)
+				checkFields(t, b, full, inArena, fl)
+				if treeText(inArena) != treeText(want) {
+					t.Fatalf("Arena.ParseFieldsValid(%q) = %+v, ParseFieldsValid %+v", b, inArena, want)
+				}
 			}
 		}
 	})
@@ -156,4 +168,23 @@ func TestParseFields(t *testing.T) {
 	if s != "tool_use" || !bytes.Equal([]byte(v.Get("type").Str), []byte("user")) {
 		t.Fatalf("strings changed with the input: %q", s)
 	}
+}
+
+// treeText is v's tree, every field of every node, as text (NaN equal to NaN).
+func treeText(v *Value) string {
+	if v == nil {
+		return "nil"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "{%v %d %d %v %q %v %v %d [", v.Type, v.Start, v.End, v.Bool, v.Str, v.Num, v.IsInt, v.Int)
+	fmt.Fprintf(&b, "items %v:", v.Items == nil)
+	for _, it := range v.Items {
+		b.WriteString(treeText(it))
+	}
+	fmt.Fprintf(&b, "] [keys %v:", v.Keys == nil)
+	for _, m := range v.Keys {
+		fmt.Fprintf(&b, "%q@%d=%s", m.Key, m.KeyStart, treeText(m.Val))
+	}
+	b.WriteString("]}")
+	return b.String()
 }

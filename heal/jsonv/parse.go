@@ -126,9 +126,27 @@ type builder struct {
 	slab       []Value
 	items      []*Value // stack of the elements of the open arrays
 	members    []Member // stack of the members of the open objects
+	arena      *Arena   // nil: nodes and lists are allocated
+}
+
+func (p *builder) keepMembers(m []Member) []Member {
+	if p.arena != nil {
+		return p.arena.members(m)
+	}
+	return append([]Member(nil), m...)
+}
+
+func (p *builder) keepItems(e []*Value) []*Value {
+	if p.arena != nil {
+		return p.arena.elements(e)
+	}
+	return append([]*Value(nil), e...)
 }
 
 func (p *builder) alloc() *Value {
+	if p.arena != nil {
+		return p.arena.value()
+	}
 	if len(p.slab) == 0 {
 		p.slab = make([]Value, p.chunk)
 	}
@@ -168,7 +186,7 @@ func (p *builder) value(i int) (*Value, int) {
 				i = skipWS(b, i+1)
 			}
 		}
-		v.Keys = append([]Member(nil), p.members[base:]...)
+		v.Keys = p.keepMembers(p.members[base:])
 		clear(p.members[base:])
 		p.members = p.members[:base]
 		i++
@@ -184,7 +202,7 @@ func (p *builder) value(i int) (*Value, int) {
 				i = skipWS(b, i+1)
 			}
 		}
-		v.Items = append([]*Value(nil), p.items[base:]...)
+		v.Items = p.keepItems(p.items[base:])
 		clear(p.items[base:])
 		p.items = p.items[:base]
 		i++

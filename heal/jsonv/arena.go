@@ -1,0 +1,78 @@
+package jsonv
+
+// Arena holds the nodes of trees built one after another by a checklist that reads each tree
+// and drops it before the next is built (a record at a time): its nodes, member and element
+// lists are reused from one build to the next instead of allocated for each. Strings are
+// still copied out, so a checklist may keep those. The zero Arena is ready; it is not safe
+// for concurrent use.
+type Arena struct {
+	vals   [][]Value // chunks of nodes
+	vc, vn int       // the chunk in use and its next free node
+	keys   []Member  // member lists of the tree being built
+	items  []*Value  // element lists of the tree being built
+	mstack []Member  // the builder's stacks, kept between builds
+	istack []*Value
+}
+
+const arenaChunk = 64
+
+// ParseFieldsValid is [ParseFieldsValid] building the tree in a: the tree of the previous
+// build from a is no longer valid (its nodes are reused).
+func (a *Arena) ParseFieldsValid(b []byte, d Dialect, f *Fields) *Value {
+	a.reset()
+	p := builder{b: b, surr: d.Surrogates, d: d, max: MaxDepth, own: true, arena: a,
+		members: a.mstack[:0], items: a.istack[:0]}
+	v, _ := p.shaped(skipWS(b, 0), f)
+	a.mstack, a.istack = p.members[:0], p.items[:0]
+	return v
+}
+
+func (a *Arena) reset() {
+	for i := 0; i <= a.vc && i < len(a.vals); i++ {
+		clear(a.vals[i]) // no string or list of the last tree is kept alive
+	}
+	a.vc, a.vn = 0, 0
+	clear(a.keys)
+	clear(a.items)
+	a.keys, a.items = a.keys[:0], a.items[:0]
+}
+
+func (a *Arena) value() *Value {
+	if a.vc < len(a.vals) && a.vn == len(a.vals[a.vc]) {
+		a.vc, a.vn = a.vc+1, 0
+	}
+	if a.vc == len(a.vals) {
+		a.vals = append(a.vals, make([]Value, arenaChunk))
+	}
+	v := &a.vals[a.vc][a.vn]
+	a.vn++
+	return v
+}
+
+// members is a copy of m in the arena, with no room to append into (a list given out is
+// never written by the next).
+func (a *Arena) members(m []Member) []Member {
+	if len(m) == 0 {
+		return nil // as append([]Member(nil)) gives
+	}
+	if len(a.keys)+len(m) > cap(a.keys) {
+		// A new buffer: the lists already given out keep the old one.
+		a.keys = make([]Member, 0, max(2*cap(a.keys), len(m), arenaChunk))
+	}
+	n := len(a.keys)
+	a.keys = append(a.keys, m...)
+	return a.keys[n:len(a.keys):len(a.keys)]
+}
+
+// elements is members of an array's elements.
+func (a *Arena) elements(e []*Value) []*Value {
+	if len(e) == 0 {
+		return nil
+	}
+	if len(a.items)+len(e) > cap(a.items) {
+		a.items = make([]*Value, 0, max(2*cap(a.items), len(e), arenaChunk))
+	}
+	n := len(a.items)
+	a.items = append(a.items, e...)
+	return a.items[n:len(a.items):len(a.items)]
+}
