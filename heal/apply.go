@@ -412,23 +412,39 @@ func (e *Engine) putBack(d *fsio.Dir, old *os.File, ed edit, ours Identity) erro
 		return err
 	}
 	name := filepath.Base(ed.path)
-	if now, err := d.Stat(name); err != nil || !now.SameWrite(ours) {
-		if err == nil && now.Ino == ours.Ino && now.Size > ours.Size {
-			// The path still holds the inode we wrote, grown: an app without a lock that
-			// appends (Claude Code's appendFile) appended to the old inode during the heal,
-			// then to ours.
-			if merged, ok := appendsOnBoth(d, old, fi, ed, now); ok {
-				return e.putBackAppends(d, ed, merged, now)
+	now, err := d.Stat(name)
+	if err == nil && now.SameWrite(ours) {
+		// Copied from the old inode streaming: whatever its size, it is not held in memory.
+		// The path must still hold ours right before the rename: an app that appends writes
+		// through the path into ours meanwhile (the copy and its fsync take a while), and a
+		// rename over that append would lose it.
+		err := e.putAgain(d, ed, fsio.Range{Off: 0, N: fi.Size()}, old, func() error {
+			if cur, err := d.Stat(name); err != nil || !cur.SameWrite(ours) {
+				return errNotOurs
 			}
+			return nil
+		})
+		if err == nil {
+			return busyErr("%s: the app wrote during the heal; its bytes were put back", ed.path)
 		}
-		return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
+		if !errors.Is(err, errNotOurs) {
+			return err
+		}
+		now, err = d.Stat(name)
 	}
-	// Copied from the old inode streaming: whatever its size, it is not held in memory.
-	if err := e.putAgain(d, ed, fsio.Range{Off: 0, N: fi.Size()}, old, nil); err != nil {
-		return err
+	if err == nil && now.Ino == ours.Ino && now.Size > ours.Size {
+		// The path still holds the inode we wrote, grown: an app without a lock that
+		// appends (Claude Code's appendFile) appended to the old inode during the heal,
+		// then to ours.
+		if merged, ok := appendsOnBoth(d, old, fi, ed, now); ok {
+			return e.putBackAppends(d, ed, merged, now)
+		}
 	}
-	return busyErr("%s: the app wrote during the heal; its bytes were put back", ed.path)
+	return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
 }
+
+// errNotOurs: the path no longer holds the version a heal renamed there.
+var errNotOurs = errors.New("the path no longer holds the heal's version")
 
 // putAgain durably replaces the file at ed.path, in d, with c (read from src when c needs
 // it), with the mode and owner ed's file had: temp, write, fsync, rename, directory fsync.

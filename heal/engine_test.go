@@ -444,3 +444,53 @@ func TestAppendsOnBothInodesArePutBackInOrder(t *testing.T) {
 		t.Fatalf("%d quarantine entries, want the damaged original's", len(all))
 	}
 }
+
+// An app without a lock that appends (Claude Code's appendFile) appended to the old inode
+// during the heal, and appends again, through the path, into the healed file while the old
+// inode's bytes are copied for their put-back: that append is not lost under the put-back's
+// rename; both appends are put back in order after the heal's bytes.
+func TestAppendDuringThePutBackIsKept(t *testing.T) {
+	var faults faultSwitch
+	dir := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(dir, 0o755)
+	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{{
+		Name: "j", Format: "jsonl", Paths: []string{dir}, Lock: policy.Lock{Protocol: "none"},
+		Strategies: []policy.Strategy{policy.Salvage}, Limits: policy.Limits{MaxLoss: 0.9}, Mode: "heal",
+	}}}
+	e := New(cfg, Options{Faults: faults.fault, QuietCheck: time.Millisecond})
+	e.findWriters = func(dev, ino uint64) []int { return nil }
+	p := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(p, []byte("{\"n\":1}\nxx\n{\"n\":2}\n"), 0o644)
+	appendTo := func(s string) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+	renamed, copying := false, false
+	faults.set(func(op, path string) error {
+		switch {
+		case op == "rename" && path == p && !renamed:
+			renamed = true
+			appendTo("{\"n\":3}\n") // past every check, just before the heal's rename: into the old inode
+		case op == "fsync" && renamed && !copying && filepath.Dir(path) == dir:
+			copying = true
+			appendTo("{\"n\":4}\n") // while the put-back's temp is synced: into the healed file
+		}
+		return nil
+	})
+	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if !copying {
+		t.Fatal("the heal put nothing back")
+	}
+	if r.Verdict != Busy {
+		t.Fatalf("want busy (looked at again later): %+v", r)
+	}
+	want := "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n"
+	if b, _ := os.ReadFile(p); string(b) != want {
+		t.Fatalf("after the heal: %q, want the healed bytes and both appends in order %q", b, want)
+	}
+}

@@ -20,6 +20,10 @@ type claude struct {
 	tag  string
 	n    int
 	host *env
+
+	// land, when set, lands a write's two batches instead of two threads racing (tests: an
+	// order, and what the daemon does around them, chosen).
+	land func(path string, meta, rec []byte) error
 }
 
 func (c *claude) name() string     { return "claude-code" }
@@ -80,33 +84,38 @@ func (c *claude) create(ctx context.Context) (*session, error) {
 func (c *claude) lock(context.Context, *session) (func(), error) { return func() {}, nil }
 
 // write commits the record as two batches from two threads at once: a queue-operation meta
-// record and the chain record, in whichever order the kernel lands them.
+// record and the chain record, in whichever order the kernel lands them. Which it was is
+// not read back here: a heal may have changed the bytes before them by now, or hold one of
+// them in the inode it replaced until it puts it back. The bytes returned have the meta
+// record first; s.pair lets the checks take the other order when the file shows it.
 func (c *claude) write(s *session, id string) ([]byte, error) {
 	sid := filepath.Base(s.path)
 	sid = sid[:len(sid)-len(".jsonl")]
 	meta := fmt.Appendf(nil, `{"type":"queue-operation","operation":"dequeue","timestamp":"2026-11-22T21:40:41.823Z","sessionId":%q}`+"\n", sid)
 	rec := c.record(s, id, len(s.ids))
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, b := range [][]byte{meta, rec} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = appendBatch(s.path, b)
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
+	if c.land != nil {
+		if err := c.land(s.path, meta, rec); err != nil {
 			return nil, err
 		}
+	} else {
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, b := range [][]byte{meta, rec} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = appendBatch(s.path, b)
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
 	}
-	a := append(append(append([]byte(nil), s.last...), meta...), rec...)
-	b := append(append(append([]byte(nil), s.last...), rec...), meta...)
-	if cur, err := os.ReadFile(s.path); err == nil && bytes.Equal(cur, b) {
-		return b, nil
-	}
-	return a, nil
+	s.pair = [2][]byte{meta, rec}
+	return append(append(append([]byte(nil), s.last...), meta...), rec...), nil
 }
 
 func (c *claude) damage(ctx context.Context, rng *rand.Rand, s *session, racing bool) (string, []byte, error) {

@@ -113,6 +113,47 @@ type session struct {
 	// may land it any time until the app writes over the damage.
 	alt    []byte
 	altInj *injection
+
+	// pair, when set, is the last write's two batches, in flight at once from two threads
+	// (Claude Code's), in the order last and alt end with them: the kernel lands them either
+	// way round, and nothing on disk tells the app which until the file is seen settled (a
+	// heal may have changed the bytes before them meanwhile, or hold one of them in the
+	// replaced inode until it puts it back). Cleared once a check found the file settled.
+	pair [2][]byte
+}
+
+// swapPair is b with its last two batches (s.pair) the other way round, or nil when b does
+// not end with them.
+func (s *session) swapPair(b []byte) []byte {
+	x, y := s.pair[0], s.pair[1]
+	n := len(b) - len(x) - len(y)
+	if x == nil || n < 0 || !bytes.Equal(b[n:n+len(x)], x) || !bytes.Equal(b[n+len(x):], y) {
+		return nil
+	}
+	return append(append(append([]byte(nil), b[:n]...), y...), x...)
+}
+
+// orderAs takes, for the last write's pair, the order the file b shows: when b is what the
+// app left there (or, a racing damage pending, what a heal of it leaves) with the two
+// batches the other way round, the app's record of it is swapped to match.
+func (s *session) orderAs(b []byte) {
+	if s.pair[0] == nil {
+		return
+	}
+	last := s.swapPair(s.last)
+	var alt []byte
+	if s.alt != nil {
+		alt = s.swapPair(s.alt)
+	}
+	if (last != nil && bytes.Equal(b, last)) || (alt != nil && bytes.Equal(b, alt)) {
+		if last != nil {
+			s.last = last
+		}
+		if alt != nil {
+			s.alt = alt
+		}
+		s.pair = [2][]byte{s.pair[1], s.pair[0]}
+	}
 }
 
 var idRe = regexp.MustCompile(`"id": ?"([a-z]+[0-9]*-[0-9]{6})"`)
@@ -142,11 +183,15 @@ func inode(path string) uint64 {
 func (e *env) check(style string, s *session, where string, keepsInode, heldOpen bool) {
 	b, err := os.ReadFile(s.path)
 	ino := inode(s.path)
+	if err == nil {
+		s.orderAs(b)
+	}
 	if err == nil && bytes.Equal(b, s.last) && (!keepsInode || ino == s.ino) {
+		s.pair = [2][]byte{}
 		return
 	}
 	if err == nil && s.alt != nil && bytes.Equal(b, s.alt) && (!heldOpen || ino == s.ino) {
-		s.last, s.ino = s.alt, ino
+		s.last, s.ino, s.pair = s.alt, ino, [2][]byte{}
 		e.resolveRacing(s, "healed")
 		return
 	}
@@ -154,14 +199,18 @@ func (e *env) check(style string, s *session, where string, keepsInode, heldOpen
 		// The app's own last write (the damage) came while the daemon was replacing the file:
 		// the daemon put the app's bytes back under a new inode, as it must.
 		e.fig.putBacks.Add(1)
-		s.ino = ino
+		s.ino, s.pair = ino, [2][]byte{}
 		return
 	}
 	// The daemon may be in the middle of putting the app's bytes back: a file that returns to
 	// what the app left there within a second was rolled back for a while, not lost.
 	for start := time.Now(); time.Since(start) < time.Second; time.Sleep(2 * time.Millisecond) {
 		b2, err2 := os.ReadFile(s.path)
+		if err2 == nil {
+			s.orderAs(b2)
+		}
 		if err2 == nil && (bytes.Equal(b2, s.last) || (s.alt != nil && bytes.Equal(b2, s.alt))) {
+			s.pair = [2][]byte{}
 			e.fig.rolledBack.Add(1)
 			d := time.Since(start)
 			e.mu.Lock()
@@ -201,7 +250,7 @@ func (e *env) check(style string, s *session, where string, keepsInode, heldOpen
 	e.problem("%s %s (%s): the file is not what the app left there (err %v, %d bytes, inode %d→%d); %d committed records missing %v\n  want %q\n  got  %q\n%s",
 		style, s.path, where, err, len(b), s.ino, ino, len(missing), head(missing, 5), clip(s.last), clip(b), e.history(s.path, 3*time.Second))
 	if err == nil {
-		s.last, s.ino = b, ino
+		s.last, s.ino, s.pair = b, ino, [2][]byte{}
 	}
 }
 

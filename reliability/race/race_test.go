@@ -211,8 +211,10 @@ rules:
 		for _, w := range all {
 			for _, ss := range w.sessions {
 				if ss.alt != nil {
-					if b, err := os.ReadFile(ss.path); err == nil && string(b) == string(ss.alt) {
-						continue
+					if b, err := os.ReadFile(ss.path); err == nil {
+						if ss.orderAs(b); string(b) == string(ss.alt) {
+							continue
+						}
 					}
 					pending++
 				}

@@ -128,23 +128,29 @@ func runWriter(ctx context.Context, e *env, st style, prefix string, rng *rand.R
 			e.problem("%s %s: app write: %v", st.name(), s.path, err)
 			return sessions
 		}
-		s.ids = append(s.ids, id)
-		s.last, s.ino = b, inode(s.path)
-		if s.alt != nil {
-			if ap, ok := st.(interface{ appendsPast() bool }); st.heldOpen() || (ok && ap.appendsPast()) {
-				// Appended past the bad line: a heal may still drop it.
-				s.alt = append(s.alt, b[len(prev):]...)
-			} else {
-				// The app's own rewrite replaced the damage before the daemon healed it.
-				e.resolveRacing(s, "superseded")
-			}
-		}
+		e.committed(st, s, id, prev, b)
 		e.fig.writes.Add(1)
 		e.check(st.name(), s, "under the app's lock, after its write", st.keepsInode(), st.heldOpen())
 		release()
 		pause(ctx, rng)
 	}
 	return sessions
+}
+
+// committed notes the app's write of record id: the file went from prev to b, as the app
+// knows it.
+func (e *env) committed(st style, s *session, id string, prev, b []byte) {
+	s.ids = append(s.ids, id)
+	s.last, s.ino = b, inode(s.path)
+	if s.alt != nil {
+		if ap, ok := st.(interface{ appendsPast() bool }); st.heldOpen() || (ok && ap.appendsPast()) {
+			// Appended past the bad line: a heal may still drop it.
+			s.alt = append(s.alt, b[len(prev):]...)
+		} else {
+			// The app's own rewrite replaced the damage before the daemon healed it.
+			e.resolveRacing(s, "superseded")
+		}
+	}
 }
 
 // holdTime is how long an app holds its lock before it writes: mostly a moment, sometimes a
