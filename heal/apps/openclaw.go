@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -143,8 +144,13 @@ func (openclawTranscript) RecordProblem(rec []byte, first bool) string {
 	return transcriptLineProblem(rec, first)
 }
 func (openclawTranscript) RecordProblemValid(rec []byte, first bool) string {
-	return transcriptEntryProblem(jsonv.ParseFieldsValid(rec, jsonv.Dialect{}, transcriptFields), first)
+	a := transcriptArenas.Get().(*jsonv.Arena)
+	defer transcriptArenas.Put(a)
+	return transcriptEntryProblem(a.ParseFieldsValid(rec, jsonv.Dialect{}, transcriptFields), first)
 }
+
+// transcriptArenas hold the trees RecordProblemValid builds and drops, a record at a time.
+var transcriptArenas = sync.Pool{New: func() any { return new(jsonv.Arena) }}
 
 // transcriptFields: what transcriptEntryProblem reads of a record.
 var transcriptFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": nil, "id": nil}}
