@@ -330,27 +330,36 @@ type codexSequence struct {
 	paginated, lastHas  bool
 	headerHas, fork     bool
 	start, prev, header int64
+	arena               jsonv.Arena // each record's tree, dropped once judged
 }
 
 func (s *codexSequence) Record(rec []byte) string {
-	v, err := jsonv.ParseDepth(rec, codexDialect, s.depth())
-	if err != nil {
+	if err := jsonv.Valid(rec, codexDialect); err != nil {
 		return err.Error()
 	}
-	return s.record(v)
+	return s.RecordValid(rec)
 }
 
 // RecordValid: Record of a record judgeRecords has found valid.
 func (s *codexSequence) RecordValid(rec []byte) string {
-	return s.record(jsonv.ParseDepthValid(rec, codexDialect, s.depth()))
+	return s.record(s.arena.ParseFieldsValid(rec, codexDialect, s.fields()))
 }
 
-// depth is how deep the next record is read: the header down to payload.history_base.
-func (s *codexSequence) depth() int {
+// codexRecordFields: what record reads of a record after the header (the timestamp's type
+// only); codexHeaderFields: of the header, down to payload.history_base.
+var (
+	codexRecordFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"timestamp": {Opaque: true}, "ordinal": nil}}
+	codexHeaderFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"timestamp": {Opaque: true}, "ordinal": nil,
+		"payload": {Members: map[string]*jsonv.Fields{"id": nil, "history_mode": nil,
+			"history_base": {Members: map[string]*jsonv.Fields{"end_ordinal_exclusive": nil}}}}}}
+)
+
+// fields is what the next record is read for: the header down to payload.history_base.
+func (s *codexSequence) fields() *jsonv.Fields {
 	if s.n == 0 {
-		return 3
+		return codexHeaderFields
 	}
-	return 1
+	return codexRecordFields
 }
 
 // record is Record of the record's tree.

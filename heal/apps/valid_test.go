@@ -33,6 +33,7 @@ func FuzzValidRecordPaths(f *testing.F) {
 		cx := codexLog{}
 		got := cx.NewSequence("/x/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl").(*codexSequence)
 		want := cx.NewSequence("/x/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl").(*codexSequence)
+		got2 := cx.NewSequence("/x/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl").(*codexSequence) // fed by Record alone
 		for i, rec := range bytes.Split(b, []byte("\n")) {
 			if jsonv.Valid(rec, jsonv.Dialect{}) == nil {
 				if g, w := oc.RecordProblemValid(rec, i == 0), oc.RecordProblem(rec, i == 0); g != w {
@@ -45,8 +46,18 @@ func FuzzValidRecordPaths(f *testing.F) {
 			} else {
 				g = got.Record(rec)
 			}
-			if w := want.Record(rec); g != w {
+			if w := got2.Record(rec); g != w {
 				t.Fatalf("codex record %q: %q, Record %q", rec, g, w)
+			}
+			// The whole tree, three levels down, says the same as the members built.
+			w := ""
+			if v, err := jsonv.ParseDepth(rec, codexDialect, 3); err != nil {
+				w = err.Error()
+			} else {
+				w = want.record(v)
+			}
+			if g != w {
+				t.Fatalf("codex record %q: %q, the whole tree says %q", rec, g, w)
 			}
 		}
 		if g, w := got.End(), want.End(); g != w {
