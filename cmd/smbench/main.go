@@ -10,6 +10,7 @@
 //	go run ./cmd/smbench -only claude   # Claude Code transcripts under the claude-code preset
 //	go run ./cmd/smbench -only apps     # 100–300 MB app transcripts checked and healed, the sidecar's first scan
 //	go run ./cmd/smbench -only validate,e2e,small,bigfile   # the validator, end to end, 20,000 small files, memory
+//	go run ./cmd/smbench -only docs     # 20,000 session documents of ~7.5 KB: CoPaw, PraisonAI, generic JSON
 //
 // claude lays out 5,000 transcripts (2 GB; -quick: 200, 40 MB) as ~/.claude/projects/<slug>/
 // <uuid>.jsonl in the bench's own home and measures: the first scan (`sessionmedic check` on
@@ -48,7 +49,7 @@ func main() {
 }
 
 // workloads in the order they run. growth goes last: it reuses the scan tree when scan ran.
-var workloads = []string{"validate", "append", "e2e", "small", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "growth"}
+var workloads = []string{"validate", "append", "e2e", "small", "docs", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "growth"}
 
 type options struct {
 	json, quick, keep bool
@@ -182,7 +183,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	res := Result{Machine: machine, Quick: o.quick, Started: started.UTC().Format(time.RFC3339)}
 	failed := false
 	needBin := false
-	for _, n := range []string{"e2e", "small", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "growth"} {
+	for _, n := range []string{"e2e", "small", "docs", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "growth"} {
 		needBin = needBin || o.selected(n)
 	}
 	if needBin {
@@ -241,7 +242,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runWorkload runs one workload under its time bound.
 func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 	limit := map[string]time.Duration{
-		"validate": 5 * time.Minute, "append": 5 * time.Minute, "e2e": 5 * time.Minute, "small": 5 * time.Minute, "scan": 60 * time.Minute,
+		"validate": 5 * time.Minute, "append": 5 * time.Minute, "e2e": 5 * time.Minute, "small": 5 * time.Minute, "docs": 10 * time.Minute, "scan": 60 * time.Minute,
 		"idle": 40 * time.Minute, "latency": 5 * time.Minute, "bigfile": 10 * time.Minute,
 		"healrss": 15 * time.Minute, "claude": 20 * time.Minute, "apps": 15 * time.Minute, "growth": 20 * time.Minute,
 	}[name]
@@ -260,6 +261,8 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 	case "small":
 		r, err := b.scanSmall(ctx)
 		return []Row{r}, err
+	case "docs":
+		return b.docs(ctx)
 	case "scan":
 		return b.scan(ctx)
 	case "idle":

@@ -27,9 +27,17 @@ func (copaw) EmptyIsDamage() bool    { return true }
 
 // DocShape: the checklist takes agent.memory.content message by message.
 func (copaw) DocShape() jsonv.Shape {
-	// A message pair is read two levels down (the message's members, the marks).
-	return jsonv.Shape{Items: []string{"agent", "memory", "content"}, ElemDepth: 2}
+	return jsonv.Shape{Items: []string{"agent", "memory", "content"}, ElemFields: copawElem}
 }
+
+// copawElem is what copawMessageProblem reads of an element, a [msg, marks] pair or a bare
+// message: the pair's items, a message's name, content and role (whether they are there),
+// each mark's type. No message text is decoded.
+var copawElem = func() *jsonv.Fields {
+	present := &jsonv.Fields{Opaque: true}
+	msg := map[string]*jsonv.Fields{"name": present, "content": present, "role": present}
+	return &jsonv.Fields{Members: msg, Items: &jsonv.Fields{Members: msg, Items: &jsonv.Fields{Opaque: true}}}
+}()
 
 func (copaw) NewDocCheck(format.File) format.DocCheck { return &copawCheck{} }
 

@@ -38,12 +38,27 @@ type DocCheck interface {
 // checkDoc applies p's checklist to the valid document of size bytes r holds; records is 0
 // when it is not an object.
 func checkDoc(p Profile, f File, r io.ReaderAt, size int64) (v Verdict, records int, err error) {
+	return checkDocWith(p, f, func(s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
+		return jsonv.Walk(r, size, p.Dialect(), s, elem)
+	})
+}
+
+// checkDocValid is checkDoc of data held whole that has passed jsonv.Valid with p's dialect:
+// it is walked in place and not validated again (jsonv.WalkValid).
+func checkDocValid(p Profile, f File, data []byte) (v Verdict, records int, err error) {
+	return checkDocWith(p, f, func(s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
+		return jsonv.WalkValid(data, p.Dialect(), s, elem)
+	})
+}
+
+// checkDocWith is checkDoc with the pass walk makes.
+func checkDocWith(p Profile, f File, walk func(jsonv.Shape, func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error)) (v Verdict, records int, err error) {
 	dc, ok := p.(DocChecker)
 	if !ok || p.Plain() {
 		return OK(), 1, nil
 	}
 	c := dc.NewDocCheck(f)
-	root, info, err := jsonv.Walk(r, size, p.Dialect(), dc.DocShape(), c.Elem)
+	root, info, err := walk(dc.DocShape(), c.Elem)
 	if errors.Is(err, jsonv.ErrTooLarge) {
 		return Skip("not judged: one value's members and short strings alone are over %d bytes, or the objects around its history hold over %d members", jsonv.WalkLimit, jsonv.WalkMembers), 0, nil
 	}

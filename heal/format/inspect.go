@@ -79,7 +79,7 @@ func inspectJSON(p Profile, f File, data []byte) Verdict {
 	if p.Plain() {
 		return OK() // no checklist reads the tree: valid is all there is to know
 	}
-	v, _, err := checkDoc(p, f, bytes.NewReader(data), int64(len(data)))
+	v, _, err := checkDocValid(p, f, data)
 	if err != nil {
 		return Skip("unreadable: %v", err)
 	}
@@ -208,7 +208,7 @@ func Records(p Profile, data []byte) int {
 		}
 		return 0
 	}
-	_, n, _ := checkDoc(p, File{}, bytes.NewReader(data), int64(len(data)))
+	_, n, _ := checkDocValid(p, File{}, data)
 	return n
 }
 

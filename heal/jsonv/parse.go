@@ -81,12 +81,17 @@ func Parse(b []byte, d Dialect) (*Value, error) {
 	if err := Valid(b, d); err != nil {
 		return nil, err
 	}
+	return parseValid(b, d), nil
+}
+
+// parseValid is Parse of b that has passed Valid(b, d).
+func parseValid(b []byte, d Dialect) *Value {
 	// No deeper than MaxDepth: a dialect that accepts more (V8's) is not built into a tree
 	// past it, so the build's recursion stays bounded.
 	p := builder{b: b, src: string(b), surr: d.Surrogates, d: d, max: MaxDepth}
 	p.chunk = min(max(len(b)/32, 8), 1024)
 	v, _ := p.value(skipWS(b, 0))
-	return v, nil
+	return v
 }
 
 // ParseDepth is Parse building only the first depth levels of the tree: an object or array

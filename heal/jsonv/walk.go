@@ -32,6 +32,10 @@ type Shape struct {
 	// (an element's type and bounds only). Both are for a checklist that reads no deeper.
 	ElemDepth   int
 	ElemShallow bool
+	// ElemFields, when set, builds each streamed element as [ParseFields] does, only the
+	// members and items it names (ElemDepth is then unused): for a checklist that reads a few
+	// members of each element, no other string is decoded and nothing else allocated.
+	ElemFields *Fields
 }
 
 // Elem is one element of a streamed container.
@@ -84,6 +88,18 @@ func WalkBytes(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo,
 	return Walk(bytes.NewReader(b), int64(len(b)), d, s, elem)
 }
 
+// WalkValid is [WalkBytes] of b that has passed Valid(b, d), which it does not run again: the
+// pass's window is b itself (nothing is copied, no window allocated) and the values up to
+// [WalkInline] bytes are built without being validated again. It builds and hands over what
+// WalkBytes does, with the same offsets and errors. It must be given nothing else: the build
+// of such values checks nothing.
+func WalkValid(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
+	w := &walker{r: bytes.NewReader(b), size: int64(len(b)), d: d, elem: elem, mark: -1, buf: b, shape: s, valid: true}
+	w.info.Newline = bytes.IndexByte(b, '\n') >= 0 // fill, which finds it in each read, never runs
+	root, err := w.document(s)
+	return root, w.info, err
+}
+
 type walker struct {
 	r    io.ReaderAt
 	size int64
@@ -99,6 +115,8 @@ type walker struct {
 
 	shape   Shape
 	members int // members built into the objects on the path
+
+	valid bool // the window is the whole input, which Valid accepted (WalkValid)
 }
 
 // fill reads the input's next bytes into the window, keeping the bytes from mark (or from
@@ -180,6 +198,19 @@ func (w *walker) skip() error {
 	c, ok := w.peek()
 	if !ok {
 		return errWalk
+	}
+	if w.valid {
+		// The window is the whole valid input: a string ends at its closing quote, a
+		// container where the scanner's pass over it ends.
+		switch c {
+		case '"':
+			w.pos = closingQuote(w.buf, w.pos+1) + 1
+			return nil
+		case '{', '[':
+			end, _ := scan(w.buf[w.pos:], w.d, bestKernel)
+			w.pos += end
+			return nil
+		}
 	}
 	switch c {
 	case '"':
@@ -265,10 +296,11 @@ func (w *walker) skipString() error {
 }
 
 // capture builds the value at pos.
-func (w *walker) capture() (*Value, error) { return w.captureDepth(0) }
+func (w *walker) capture() (*Value, error) { return w.captureDepth(0, nil) }
 
-// captureDepth builds the value at pos to depth levels (0: whole).
-func (w *walker) captureDepth(depth int) (*Value, error) {
+// captureDepth builds the value at pos to depth levels (0: whole), or as f says when f is
+// set.
+func (w *walker) captureDepth(depth int, f *Fields) (*Value, error) {
 	start := w.off()
 	w.mark = w.pos
 	err := w.skip()
@@ -279,7 +311,14 @@ func (w *walker) captureDepth(depth int) (*Value, error) {
 	}
 	end := w.off()
 	if mark >= 0 && end-start <= WalkInline {
-		v, err := w.parse(w.buf[mark:w.pos], depth)
+		b := w.buf[mark:w.pos]
+		if w.valid {
+			// A value of a valid document is valid on its own.
+			v := buildValid(b, w.d, depth, f)
+			remap(v, int(start), nil)
+			return v, nil
+		}
+		v, err := w.parse(b, depth, f)
 		if err != nil {
 			return nil, err
 		}
@@ -291,7 +330,7 @@ func (w *walker) captureDepth(depth int) (*Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := w.parse(sk, depth)
+	v, err := w.parse(sk, depth, f)
 	if err != nil {
 		return nil, err
 	}
@@ -299,12 +338,51 @@ func (w *walker) captureDepth(depth int) (*Value, error) {
 	return v, nil
 }
 
-// parse builds the value b holds to depth levels (0: whole).
-func (w *walker) parse(b []byte, depth int) (*Value, error) {
-	if depth > 0 {
+// parse builds the value b holds to depth levels (0: whole), or as f says when f is set.
+func (w *walker) parse(b []byte, depth int, f *Fields) (*Value, error) {
+	switch {
+	case f != nil:
+		return ParseFields(b, w.d, f)
+	case depth > 0:
 		return ParseDepth(b, w.d, depth)
 	}
 	return Parse(b, w.d)
+}
+
+// buildValid is parse of b that has passed Valid(b, d): the same tree, not validated again.
+func buildValid(b []byte, d Dialect, depth int, f *Fields) *Value {
+	switch {
+	case f != nil:
+		return ParseFieldsValid(b, d, f)
+	case depth > 0:
+		return ParseDepthValid(b, d, depth)
+	}
+	return parseValid(b, d)
+}
+
+// key reads the member name at pos.
+func (w *walker) key() (string, error) {
+	if !w.valid {
+		k, err := w.capture()
+		if err != nil || k.Type != String {
+			return "", errWalk
+		}
+		return k.Str, nil
+	}
+	if w.pos >= len(w.buf) || w.buf[w.pos] != '"' {
+		return "", errWalk
+	}
+	q := closingQuote(w.buf, w.pos+1)
+	raw := w.buf[w.pos+1 : q]
+	var key string
+	if bytes.IndexByte(raw, '\\') < 0 && (!w.d.Surrogates || asciiOnly(raw)) {
+		key = string(raw) // as the build decodes it: nothing to decode
+	} else {
+		p := builder{b: w.buf, surr: w.d.Surrogates, d: w.d, max: MaxDepth, own: true}
+		key, _ = p.str(w.pos)
+	}
+	w.pos = q + 1
+	return key, nil
 }
 
 // shallow passes over the value at pos, giving its type and bounds only.
@@ -381,9 +459,9 @@ func (w *walker) object(v *Value, rest []string, onPath bool, keep [][]string) e
 			w.ws()
 		}
 		keyStart := w.off()
-		k, err := w.capture()
-		if err != nil || k.Type != String {
-			return errWalk
+		key, err := w.key()
+		if err != nil {
+			return err
 		}
 		if err := w.expect(':'); err != nil {
 			return err
@@ -396,17 +474,17 @@ func (w *walker) object(v *Value, rest []string, onPath bool, keep [][]string) e
 		t, container := containerType(c)
 		var child *Value
 		switch {
-		case onPath && len(rest) > 0 && k.Str == rest[0] && container:
+		case onPath && len(rest) > 0 && key == rest[0] && container:
 			child = &Value{Type: t, Start: int(w.off())}
 			switch {
 			case len(rest) == 1:
 				err = w.stream(child)
 			case t == Object:
-				err = w.object(child, rest[1:], true, under(keep, k.Str))
+				err = w.object(child, rest[1:], true, under(keep, key))
 			default:
 				child, err = w.shallow(t)
 			}
-		case kept(keep, k.Str) || !container:
+		case kept(keep, key) || !container:
 			child, err = w.capture()
 		default:
 			child, err = w.shallow(t)
@@ -417,7 +495,7 @@ func (w *walker) object(v *Value, rest []string, onPath bool, keep [][]string) e
 		if w.members++; w.members > WalkMembers {
 			return ErrTooLarge
 		}
-		v.Keys = append(v.Keys, Member{Key: k.Str, KeyStart: int(keyStart), Val: child})
+		v.Keys = append(v.Keys, Member{Key: key, KeyStart: int(keyStart), Val: child})
 	}
 }
 
@@ -449,11 +527,11 @@ func (w *walker) stream(v *Value) error {
 		e := Elem{In: v, Index: i}
 		if v.Type == Object {
 			e.KeyStart = int(w.off())
-			k, err := w.capture()
-			if err != nil || k.Type != String {
-				return errWalk
+			key, err := w.key()
+			if err != nil {
+				return err
 			}
-			e.Key = k.Str
+			e.Key = key
 			if err := w.expect(':'); err != nil {
 				return err
 			}
@@ -469,7 +547,7 @@ func (w *walker) stream(v *Value) error {
 		} else if w.shape.ElemShallow {
 			val, err = w.capture() // a scalar
 		} else {
-			val, err = w.captureDepth(w.shape.ElemDepth)
+			val, err = w.captureDepth(w.shape.ElemDepth, w.shape.ElemFields)
 		}
 		if err != nil {
 			return err
@@ -507,6 +585,10 @@ type cut struct{ pos, n int }
 // remap turns the offsets of a value built from a slice (or a skeleton with cuts) starting at
 // base in the document into the document's.
 func remap(v *Value, base int, cuts []cut) {
+	if len(cuts) == 0 {
+		shift(v, base)
+		return
+	}
 	sum := make([]int, len(cuts)) // bytes left out up to and including each cut
 	for i, c := range cuts {
 		sum[i] = c.n
@@ -533,4 +615,17 @@ func remap(v *Value, base int, cuts []cut) {
 		}
 	}
 	walk(v)
+}
+
+// shift adds base to the offsets in v.
+func shift(v *Value, base int) {
+	v.Start += base
+	v.End += base
+	for _, it := range v.Items {
+		shift(it, base)
+	}
+	for i := range v.Keys {
+		v.Keys[i].KeyStart += base
+		shift(v.Keys[i].Val, base)
+	}
 }
