@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -22,8 +23,9 @@ const geminiLostRewind = "$rewindTo names no earlier message (the app's loader e
 type geminiReplay struct {
 	seed  maphash.Seed
 	ready bool
-	ids   []uint64
-	res   map[uint64]bool
+	ids   []uint64       // the messages held, in order
+	res   []bool         // whether each is resumable
+	at    map[uint64]int // the index of each in ids
 }
 
 func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id) }
@@ -31,13 +33,13 @@ func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id)
 // apply replays one record after line 1; false for a $rewindTo naming no message held.
 func (r *geminiReplay) apply(v *jsonv.Value) bool {
 	if !r.ready {
-		r.seed, r.ready, r.res = maphash.MakeSeed(), true, map[uint64]bool{}
+		r.seed, r.ready, r.at = maphash.MakeSeed(), true, map[uint64]int{}
 	}
 	switch {
 	case isStr(v.Get("id")):
 		r.add(v)
 	case isArr(v.Get("$set").Get("messages")):
-		r.ids, r.res = nil, map[uint64]bool{}
+		r.reset()
 		for _, it := range arrOf(v.Get("$set").Get("messages")) {
 			if isStr(it.Get("id")) {
 				r.add(it)
@@ -51,38 +53,37 @@ func (r *geminiReplay) apply(v *jsonv.Value) bool {
 			}
 		}
 	case isStr(v.Get("$rewindTo")):
-		to := r.key(v.Get("$rewindTo").Str)
-		for i, id := range r.ids {
-			if id == to {
-				for _, gone := range r.ids[i:] {
-					delete(r.res, gone)
-				}
-				r.ids = r.ids[:i]
-				return true
-			}
+		i, ok := r.at[r.key(v.Get("$rewindTo").Str)]
+		if !ok {
+			r.reset()
+			return false
 		}
-		r.ids, r.res = nil, map[uint64]bool{}
-		return false
+		for _, gone := range r.ids[i:] {
+			delete(r.at, gone)
+		}
+		r.ids, r.res = r.ids[:i], r.res[:i]
 	}
 	return true
 }
 
+// reset empties the message list.
+func (r *geminiReplay) reset() {
+	r.ids, r.res, r.at = nil, nil, map[uint64]int{}
+}
+
 func (r *geminiReplay) add(v *jsonv.Value) {
-	id := r.key(v.Get("id").Str)
-	if _, ok := r.res[id]; !ok {
-		r.ids = append(r.ids, id)
+	id, res := r.key(v.Get("id").Str), geminiResumable(v)
+	if i, ok := r.at[id]; ok {
+		r.res[i] = res // kept in its place
+		return
 	}
-	r.res[id] = geminiResumable(v)
+	r.at[id] = len(r.ids)
+	r.ids, r.res = append(r.ids, id), append(r.res, res)
 }
 
 // resumable: the replay holds a resumable message.
 func (r *geminiReplay) resumable() bool {
-	for _, id := range r.ids {
-		if r.res[id] {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(r.res, true)
 }
 
 // geminiResumable: a user message that is not the app's internal context, or a gemini
