@@ -105,7 +105,7 @@ func (geminiLog) Restore(lastGood []byte, now time.Time) bool {
 				newest = t
 			}
 		}
-		r.apply(l.Val) // the metadata record is none of the app's patches: a no-op
+		r.apply(l.Val, nil) // the metadata record is none of the app's patches: a no-op
 	}
 	return r.resumable() && !newest.IsZero() && !newest.Before(now.Add(-geminiMaxAge))
 }
@@ -336,7 +336,7 @@ func geminiResumableFile(p string) bool {
 	var r geminiReplay
 	for _, l := range format.Split(b, geminiLog{}) {
 		if l.Val != nil {
-			r.apply(l.Val)
+			r.apply(l.Val, nil)
 		}
 	}
 	return r.resumable()
@@ -348,18 +348,4 @@ func arrOf(v *jsonv.Value) []*jsonv.Value {
 		return v.Items
 	}
 	return nil
-}
-
-// geminiTexts are the texts of a message's content: a string, or parts with a text.
-func geminiTexts(c *jsonv.Value) []string {
-	if isStr(c) {
-		return []string{c.Str}
-	}
-	var out []string
-	for _, p := range arrOf(c) {
-		if t := p.Get("text"); isStr(t) {
-			out = append(out, t.Str)
-		}
-	}
-	return out
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
@@ -30,26 +33,28 @@ type geminiReplay struct {
 
 func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id) }
 
-// apply replays one record after line 1; false for a $rewindTo naming no message held.
-func (r *geminiReplay) apply(v *jsonv.Value) bool {
+// apply replays one record after line 1; false for a $rewindTo naming no message held. src
+// is the record's bytes when its tree was built with geminiFields (texts left opaque), nil
+// when its strings are decoded.
+func (r *geminiReplay) apply(v *jsonv.Value, src []byte) bool {
 	if !r.ready {
 		r.seed, r.ready, r.at = maphash.MakeSeed(), true, map[uint64]int{}
 	}
 	switch {
 	case isStr(v.Get("id")):
-		r.add(v)
+		r.add(v, src)
 	case isArr(v.Get("$set").Get("messages")):
 		r.reset()
 		for _, it := range arrOf(v.Get("$set").Get("messages")) {
 			if isStr(it.Get("id")) {
-				r.add(it)
+				r.add(it, src)
 			}
 		}
 	case geminiPartialMeta(v) && !isObj(v.Get("$set")):
 		// A metadata record's messages are added (the loader does not clear the others).
 		for _, it := range arrOf(v.Get("messages")) {
 			if isStr(it.Get("id")) {
-				r.add(it)
+				r.add(it, src)
 			}
 		}
 	case isStr(v.Get("$rewindTo")):
@@ -71,8 +76,8 @@ func (r *geminiReplay) reset() {
 	r.ids, r.res, r.at = nil, nil, map[uint64]int{}
 }
 
-func (r *geminiReplay) add(v *jsonv.Value) {
-	id, res := r.key(v.Get("id").Str), geminiResumable(v)
+func (r *geminiReplay) add(v *jsonv.Value, src []byte) {
+	id, res := r.key(v.Get("id").Str), geminiResumable(v, src)
 	if i, ok := r.at[id]; ok {
 		r.res[i] = res // kept in its place
 		return
@@ -87,27 +92,56 @@ func (r *geminiReplay) resumable() bool {
 }
 
 // geminiResumable: a user message that is not the app's internal context, or a gemini
-// message with text, tool calls or thoughts.
-func geminiResumable(m *jsonv.Value) bool {
+// message with text, tool calls or thoughts. src: as apply's.
+func geminiResumable(m *jsonv.Value, src []byte) bool {
 	switch strOf(m.Get("type")) {
 	case "user":
-		for _, t := range geminiTexts(m.Get("content")) {
-			if s := strings.TrimSpace(t); s != "" && !strings.HasPrefix(s, "<session_context>") {
-				return true
-			}
-		}
+		return geminiHasText(m.Get("content"), src, true)
 	case "gemini":
 		if len(arrOf(m.Get("toolCalls"))) > 0 || len(arrOf(m.Get("thoughts"))) > 0 {
 			return true
 		}
-		for _, t := range geminiTexts(m.Get("content")) {
-			if strings.TrimSpace(t) != "" {
+		return geminiHasText(m.Get("content"), src, false)
+	}
+	return false
+}
+
+// geminiHasText: a text of content c (a string, or parts with a text) is not blank once
+// trimmed and, for a user message, does not begin with the app's internal context. With src
+// (c built from it with its texts opaque) a text is read from its bytes: most begin with a
+// character that settles it, and only the others are decoded.
+func geminiHasText(c *jsonv.Value, src []byte, user bool) bool {
+	has := func(t *jsonv.Value) bool {
+		s := t.Str
+		if src != nil {
+			raw := src[t.Start+1 : t.End-1]
+			if len(raw) == 0 {
+				return false
+			}
+			// A character written as it is (no escape) begins the decoded text as well.
+			if r, _ := utf8.DecodeRune(raw); r != '\\' && r != utf8.RuneError && !unicode.IsSpace(r) && (r != '<' || !user) {
 				return true
 			}
+			a := geminiTextArenas.Get().(*jsonv.Arena)
+			s = a.ParseFieldsValid(src[t.Start:t.End], nodeDialect, nil).Str
+			geminiTextArenas.Put(a)
+		}
+		s = strings.TrimSpace(s)
+		return s != "" && (!user || !strings.HasPrefix(s, "<session_context>"))
+	}
+	if isStr(c) {
+		return has(c)
+	}
+	for _, p := range arrOf(c) {
+		if t := p.Get("text"); isStr(t) && has(t) {
+			return true
 		}
 	}
 	return false
 }
+
+// geminiTextArenas decode the texts geminiHasText cannot tell from their first character.
+var geminiTextArenas = sync.Pool{New: func() any { return new(jsonv.Arena) }}
 
 // geminiMeta is what the checks against the file's place need of the metadata record.
 type geminiMeta struct{ id, kind, hash string }
@@ -180,24 +214,73 @@ type geminiSequence struct {
 	r        geminiReplay
 	ignored  int // records the loader ignores
 	warnings []string
+	arena    jsonv.Arena // each record's tree, dropped once replayed (the replay keeps no node)
 }
 
-// Record replays a record after the metadata one (RecordProblem has judged each alone).
+// geminiMessageFields: what the replay reads of a message (geminiResumable): its texts are
+// left opaque (geminiHasText reads their bytes), and of its tool calls and thoughts only
+// how many there are.
+var geminiMessageFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"id": nil, "type": nil,
+	"content": {Opaque: true, Items: &jsonv.Fields{Opaque: true, Members: map[string]*jsonv.Fields{
+		"text": {Opaque: true},
+	}}},
+	"toolCalls": {Opaque: true, Items: &jsonv.Fields{Opaque: true}},
+	"thoughts":  {Opaque: true, Items: &jsonv.Fields{Opaque: true}},
+}}
+
+// geminiFields: what the sequence reads of a record (RecordProblem's checklist, geminiMetaOf,
+// merge, geminiKindOf, the replay); a message's texts are never decoded but where their first
+// character does not settle geminiHasText.
+var geminiFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"sessionId": nil, "projectHash": nil, "startTime": nil, "lastUpdated": nil, "kind": nil,
+	"$rewindTo": nil,
+	"$set": {Members: map[string]*jsonv.Fields{
+		"sessionId": nil, "projectHash": nil, "kind": nil,
+		"messages": {Items: geminiMessageFields},
+	}},
+	"messages":  {Items: geminiMessageFields},
+	"id":        nil,
+	"type":      nil,
+	"content":   geminiMessageFields.Members["content"],
+	"toolCalls": geminiMessageFields.Members["toolCalls"],
+	"thoughts":  geminiMessageFields.Members["thoughts"],
+}}
+
+// Record applies RecordProblem's checklist to a record and replays it.
 func (s *geminiSequence) Record(rec []byte) string {
-	v, err := jsonv.Parse(rec, nodeDialect)
-	if err != nil {
-		return err.Error()
+	if err := jsonv.Valid(rec, nodeDialect); err != nil {
+		return err.Error() // as RecordProblem says it
 	}
+	return s.RecordValid(rec)
+}
+
+// RecordValid: Record of a record judgeRecords has found valid.
+func (s *geminiSequence) RecordValid(rec []byte) string {
+	return s.record(s.arena.ParseFieldsValid(rec, nodeDialect, geminiFields), rec)
+}
+
+// ChecksRecords: Record applies RecordProblem's checklist on its own parse of the record.
+func (s *geminiSequence) ChecksRecords() {}
+
+// record is Record of the record's tree v; src: as geminiReplay.apply's.
+func (s *geminiSequence) record(v *jsonv.Value, src []byte) string {
 	if s.meta == nil {
+		if p := geminiMetaProblem(v); p != "" {
+			return p
+		}
 		m := geminiMetaOf(v)
 		s.meta = &m
 		return ""
+	}
+	if p := geminiRecordProblem(v); p != "" {
+		return p
 	}
 	if geminiKindOf(v) == geminiIgnoredRecord {
 		s.ignored++
 	}
 	*s.meta = s.meta.merge(v)
-	if !s.r.apply(v) {
+	if !s.r.apply(v, src) {
 		return geminiLostRewind
 	}
 	return ""
@@ -240,7 +323,7 @@ func (geminiLog) FinishSalvage(_ string, damaged, data []byte) []byte {
 				first = false
 				continue // the metadata record
 			}
-			r.apply(l.Val)
+			r.apply(l.Val, nil)
 		}
 		return r.resumable()
 	}
@@ -256,7 +339,7 @@ func (geminiLog) FinishSalvage(_ string, damaged, data []byte) []byte {
 		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
 			resumable := false
 			for _, m := range arrOf(msgs) {
-				resumable = resumable || geminiResumable(m)
+				resumable = resumable || geminiResumable(m, nil)
 			}
 			if resumable {
 				break
@@ -264,7 +347,7 @@ func (geminiLog) FinishSalvage(_ string, damaged, data []byte) []byte {
 			drop[i] = true
 			continue
 		}
-		if isStr(v.Get("id")) && geminiResumable(v) {
+		if isStr(v.Get("id")) && geminiResumable(v, nil) {
 			break
 		}
 	}
@@ -390,15 +473,15 @@ func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvag
 			first = false // the metadata record
 			return nil
 		}
-		r.apply(v)
+		r.apply(v, nil)
 		// The checkpoints without a resumable message after the last resumable point.
 		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
 			resumable := false
 			for _, m := range arrOf(msgs) {
-				resumable = resumable || geminiResumable(m)
+				resumable = resumable || geminiResumable(m, nil)
 			}
 			pending = !resumable
-		} else if isStr(v.Get("id")) && geminiResumable(v) {
+		} else if isStr(v.Get("id")) && geminiResumable(v, nil) {
 			pending = false
 		}
 		return nil
