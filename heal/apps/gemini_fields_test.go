@@ -243,7 +243,9 @@ func gemRefFinishesAsIs(damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, 
 // FuzzGeminiFields: a chat judged on the members geminiFields builds (texts opaque, records in
 // an arena, fed by Record or, where the line is valid, RecordValid) gives every record's
 // finding, the end, the warnings and the replay's resumability that the whole trees gave
-// before; and the salvage's FinishesAsIs says what it said on whole trees.
+// before; RecordProblem and AppendedOK say what they said on the top-level members; the
+// salvage's FinishesAsIs says what it said on whole trees; and a record geminiNoToolIDs passes
+// holds no tool id geminiToolIDs finds.
 func FuzzGeminiFields(f *testing.F) {
 	files, _ := filepath.Glob(gemSamples + "*/home/.gemini/tmp/*/chats/*.jsonl")
 	rec, _ := filepath.Glob("../testdata/recorded/gemini-cli/*/.gemini/tmp/*/chats/*.jsonl")
@@ -293,10 +295,22 @@ func FuzzGeminiFields(f *testing.F) {
 			if len(bytes.TrimSpace(rec)) == 0 {
 				continue // a blank line: judgeRecords feeds no record
 			}
+			v, err := jsonv.ParseDepth(rec, nodeDialect, 1)
+			if w := err == nil && v.Get("$rewindTo") == nil && geminiRecordProblem(v) == ""; (geminiLog{}).AppendedOK(rec) != w {
+				t.Fatalf("record %q: AppendedOK %v, on its top-level members %v", rec, !w, w)
+			}
 			g := got.Record(rec)
 			gv := ""
 			if jsonv.Valid(rec, nodeDialect) == nil {
 				gv = gotValid.RecordValid(rec)
+				if geminiNoToolIDs(rec) {
+					var results []string
+					calls := map[string]bool{}
+					geminiToolIDs(jsonv.ParseDepthValid(rec, nodeDialect, 0), "", calls, &results)
+					if len(calls) > 0 || len(results) > 0 {
+						t.Fatalf("record %q: geminiNoToolIDs, but it holds %v and %v", rec, calls, results)
+					}
+				}
 			} else {
 				gv = gotValid.Record(rec)
 			}

@@ -405,6 +405,14 @@ func geminiDropOrphanResults(damaged, salvaged []byte) []byte {
 	return out
 }
 
+// geminiNoToolIDs: geminiToolIDs finds nothing in the valid record b, told from its bytes: no
+// member of b is named functionCall, functionResponse or toolCalls. A name is written as it
+// is unless it holds a \u escape (no other escape stands for a letter).
+func geminiNoToolIDs(b []byte) bool {
+	return !bytes.Contains(b, []byte("function")) && !bytes.Contains(b, []byte("toolCalls")) &&
+		!bytes.Contains(b, []byte(`\u`))
+}
+
 // geminiToolIDs walks v (under the member key) for the ids of the tool calls it makes (a
 // functionCall's, a toolCalls entry's) into calls, and of the results it holds (a
 // functionResponse's) into results.
@@ -447,41 +455,46 @@ func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvag
 	}
 	var answers []answer // the records holding tool results
 	var r geminiReplay
+	var arena jsonv.Arena // the trees of the records that make no tool call
 	first, pending := true, false
 	err := format.EachLine(io.NewSectionReader(salvaged, 0, ssize), func(_ int64, line []byte, _ bool) error {
 		if !format.ValidRecord(geminiLog{}, line) {
 			return nil
 		}
-		v, err := jsonv.Parse(bytes.TrimRight(line, "\r"), nodeDialect)
-		if err != nil {
-			return err
-		}
-		var results []string
-		cs := map[string]bool{}
-		geminiToolIDs(v, "", cs, &results)
-		for id := range cs {
-			calls[maphash.String(seed, id)] = true
-		}
-		if len(results) > 0 {
-			a := answer{line: lineKey(line)}
-			for _, id := range results {
-				a.ids = append(a.ids, maphash.String(seed, id))
+		body := bytes.TrimRight(line, "\r")
+		var v *jsonv.Value
+		var src []byte // the replay's: nil for a whole tree
+		if geminiNoToolIDs(body) {
+			v, src = arena.ParseFieldsValid(body, nodeDialect, geminiFields), body
+		} else {
+			v = jsonv.ParseDepthValid(body, nodeDialect, 0) // the whole tree, as Parse builds it
+			var results []string
+			cs := map[string]bool{}
+			geminiToolIDs(v, "", cs, &results)
+			for id := range cs {
+				calls[maphash.String(seed, id)] = true
 			}
-			answers = append(answers, a)
+			if len(results) > 0 {
+				a := answer{line: lineKey(line)}
+				for _, id := range results {
+					a.ids = append(a.ids, maphash.String(seed, id))
+				}
+				answers = append(answers, a)
+			}
 		}
 		if first {
 			first = false // the metadata record
 			return nil
 		}
-		r.apply(v, nil)
+		r.apply(v, src)
 		// The checkpoints without a resumable message after the last resumable point.
 		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
 			resumable := false
 			for _, m := range arrOf(msgs) {
-				resumable = resumable || geminiResumable(m, nil)
+				resumable = resumable || geminiResumable(m, src)
 			}
 			pending = !resumable
-		} else if isStr(v.Get("id")) && geminiResumable(v, nil) {
+		} else if isStr(v.Get("id")) && geminiResumable(v, src) {
 			pending = false
 		}
 		return nil
