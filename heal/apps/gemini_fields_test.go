@@ -272,6 +272,12 @@ func FuzzGeminiFields(f *testing.F) {
 		`{"other":true}` + "\n" +
 		`{"$rewindTo":"nowhere"}` + "\n"))
 	f.Add([]byte(meta +
+		`{"id":"\u0061b","type":"\u0075ser","content":"x"}` + "\n" +
+		`{"id":"ab","type":"us\u0065r","content":" "}` + "\n" +
+		`{"id":"c\"d","type":"gemini","content":"\\"}` + "\n" +
+		`{"$rewindTo":"c\u0022d"}` + "\n" +
+		`{"$rewindTo":"a\u0062"}` + "\n"))
+	f.Add([]byte(meta +
 		`{"id":"g1","type":"gemini","content":[{"functionCall":{"id":"c1","name":"ls"}}]}` + "\n" +
 		`{"id":"u2","type":"user","content":[{"functionResponse":{"id":"c1"}},{"functionResponse":{"id":"c9"}}]}` + "\n" +
 		`{"id":"g2","type":"gemini","content":[{"func\u0074ionCall":{"id":"c2"}}],"tool\u0043alls":[{"id":"c3"}]}` + "\n" +

@@ -33,6 +33,14 @@ type geminiReplay struct {
 
 func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id) }
 
+// keyOf is the key of string t; src: as apply's.
+func (r *geminiReplay) keyOf(t *jsonv.Value, src []byte) uint64 {
+	if raw, ok := geminiPlain(t, src); ok {
+		return maphash.Bytes(r.seed, raw) // maphash.String's of the same bytes
+	}
+	return r.key(geminiStr(t, src))
+}
+
 // apply replays one record after line 1; false for a $rewindTo naming no message held. src
 // is the record's bytes when its tree was built with geminiFields (texts left opaque), nil
 // when its strings are decoded.
@@ -77,7 +85,7 @@ func (r *geminiReplay) reset() {
 }
 
 func (r *geminiReplay) add(v *jsonv.Value, src []byte) {
-	id, res := r.key(v.Get("id").Str), geminiResumable(v, src)
+	id, res := r.keyOf(v.Get("id"), src), geminiResumable(v, src)
 	if i, ok := r.at[id]; ok {
 		r.res[i] = res // kept in its place
 		return
@@ -94,7 +102,15 @@ func (r *geminiReplay) resumable() bool {
 // geminiResumable: a user message that is not the app's internal context, or a gemini
 // message with text, tool calls or thoughts. src: as apply's.
 func geminiResumable(m *jsonv.Value, src []byte) bool {
-	switch strOf(m.Get("type")) {
+	t := m.Get("type")
+	if !isStr(t) {
+		return false
+	}
+	typ, ok := geminiPlain(t, src)
+	if !ok {
+		typ = []byte(geminiStr(t, src))
+	}
+	switch string(typ) {
 	case "user":
 		return geminiHasText(m.Get("content"), src, true)
 	case "gemini":
@@ -122,9 +138,7 @@ func geminiHasText(c *jsonv.Value, src []byte, user bool) bool {
 			if r, _ := utf8.DecodeRune(raw); r != '\\' && r != utf8.RuneError && !unicode.IsSpace(r) && (r != '<' || !user) {
 				return true
 			}
-			a := geminiTextArenas.Get().(*jsonv.Arena)
-			s = a.ParseFieldsValid(src[t.Start:t.End], nodeDialect, nil).Str
-			geminiTextArenas.Put(a)
+			s = geminiStr(t, src)
 		}
 		s = strings.TrimSpace(s)
 		return s != "" && (!user || !strings.HasPrefix(s, "<session_context>"))
@@ -140,7 +154,27 @@ func geminiHasText(c *jsonv.Value, src []byte, user bool) bool {
 	return false
 }
 
-// geminiTextArenas decode the texts geminiHasText cannot tell from their first character.
+// geminiPlain is the decoded bytes of string t built opaque from src when it holds no escape
+// (its bytes as they are); ok is false when t must be decoded (geminiStr).
+func geminiPlain(t *jsonv.Value, src []byte) (raw []byte, ok bool) {
+	if src == nil {
+		return nil, false
+	}
+	raw = src[t.Start+1 : t.End-1]
+	return raw, bytes.IndexByte(raw, '\\') < 0
+}
+
+// geminiStr is string t decoded: its Str, or from src when it was built opaque.
+func geminiStr(t *jsonv.Value, src []byte) string {
+	if src == nil {
+		return t.Str
+	}
+	a := geminiTextArenas.Get().(*jsonv.Arena)
+	defer geminiTextArenas.Put(a)
+	return a.ParseFieldsValid(src[t.Start:t.End], nodeDialect, nil).Str
+}
+
+// geminiTextArenas decode the strings built opaque that must be read decoded (geminiStr).
 var geminiTextArenas = sync.Pool{New: func() any { return new(jsonv.Arena) }}
 
 // geminiMeta is what the checks against the file's place need of the metadata record.
@@ -217,11 +251,12 @@ type geminiSequence struct {
 	arena    jsonv.Arena // each record's tree, dropped once replayed (the replay keeps no node)
 }
 
-// geminiMessageFields: what the replay reads of a message (geminiResumable): its texts are
-// left opaque (geminiHasText reads their bytes), and of its tool calls and thoughts only
-// how many there are.
+// geminiMessageFields: what the replay reads of a message (add, geminiResumable): its id,
+// type and texts are left opaque (read from their bytes, decoded only where they hold an
+// escape or a text's first character does not settle geminiHasText), and of its tool calls
+// and thoughts only how many there are.
 var geminiMessageFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
-	"id": nil, "type": nil,
+	"id": {Opaque: true}, "type": {Opaque: true},
 	"content": {Opaque: true, Items: &jsonv.Fields{Opaque: true, Members: map[string]*jsonv.Fields{
 		"text": {Opaque: true},
 	}}},
@@ -230,8 +265,7 @@ var geminiMessageFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
 }}
 
 // geminiFields: what the sequence reads of a record (RecordProblem's checklist, geminiMetaOf,
-// merge, geminiKindOf, the replay); a message's texts are never decoded but where their first
-// character does not settle geminiHasText.
+// merge, geminiKindOf, the replay), a message's members as geminiMessageFields names them.
 var geminiFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
 	"sessionId": nil, "projectHash": nil, "startTime": nil, "lastUpdated": nil, "kind": nil,
 	"$rewindTo": nil,
@@ -240,8 +274,8 @@ var geminiFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
 		"messages": {Items: geminiMessageFields},
 	}},
 	"messages":  {Items: geminiMessageFields},
-	"id":        nil,
-	"type":      nil,
+	"id":        geminiMessageFields.Members["id"],
+	"type":      geminiMessageFields.Members["type"],
 	"content":   geminiMessageFields.Members["content"],
 	"toolCalls": geminiMessageFields.Members["toolCalls"],
 	"thoughts":  geminiMessageFields.Members["thoughts"],
