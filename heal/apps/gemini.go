@@ -61,7 +61,7 @@ func (p geminiLog) CheckLines(f format.File, lines []format.Line) format.Verdict
 // RecordProblem: line 1 is the metadata record; every other record a message, a $set object
 // or a $rewindTo string (whose target only a full pass can look up).
 func (geminiLog) RecordProblem(rec []byte, first bool) string {
-	v, err := jsonv.ParseDepth(rec, nodeDialect, 1) // top-level members only
+	v, err := jsonv.ParseFields(rec, nodeDialect, geminiProblemFields)
 	if err != nil {
 		return err.Error()
 	}
@@ -71,13 +71,20 @@ func (geminiLog) RecordProblem(rec []byte, first bool) string {
 	return geminiRecordProblem(v)
 }
 
+// geminiProblemFields: what RecordProblem and AppendedOK read of a record (geminiMetaProblem,
+// geminiRecordProblem): top-level members, and of $set its type alone.
+var geminiProblemFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"sessionId": nil, "projectHash": nil, "startTime": nil, "lastUpdated": nil, "kind": nil,
+	"$rewindTo": nil, "$set": {Opaque: true}, "id": nil,
+}}
+
 func (geminiLog) NoRecords() format.Verdict {
 	return format.Damage(format.KindEmpty, 0, "chat log has no metadata record")
 }
 
 // AppendedOK: a message or a $set; a $rewindTo needs its target looked up by a full pass.
 func (geminiLog) AppendedOK(rec []byte) bool {
-	v, err := jsonv.ParseDepth(rec, nodeDialect, 1)
+	v, err := jsonv.ParseFields(rec, nodeDialect, geminiProblemFields)
 	return err == nil && v.Get("$rewindTo") == nil && geminiRecordProblem(v) == ""
 }
 
@@ -105,7 +112,7 @@ func (geminiLog) Restore(lastGood []byte, now time.Time) bool {
 				newest = t
 			}
 		}
-		r.apply(l.Val) // the metadata record is none of the app's patches: a no-op
+		r.apply(l.Val, nil) // the metadata record is none of the app's patches: a no-op
 	}
 	return r.resumable() && !newest.IsZero() && !newest.Before(now.Add(-geminiMaxAge))
 }
@@ -336,7 +343,7 @@ func geminiResumableFile(p string) bool {
 	var r geminiReplay
 	for _, l := range format.Split(b, geminiLog{}) {
 		if l.Val != nil {
-			r.apply(l.Val)
+			r.apply(l.Val, nil)
 		}
 	}
 	return r.resumable()
@@ -348,18 +355,4 @@ func arrOf(v *jsonv.Value) []*jsonv.Value {
 		return v.Items
 	}
 	return nil
-}
-
-// geminiTexts are the texts of a message's content: a string, or parts with a text.
-func geminiTexts(c *jsonv.Value) []string {
-	if isStr(c) {
-		return []string{c.Str}
-	}
-	var out []string
-	for _, p := range arrOf(c) {
-		if t := p.Get("text"); isStr(t) {
-			out = append(out, t.Str)
-		}
-	}
-	return out
 }

@@ -6,7 +6,11 @@ import (
 	"hash/maphash"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
@@ -22,91 +26,156 @@ const geminiLostRewind = "$rewindTo names no earlier message (the app's loader e
 type geminiReplay struct {
 	seed  maphash.Seed
 	ready bool
-	ids   []uint64
-	res   map[uint64]bool
+	ids   []uint64       // the messages held, in order
+	res   []bool         // whether each is resumable
+	at    map[uint64]int // the index of each in ids
 }
 
 func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id) }
 
-// apply replays one record after line 1; false for a $rewindTo naming no message held.
-func (r *geminiReplay) apply(v *jsonv.Value) bool {
+// keyOf is the key of string t; src: as apply's.
+func (r *geminiReplay) keyOf(t *jsonv.Value, src []byte) uint64 {
+	if raw, ok := geminiPlain(t, src); ok {
+		return maphash.Bytes(r.seed, raw) // maphash.String's of the same bytes
+	}
+	return r.key(geminiStr(t, src))
+}
+
+// apply replays one record after line 1; false for a $rewindTo naming no message held. src
+// is the record's bytes when its tree was built with geminiFields (texts left opaque), nil
+// when its strings are decoded.
+func (r *geminiReplay) apply(v *jsonv.Value, src []byte) bool {
 	if !r.ready {
-		r.seed, r.ready, r.res = maphash.MakeSeed(), true, map[uint64]bool{}
+		r.seed, r.ready, r.at = maphash.MakeSeed(), true, map[uint64]int{}
 	}
 	switch {
 	case isStr(v.Get("id")):
-		r.add(v)
+		r.add(v, src)
 	case isArr(v.Get("$set").Get("messages")):
-		r.ids, r.res = nil, map[uint64]bool{}
+		r.reset()
 		for _, it := range arrOf(v.Get("$set").Get("messages")) {
 			if isStr(it.Get("id")) {
-				r.add(it)
+				r.add(it, src)
 			}
 		}
 	case geminiPartialMeta(v) && !isObj(v.Get("$set")):
 		// A metadata record's messages are added (the loader does not clear the others).
 		for _, it := range arrOf(v.Get("messages")) {
 			if isStr(it.Get("id")) {
-				r.add(it)
+				r.add(it, src)
 			}
 		}
 	case isStr(v.Get("$rewindTo")):
-		to := r.key(v.Get("$rewindTo").Str)
-		for i, id := range r.ids {
-			if id == to {
-				for _, gone := range r.ids[i:] {
-					delete(r.res, gone)
-				}
-				r.ids = r.ids[:i]
-				return true
-			}
+		i, ok := r.at[r.key(v.Get("$rewindTo").Str)]
+		if !ok {
+			r.reset()
+			return false
 		}
-		r.ids, r.res = nil, map[uint64]bool{}
-		return false
+		for _, gone := range r.ids[i:] {
+			delete(r.at, gone)
+		}
+		r.ids, r.res = r.ids[:i], r.res[:i]
 	}
 	return true
 }
 
-func (r *geminiReplay) add(v *jsonv.Value) {
-	id := r.key(v.Get("id").Str)
-	if _, ok := r.res[id]; !ok {
-		r.ids = append(r.ids, id)
+// reset empties the message list.
+func (r *geminiReplay) reset() {
+	r.ids, r.res, r.at = nil, nil, map[uint64]int{}
+}
+
+func (r *geminiReplay) add(v *jsonv.Value, src []byte) {
+	id, res := r.keyOf(v.Get("id"), src), geminiResumable(v, src)
+	if i, ok := r.at[id]; ok {
+		r.res[i] = res // kept in its place
+		return
 	}
-	r.res[id] = geminiResumable(v)
+	r.at[id] = len(r.ids)
+	r.ids, r.res = append(r.ids, id), append(r.res, res)
 }
 
 // resumable: the replay holds a resumable message.
 func (r *geminiReplay) resumable() bool {
-	for _, id := range r.ids {
-		if r.res[id] {
+	return slices.Contains(r.res, true)
+}
+
+// geminiResumable: a user message that is not the app's internal context, or a gemini
+// message with text, tool calls or thoughts. src: as apply's.
+func geminiResumable(m *jsonv.Value, src []byte) bool {
+	t := m.Get("type")
+	if !isStr(t) {
+		return false
+	}
+	typ, ok := geminiPlain(t, src)
+	if !ok {
+		typ = []byte(geminiStr(t, src))
+	}
+	switch string(typ) {
+	case "user":
+		return geminiHasText(m.Get("content"), src, true)
+	case "gemini":
+		if len(arrOf(m.Get("toolCalls"))) > 0 || len(arrOf(m.Get("thoughts"))) > 0 {
+			return true
+		}
+		return geminiHasText(m.Get("content"), src, false)
+	}
+	return false
+}
+
+// geminiHasText: a text of content c (a string, or parts with a text) is not blank once
+// trimmed and, for a user message, does not begin with the app's internal context. With src
+// (c built from it with its texts opaque) a text is read from its bytes: most begin with a
+// character that settles it, and only the others are decoded.
+func geminiHasText(c *jsonv.Value, src []byte, user bool) bool {
+	has := func(t *jsonv.Value) bool {
+		s := t.Str
+		if src != nil {
+			raw := src[t.Start+1 : t.End-1]
+			if len(raw) == 0 {
+				return false
+			}
+			// A character written as it is (no escape) begins the decoded text as well.
+			if r, _ := utf8.DecodeRune(raw); r != '\\' && r != utf8.RuneError && !unicode.IsSpace(r) && (r != '<' || !user) {
+				return true
+			}
+			s = geminiStr(t, src)
+		}
+		s = strings.TrimSpace(s)
+		return s != "" && (!user || !strings.HasPrefix(s, "<session_context>"))
+	}
+	if isStr(c) {
+		return has(c)
+	}
+	for _, p := range arrOf(c) {
+		if t := p.Get("text"); isStr(t) && has(t) {
 			return true
 		}
 	}
 	return false
 }
 
-// geminiResumable: a user message that is not the app's internal context, or a gemini
-// message with text, tool calls or thoughts.
-func geminiResumable(m *jsonv.Value) bool {
-	switch strOf(m.Get("type")) {
-	case "user":
-		for _, t := range geminiTexts(m.Get("content")) {
-			if s := strings.TrimSpace(t); s != "" && !strings.HasPrefix(s, "<session_context>") {
-				return true
-			}
-		}
-	case "gemini":
-		if len(arrOf(m.Get("toolCalls"))) > 0 || len(arrOf(m.Get("thoughts"))) > 0 {
-			return true
-		}
-		for _, t := range geminiTexts(m.Get("content")) {
-			if strings.TrimSpace(t) != "" {
-				return true
-			}
-		}
+// geminiPlain is the decoded bytes of string t built opaque from src when it holds no escape
+// (its bytes as they are); ok is false when t must be decoded (geminiStr).
+func geminiPlain(t *jsonv.Value, src []byte) (raw []byte, ok bool) {
+	if src == nil {
+		return nil, false
 	}
-	return false
+	raw = src[t.Start+1 : t.End-1]
+	return raw, bytes.IndexByte(raw, '\\') < 0
 }
+
+// geminiStr is string t decoded: its Str, or from src when it was built opaque.
+func geminiStr(t *jsonv.Value, src []byte) string {
+	if src == nil {
+		return t.Str
+	}
+	a := geminiTextArenas.Get().(*jsonv.Arena)
+	defer geminiTextArenas.Put(a)
+	return a.ParseFieldsValid(src[t.Start:t.End], nodeDialect, nil).Str
+}
+
+// geminiTextArenas decode the strings built opaque that must be read decoded (geminiStr).
+var geminiTextArenas = sync.Pool{New: func() any { return new(jsonv.Arena) }}
 
 // geminiMeta is what the checks against the file's place need of the metadata record.
 type geminiMeta struct{ id, kind, hash string }
@@ -179,24 +248,73 @@ type geminiSequence struct {
 	r        geminiReplay
 	ignored  int // records the loader ignores
 	warnings []string
+	arena    jsonv.Arena // each record's tree, dropped once replayed (the replay keeps no node)
 }
 
-// Record replays a record after the metadata one (RecordProblem has judged each alone).
+// geminiMessageFields: what the replay reads of a message (add, geminiResumable): its id,
+// type and texts are left opaque (read from their bytes, decoded only where they hold an
+// escape or a text's first character does not settle geminiHasText), and of its tool calls
+// and thoughts only how many there are.
+var geminiMessageFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"id": {Opaque: true}, "type": {Opaque: true},
+	"content": {Opaque: true, Items: &jsonv.Fields{Opaque: true, Members: map[string]*jsonv.Fields{
+		"text": {Opaque: true},
+	}}},
+	"toolCalls": {Opaque: true, Items: &jsonv.Fields{Opaque: true}},
+	"thoughts":  {Opaque: true, Items: &jsonv.Fields{Opaque: true}},
+}}
+
+// geminiFields: what the sequence reads of a record (RecordProblem's checklist, geminiMetaOf,
+// merge, geminiKindOf, the replay), a message's members as geminiMessageFields names them.
+var geminiFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"sessionId": nil, "projectHash": nil, "startTime": nil, "lastUpdated": nil, "kind": nil,
+	"$rewindTo": nil,
+	"$set": {Members: map[string]*jsonv.Fields{
+		"sessionId": nil, "projectHash": nil, "kind": nil,
+		"messages": {Items: geminiMessageFields},
+	}},
+	"messages":  {Items: geminiMessageFields},
+	"id":        geminiMessageFields.Members["id"],
+	"type":      geminiMessageFields.Members["type"],
+	"content":   geminiMessageFields.Members["content"],
+	"toolCalls": geminiMessageFields.Members["toolCalls"],
+	"thoughts":  geminiMessageFields.Members["thoughts"],
+}}
+
+// Record applies RecordProblem's checklist to a record and replays it.
 func (s *geminiSequence) Record(rec []byte) string {
-	v, err := jsonv.Parse(rec, nodeDialect)
-	if err != nil {
-		return err.Error()
+	if err := jsonv.Valid(rec, nodeDialect); err != nil {
+		return err.Error() // as RecordProblem says it
 	}
+	return s.RecordValid(rec)
+}
+
+// RecordValid: Record of a record judgeRecords has found valid.
+func (s *geminiSequence) RecordValid(rec []byte) string {
+	return s.record(s.arena.ParseFieldsValid(rec, nodeDialect, geminiFields), rec)
+}
+
+// ChecksRecords: Record applies RecordProblem's checklist on its own parse of the record.
+func (s *geminiSequence) ChecksRecords() {}
+
+// record is Record of the record's tree v; src: as geminiReplay.apply's.
+func (s *geminiSequence) record(v *jsonv.Value, src []byte) string {
 	if s.meta == nil {
+		if p := geminiMetaProblem(v); p != "" {
+			return p
+		}
 		m := geminiMetaOf(v)
 		s.meta = &m
 		return ""
+	}
+	if p := geminiRecordProblem(v); p != "" {
+		return p
 	}
 	if geminiKindOf(v) == geminiIgnoredRecord {
 		s.ignored++
 	}
 	*s.meta = s.meta.merge(v)
-	if !s.r.apply(v) {
+	if !s.r.apply(v, src) {
 		return geminiLostRewind
 	}
 	return ""
@@ -239,7 +357,7 @@ func (geminiLog) FinishSalvage(_ string, damaged, data []byte) []byte {
 				first = false
 				continue // the metadata record
 			}
-			r.apply(l.Val)
+			r.apply(l.Val, nil)
 		}
 		return r.resumable()
 	}
@@ -255,7 +373,7 @@ func (geminiLog) FinishSalvage(_ string, damaged, data []byte) []byte {
 		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
 			resumable := false
 			for _, m := range arrOf(msgs) {
-				resumable = resumable || geminiResumable(m)
+				resumable = resumable || geminiResumable(m, nil)
 			}
 			if resumable {
 				break
@@ -263,7 +381,7 @@ func (geminiLog) FinishSalvage(_ string, damaged, data []byte) []byte {
 			drop[i] = true
 			continue
 		}
-		if isStr(v.Get("id")) && geminiResumable(v) {
+		if isStr(v.Get("id")) && geminiResumable(v, nil) {
 			break
 		}
 	}
@@ -321,6 +439,14 @@ func geminiDropOrphanResults(damaged, salvaged []byte) []byte {
 	return out
 }
 
+// geminiNoToolIDs: geminiToolIDs finds nothing in the valid record b, told from its bytes: no
+// member of b is named functionCall, functionResponse or toolCalls. A name is written as it
+// is unless it holds a \u escape (no other escape stands for a letter).
+func geminiNoToolIDs(b []byte) bool {
+	return !bytes.Contains(b, []byte("function")) && !bytes.Contains(b, []byte("toolCalls")) &&
+		!bytes.Contains(b, []byte(`\u`))
+}
+
 // geminiToolIDs walks v (under the member key) for the ids of the tool calls it makes (a
 // functionCall's, a toolCalls entry's) into calls, and of the results it holds (a
 // functionResponse's) into results.
@@ -363,41 +489,46 @@ func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvag
 	}
 	var answers []answer // the records holding tool results
 	var r geminiReplay
+	var arena jsonv.Arena // the trees of the records that make no tool call
 	first, pending := true, false
 	err := format.EachLine(io.NewSectionReader(salvaged, 0, ssize), func(_ int64, line []byte, _ bool) error {
 		if !format.ValidRecord(geminiLog{}, line) {
 			return nil
 		}
-		v, err := jsonv.Parse(bytes.TrimRight(line, "\r"), nodeDialect)
-		if err != nil {
-			return err
-		}
-		var results []string
-		cs := map[string]bool{}
-		geminiToolIDs(v, "", cs, &results)
-		for id := range cs {
-			calls[maphash.String(seed, id)] = true
-		}
-		if len(results) > 0 {
-			a := answer{line: lineKey(line)}
-			for _, id := range results {
-				a.ids = append(a.ids, maphash.String(seed, id))
+		body := bytes.TrimRight(line, "\r")
+		var v *jsonv.Value
+		var src []byte // the replay's: nil for a whole tree
+		if geminiNoToolIDs(body) {
+			v, src = arena.ParseFieldsValid(body, nodeDialect, geminiFields), body
+		} else {
+			v = jsonv.ParseDepthValid(body, nodeDialect, 0) // the whole tree, as Parse builds it
+			var results []string
+			cs := map[string]bool{}
+			geminiToolIDs(v, "", cs, &results)
+			for id := range cs {
+				calls[maphash.String(seed, id)] = true
 			}
-			answers = append(answers, a)
+			if len(results) > 0 {
+				a := answer{line: lineKey(line)}
+				for _, id := range results {
+					a.ids = append(a.ids, maphash.String(seed, id))
+				}
+				answers = append(answers, a)
+			}
 		}
 		if first {
 			first = false // the metadata record
 			return nil
 		}
-		r.apply(v)
+		r.apply(v, src)
 		// The checkpoints without a resumable message after the last resumable point.
 		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
 			resumable := false
 			for _, m := range arrOf(msgs) {
-				resumable = resumable || geminiResumable(m)
+				resumable = resumable || geminiResumable(m, src)
 			}
 			pending = !resumable
-		} else if isStr(v.Get("id")) && geminiResumable(v) {
+		} else if isStr(v.Get("id")) && geminiResumable(v, src) {
 			pending = false
 		}
 		return nil
