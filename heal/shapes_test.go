@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -279,6 +280,7 @@ func runShape(t *testing.T, c shapeContent, s shape) map[string]shapeResult {
 	t.Helper()
 	_, placed, root := buildShape(t, c, s)
 	e := testEngine(t, c.app, root)
+	e.findWriters = nil // no other process writes the tree: not the /proc walk of every heal
 	targets, errs := e.Targets(nil, nil)
 	if len(errs) > 0 {
 		t.Fatalf("targets: %v", errs)
@@ -325,36 +327,43 @@ type shapeFigure struct {
 
 func TestPathShapes(t *testing.T) {
 	var figures []shapeFigure
-	for _, c := range shapeMatrix() {
-		t.Run(c.app+"/"+c.src+"/"+c.sub, func(t *testing.T) {
-			canon := runShape(t, c, c.shapes[0])
-			if len(canon) == 0 {
-				t.Fatalf("canonical shape %q matched no file", c.shapes[0].name)
-			}
-			for rel := range canon {
-				if strings.HasPrefix(rel, "../") || slices.Contains(decoys[c.app], rel) {
-					t.Errorf("canonical shape %q covers %s, not session state", c.shapes[0].name, rel)
+	var mu sync.Mutex
+	// The cases in parallel (a heal's time is mostly its fsyncs), all done before the sums.
+	t.Run("cases", func(t *testing.T) {
+		for _, c := range shapeMatrix() {
+			t.Run(c.app+"/"+c.src+"/"+c.sub, func(t *testing.T) {
+				t.Parallel()
+				var local []shapeFigure
+				defer func() { mu.Lock(); figures = append(figures, local...); mu.Unlock() }()
+				canon := runShape(t, c, c.shapes[0])
+				if len(canon) == 0 {
+					t.Fatalf("canonical shape %q matched no file", c.shapes[0].name)
 				}
-			}
-			app := c.app + ", " + c.layout
-			figures = append(figures, shapeFigure{app, c.shapes[0].name, len(canon), len(canon)})
-			for _, s := range c.shapes[1:] {
-				got := runShape(t, c, s)
-				figures = append(figures, shapeFigure{app, s.name, len(got), len(canon)})
-				diff := diffShapes(canon, got)
-				if gap, ok := knownGaps[c.app+"/"+c.src+"/"+s.name]; ok {
-					if diff != gap {
-						t.Errorf("shape %q: known gap changed; got:\n%s\nwant:\n%s", s.name, diff, gap)
+				for rel := range canon {
+					if strings.HasPrefix(rel, "../") || slices.Contains(decoys[c.app], rel) {
+						t.Errorf("canonical shape %q covers %s, not session state", c.shapes[0].name, rel)
 					}
-					t.Logf("known gap, shape %q: %s", s.name, strings.TrimSpace(diff))
-					continue
 				}
-				if diff != "" {
-					t.Errorf("shape %q (rule path %s) differs from %q:\n%s", s.name, s.root, c.shapes[0].name, diff)
+				app := c.app + ", " + c.layout
+				local = append(local, shapeFigure{app, c.shapes[0].name, len(canon), len(canon)})
+				for _, s := range c.shapes[1:] {
+					got := runShape(t, c, s)
+					local = append(local, shapeFigure{app, s.name, len(got), len(canon)})
+					diff := diffShapes(canon, got)
+					if gap, ok := knownGaps[c.app+"/"+c.src+"/"+s.name]; ok {
+						if diff != gap {
+							t.Errorf("shape %q: known gap changed; got:\n%s\nwant:\n%s", s.name, diff, gap)
+						}
+						t.Logf("known gap, shape %q: %s", s.name, strings.TrimSpace(diff))
+						continue
+					}
+					if diff != "" {
+						t.Errorf("shape %q (rule path %s) differs from %q:\n%s", s.name, s.root, c.shapes[0].name, diff)
+					}
 				}
-			}
-		})
-	}
+			})
+		}
+	})
 	// Files matched per app and shape, summed over the cases.
 	type key struct{ app, shape string }
 	sums := map[key][2]int{}
