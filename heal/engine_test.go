@@ -396,25 +396,7 @@ func TestOpenWriterAllowsOnlyATailCut(t *testing.T) {
 // during the heal, then to the healed file: both appends are put back, in order, after the
 // heal's bytes; none is lost in the unlinked inode.
 func TestAppendsOnBothInodesArePutBackInOrder(t *testing.T) {
-	var faults faultSwitch
-	dir := filepath.Join(t.TempDir(), "sessions")
-	os.MkdirAll(dir, 0o755)
-	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{{
-		Name: "j", Format: "jsonl", Paths: []string{dir}, Lock: policy.Lock{Protocol: "none"},
-		Strategies: []policy.Strategy{policy.Salvage}, Limits: policy.Limits{MaxLoss: 0.9}, Mode: "heal",
-	}}}
-	e := New(cfg, Options{Faults: faults.fault, QuietCheck: time.Millisecond})
-	p := filepath.Join(dir, "s.jsonl")
-	os.WriteFile(p, []byte("{\"n\":1}\nxx\n{\"n\":2}\n"), 0o644)
-	appendTo := func(s string) {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		f.WriteString(s)
-		f.Close()
-	}
+	e, faults, _, p, appendTo := appendingApp(t)
 	var renamed atomic.Bool
 	e.findWriters = func(dev, ino uint64) []int {
 		if renamed.CompareAndSwap(true, false) {
@@ -450,26 +432,8 @@ func TestAppendsOnBothInodesArePutBackInOrder(t *testing.T) {
 // inode's bytes are copied for their put-back: that append is not lost under the put-back's
 // rename; both appends are put back in order after the heal's bytes.
 func TestAppendDuringThePutBackIsKept(t *testing.T) {
-	var faults faultSwitch
-	dir := filepath.Join(t.TempDir(), "sessions")
-	os.MkdirAll(dir, 0o755)
-	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{{
-		Name: "j", Format: "jsonl", Paths: []string{dir}, Lock: policy.Lock{Protocol: "none"},
-		Strategies: []policy.Strategy{policy.Salvage}, Limits: policy.Limits{MaxLoss: 0.9}, Mode: "heal",
-	}}}
-	e := New(cfg, Options{Faults: faults.fault, QuietCheck: time.Millisecond})
+	e, faults, dir, p, appendTo := appendingApp(t)
 	e.findWriters = func(dev, ino uint64) []int { return nil }
-	p := filepath.Join(dir, "s.jsonl")
-	os.WriteFile(p, []byte("{\"n\":1}\nxx\n{\"n\":2}\n"), 0o644)
-	appendTo := func(s string) {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		f.WriteString(s)
-		f.Close()
-	}
 	renamed, copying := false, false
 	faults.set(func(op, path string) error {
 		switch {
@@ -493,4 +457,31 @@ func TestAppendDuringThePutBackIsKept(t *testing.T) {
 	if b, _ := os.ReadFile(p); string(b) != want {
 		t.Fatalf("after the heal: %q, want the healed bytes and both appends in order %q", b, want)
 	}
+}
+
+// appendingApp is an engine over a JSONL file with a damaged middle line whose app, without
+// a lock, appends (Claude Code's appendFile): the engine, its fault switch, the directory,
+// the file and the app's append.
+func appendingApp(t *testing.T) (*Engine, *faultSwitch, string, string, func(string)) {
+	t.Helper()
+	faults := &faultSwitch{}
+	dir := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(dir, 0o755)
+	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{{
+		Name: "j", Format: "jsonl", Paths: []string{dir}, Lock: policy.Lock{Protocol: "none"},
+		Strategies: []policy.Strategy{policy.Salvage}, Limits: policy.Limits{MaxLoss: 0.9}, Mode: "heal",
+	}}}
+	e := New(cfg, Options{Faults: faults.fault, QuietCheck: time.Millisecond})
+	p := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(p, []byte("{\"n\":1}\nxx\n{\"n\":2}\n"), 0o644)
+	appendTo := func(s string) {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f.WriteString(s)
+		f.Close()
+	}
+	return e, faults, dir, p, appendTo
 }
