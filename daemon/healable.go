@@ -1,12 +1,11 @@
 package daemon
 
 import (
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,33 +73,28 @@ func (d *loop) copyFailed(rule, path, err string, now time.Time) {
 	d.refused.copies, d.refused.copiesHeld = now, 0
 }
 
-// largestOf is the largest regular file among the targets' paths, and its size (lstat: a
-// full scan's worth of system calls, run beside the prune, off the loop).
+// largestOf is the largest regular file among the targets' paths, and its size (0 with
+// none): a full scan's worth of stats, run beside the prune, off the loop, as every read is
+// (below a confined root, no symlink on the way is followed).
 func largestOf(paths []string) (string, int64) {
 	var at string
-	var n int64 = -1
+	var n int64
 	for _, p := range paths {
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > n {
-			at, n = p, fi.Size()
+		if id, err := fsio.StatIdentity(p); err == nil && id.Size > n {
+			at, n = p, id.Size
 		}
 	}
 	return at, n
 }
 
-// freeBytes is what the file system of dir (or of its nearest existing parent) has free for
-// an unprivileged user, or -1.
+// freeBytes is what the file system of the state dir (which the daemon made at start) has
+// free for an unprivileged user, or -1.
 func freeBytes(dir string) int64 {
-	for {
-		var st unix.Statfs_t
-		if err := unix.Statfs(dir, &st); err == nil {
-			return int64(st.Bavail) * int64(st.Bsize)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return -1
-		}
-		dir = parent
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return -1
 	}
+	return int64(st.Bavail) * int64(st.Bsize)
 }
 
 // spaceNeeded is what the state dir must have free to heal the largest file: its quarantine

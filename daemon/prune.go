@@ -51,7 +51,6 @@ func (d *loop) startPrune() {
 		res := pruneResult{p: p, err: err, largest: -1}
 		if paths != nil {
 			res.largestAt, res.largest = largestOf(paths)
-			res.largest = max(res.largest, 0)
 		}
 		res.free = freeBytes(stateDir)
 		d.prune.done <- res

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"syscall"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -97,9 +98,9 @@ func (e *Engine) unhealableDir(t Target, files []string, euid int) string {
 	}
 	// Run as another user, a heal cannot give the new file the owner the old one had.
 	for _, f := range files {
-		var st syscall.Stat_t
-		if syscall.Lstat(f, &st) == nil && int(st.Uid) != euid {
-			return fmt.Sprintf("%s is owned by uid %d: sessionmedic runs as uid %d, which can write this directory but cannot give a healed file its owner back (run sessionmedic as the files' owner or as root, or set the rule's mode to observe)", f, st.Uid, euid)
+		// Stat as every read is: below a confined root, no symlink on the way is followed.
+		if id, err := fsio.StatIdentity(f); err == nil && int(id.UID) != euid {
+			return fmt.Sprintf("%s is owned by uid %d: sessionmedic runs as uid %d, which can write this directory but cannot give a healed file its owner back (run sessionmedic as the files' owner or as root, or set the rule's mode to observe)", f, id.UID, euid)
 		}
 	}
 	return ""
