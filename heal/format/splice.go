@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"os"
 	"sort"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
 // Splice is a repaired file described as bytes of the original and bytes held in memory, in
@@ -86,6 +89,23 @@ func (s *Splice) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// CopyOut writes the result to dst, the original's ranges copied from src by the kernel (see
+// fsio.FileContent): a salvage of a big file writes its kept records without reading them.
+func (s *Splice) CopyOut(dst, src *os.File) error {
+	for _, p := range s.pieces {
+		var err error
+		if p.off < 0 {
+			_, err = dst.Write(p.data)
+		} else {
+			err = fsio.CopyRange(dst, src, p.off, p.n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Bytes is the result, read from src.

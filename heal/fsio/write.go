@@ -93,7 +93,9 @@ func (fs FS) SyncDir(dir string) error {
 // WriteTemp creates the temp file tmp (a full path) in the directory d with the given mode
 // and owner, writes c (reading the original, when c needs it, from src) and fsyncs it. When
 // want is set, what was written must have that sha256 (the bytes the plan was made from);
-// other bytes are an ErrBusy. The caller renames or removes it.
+// other bytes are an ErrBusy. A FileContent read from an original *os.File is copied by the
+// kernel and hashed by nobody (see FileContent): its caller re-checks the original's identity
+// before the temp is used, as it does anyway. The caller renames or removes it.
 func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mode os.FileMode, uid, gid int) (Identity, error) {
 	name := filepath.Base(tmp)
 	if err := d.fs.fault("create", tmp); err != nil {
@@ -132,7 +134,7 @@ func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mod
 		}
 	}
 	if err := d.fs.Do("write", tmp, func() error {
-		got, err := c.WriteOut(f, src)
+		got, err := writeContent(f, c, src, false)
 		if err == nil && want != "" && got != "" && got != want {
 			err = fmt.Errorf("%w: %s", ErrBusy, "the bytes to write changed since they were planned")
 		}
@@ -213,7 +215,7 @@ func (fs FS) ReplaceAtomic(path string, data []byte, mode os.FileMode) error {
 // (false: the temp is removed, nothing replaced).
 func (fs FS) ReplaceAtomicFrom(path string, c Content, src io.ReaderAt, mode os.FileMode, keep func(sum string) bool) error {
 	tmp := TempName(path)
-	sum, err := fs.writeNewFrom(tmp, c, src, mode, false)
+	sum, err := fs.writeNewFrom(tmp, c, src, mode, false, false)
 	if err != nil {
 		return err
 	}
@@ -243,9 +245,10 @@ func (fs FS) MkdirAllSync(dir string) error {
 }
 
 // WriteDurableFrom is WriteDurable for content streamed from src (with the same fault
-// points); it returns the sha256 of what it wrote.
+// points); it returns the sha256 of what it wrote, or "" for a FileContent the kernel copied
+// from an *os.File (see FileContent).
 func (fs FS) WriteDurableFrom(path string, c Content, src io.ReaderAt, mode os.FileMode) (string, error) {
-	sum, err := fs.writeNewFrom(path, c, src, mode, true)
+	sum, err := fs.writeNewFrom(path, c, src, mode, true, true)
 	if err == nil {
 		if err = fs.SyncDir(filepath.Dir(path)); err != nil {
 			os.Remove(path)
@@ -258,8 +261,9 @@ func (fs FS) WriteDurableFrom(path string, c Content, src io.ReaderAt, mode os.F
 }
 
 // writeNewFrom is WriteNew of content streamed from src: it returns the sha256 WriteOut gave
-// for what it wrote; on failure the file is removed.
-func (fs FS) writeNewFrom(path string, c Content, src io.ReaderAt, mode os.FileMode, sync bool) (string, error) {
+// for what it wrote, or "" when kernel allows the kernel's copy of a FileContent; on failure
+// the file is removed.
+func (fs FS) writeNewFrom(path string, c Content, src io.ReaderAt, mode os.FileMode, sync, kernel bool) (string, error) {
 	if err := fs.fault("create", path); err != nil {
 		return "", err
 	}
@@ -269,8 +273,12 @@ func (fs FS) writeNewFrom(path string, c Content, src io.ReaderAt, mode os.FileM
 	}
 	var sum string
 	err = fs.Do("write", path, func() error {
-		w := bufio.NewWriterSize(f, bufSize)
 		var err error
+		if kernel {
+			sum, err = writeContent(f, c, src, true)
+			return err
+		}
+		w := bufio.NewWriterSize(f, bufSize)
 		if sum, err = c.WriteOut(w, src); err == nil {
 			err = w.Flush()
 		}

@@ -110,11 +110,14 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 	return dir, nil
 }
 
-// PutFrom is Put for bytes too big to hold: c writes them out of src (size bytes, and their
-// sha256). check, when set, is asked with that sha256 before the manifest is written; an error
-// it returns removes the entry and is returned as it is (the caller checks the bytes are the
-// version it planned from).
-func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.ReaderAt, check func(sum string) error, now time.Time) (string, error) {
+// PutFrom is Put for bytes too big to hold: c writes them out of src (size bytes). known is
+// their sha256 when the caller has it (from the read its plan was made in): a copy the kernel
+// made (see fsio.FileContent) computes none, and known is what the manifest records; without
+// it the entry is read back and hashed. check, when set, is asked with the sha256 the copy
+// computed ("" when the kernel made it) before the manifest is written; an error it returns
+// removes the entry and is returned as it is (the caller checks the bytes are the version it
+// planned from).
+func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.ReaderAt, known string, check func(sum string) error, now time.Time) (string, error) {
 	dir := q.EntryDir(m, now)
 	m.Created = now.UTC()
 	m.Size = size
@@ -133,6 +136,14 @@ func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.Read
 			return "", err
 		}
 	}
+	if sum == "" {
+		if sum = known; sum == "" {
+			if sum, err = fileSHA(filepath.Join(dir, m.File)); err != nil {
+				os.RemoveAll(dir)
+				return "", fmt.Errorf("quarantine: %w", err)
+			}
+		}
+	}
 	m.SHA256 = sum
 	m.encodeNames()
 	mj, _ := json.MarshalIndent(m, "", "  ")
@@ -142,6 +153,20 @@ func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.Read
 	}
 	m.Dir = dir
 	return dir, nil
+}
+
+// fileSHA is the hex sha256 of the file at path.
+func fileSHA(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // List returns every entry, oldest first.
