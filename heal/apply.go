@@ -140,7 +140,7 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		return first, err
 	}
 	e.step("done", t.Path)
-	e.verify(t, in, (*written)[t.Path])
+	e.verify(t, in, (*written)[t.Path], p.edits[0].newSHA())
 	return first, nil
 }
 
@@ -148,8 +148,9 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 // validated streaming, and read whole only for a last-good copy it fits in. A big result
 // that is still the version this heal wrote (wrote: its identity after the rename, zero when
 // an app wrote over it first) is the plan's bytes, which were judged healthy when the plan
-// was made and whose hash the write checked: copied without judging them a second time.
-func (e *Engine) verify(t Target, in *inspection, wrote Identity) {
+// was made, whose hash (newSHA) the plan computed and which the identity checks around the
+// write kept that version: copied by the kernel without judging or hashing them again.
+func (e *Engine) verify(t Target, in *inspection, wrote Identity, newSHA string) {
 	c := in.ctx
 	c.lastGood = nil
 	if !t.Rule.KeepLastGood {
@@ -164,14 +165,17 @@ func (e *Engine) verify(t Target, in *inspection, wrote Identity) {
 			return
 		}
 		defer f.Close()
-		if ours := wrote.Ino != 0 && id.Same(wrote); !ours {
+		known := ""
+		if ours := wrote.Ino != 0 && id.Same(wrote); ours {
+			known = newSHA
+		} else {
 			v, err := judgeStreamed(&c, f, 0, id.Size)
 			if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
 				return
 			}
 		}
 		// Validated: copied streaming, and kept if it is still that version.
-		in.copyErr = copyFailed(e.LastGood.PutFrom(t.Path, f, id.Size, func() bool { return fsio.StillSame(f, id) }))
+		in.copyErr = copyFailed(e.LastGood.PutFrom(t.Path, f, id.Size, known, func() bool { return fsio.StillSame(f, id) }))
 		return
 	}
 	if data, _, err := fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize); err == nil {

@@ -415,5 +415,5 @@ func (e *Engine) lastGoodFrom(path string, id Identity) error {
 		return nil
 	}
 	defer f.Close()
-	return copyFailed(e.LastGood.PutFrom(path, f, id.Size, func() bool { return fsio.StillSame(f, id) }))
+	return copyFailed(e.LastGood.PutFrom(path, f, id.Size, "", func() bool { return fsio.StillSame(f, id) }))
 }

@@ -3,7 +3,6 @@ package format
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"io"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -52,7 +51,8 @@ func keepWalker(p Profile, r io.ReaderAt, size int64) walker {
 // PlanKeepSum is [PlanKeep] that also gives the hex sha256 of the original, read in the same
 // pass.
 func PlanKeepSum(p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepFigures, string, error) {
-	h := sha256.New()
+	h := newBGHash()
+	defer h.Close()
 	ta := &teeAt{r: io.NewSectionReader(f, 0, size), w: h}
 	s, fig, err := planKeep(p, path, f, size, keepWalker(p, ta, size))
 	if err == nil {
@@ -61,7 +61,7 @@ func PlanKeepSum(p Profile, path string, f io.ReaderAt, size int64) (*Splice, Ke
 	if err != nil {
 		return nil, KeepFigures{}, "", err
 	}
-	return s, fig, hex.EncodeToString(h.Sum(nil)), nil
+	return s, fig, h.Sum(), nil
 }
 
 // planKeep is PlanKeep of the lines walk walks.

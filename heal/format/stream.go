@@ -3,10 +3,7 @@ package format
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"hash"
 	"io"
 	"sync"
 
@@ -363,9 +360,10 @@ func InspectSum(p Profile, path string, r io.ReaderAt, size int64) (Verdict, str
 
 func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Verdict, string, error) {
 	var ta *teeAt
-	var h hash.Hash
+	var h *bgHash
 	if sum {
-		h = sha256.New()
+		h = newBGHash()
+		defer h.Close()
 		ta = &teeAt{r: io.NewSectionReader(r, 0, size), w: h}
 		r = ta
 	}
@@ -376,7 +374,7 @@ func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Ver
 	if err := ta.through(size); err != nil {
 		return Verdict{}, "", err
 	}
-	return v, hex.EncodeToString(h.Sum(nil)), nil
+	return v, h.Sum(), nil
 }
 
 func judgeAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error) {

@@ -211,11 +211,12 @@ func (fs FS) ReplaceAtomic(path string, data []byte, mode os.FileMode) error {
 }
 
 // ReplaceAtomicFrom is ReplaceAtomic of content streamed from src, never held; keep, given
-// the hex sha256 WriteOut returned for what was written, says whether to put it in place
-// (false: the temp is removed, nothing replaced).
-func (fs FS) ReplaceAtomicFrom(path string, c Content, src io.ReaderAt, mode os.FileMode, keep func(sum string) bool) error {
+// the hex sha256 WriteOut returned for what was written ("" when kernel let the kernel copy a
+// FileContent), says whether to put it in place (false: the temp is removed, nothing
+// replaced).
+func (fs FS) ReplaceAtomicFrom(path string, c Content, src io.ReaderAt, mode os.FileMode, kernel bool, keep func(sum string) bool) error {
 	tmp := TempName(path)
-	sum, err := fs.writeNewFrom(tmp, c, src, mode, false, false)
+	sum, err := fs.writeNewFrom(tmp, c, src, mode, false, kernel)
 	if err != nil {
 		return err
 	}

@@ -190,9 +190,11 @@ func (l LastGood) Put(path string, data []byte) error {
 }
 
 // PutFrom is Put of the size bytes of src, copied streaming, never held (a big file's copy).
+// known is their hex sha256 when the caller has it (a heal's result, hashed when it was
+// planned): then they are copied by the kernel (see fsio.FileContent), not read through.
 // unchanged is asked once they are copied, before the copy is put in place: false (the file
 // moved meanwhile, so the bytes may be of two versions) leaves the old copy as it was.
-func (l LastGood) PutFrom(path string, src io.ReaderAt, size int64, unchanged func() bool) error {
+func (l LastGood) PutFrom(path string, src io.ReaderAt, size int64, known string, unchanged func() bool) error {
 	if l.Root == "" || (l.MaxFileBytes > 0 && size > l.MaxFileBytes) {
 		return nil
 	}
@@ -212,7 +214,10 @@ func (l LastGood) PutFrom(path string, src io.ReaderAt, size int64, unchanged fu
 	}
 	var sum uint64
 	placed := false
-	err := l.fs.ReplaceAtomicFrom(l.file(path), fsio.Range{Off: 0, N: size}, src, 0o600, func(hexSum string) bool {
+	err := l.fs.ReplaceAtomicFrom(l.file(path), fsio.Range{Off: 0, N: size}, src, 0o600, known != "", func(hexSum string) bool {
+		if hexSum == "" {
+			hexSum = known
+		}
 		if full, err := hex.DecodeString(hexSum); err == nil && len(full) >= 8 {
 			sum = binary.LittleEndian.Uint64(full[:8]) | 1 // as Put keys it (0: unknown)
 		}

@@ -1,0 +1,72 @@
+package format
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"hash"
+)
+
+// bgHash is a SHA-256 of what is written to it, computed on a goroutine of its own: a plan's
+// pass over a big file (the original's sum while it is walked for a salvage, the salvage's
+// sum while it is judged) then costs the walk or the hash, whichever is slower, not both.
+// Write copies its bytes into one of a few buffers of StreamBuf (held: at most
+// bgHashBufs × StreamBuf); the goroutine is started by newBGHash and ended by Sum or Close,
+// one of which the creator always calls.
+type bgHash struct {
+	work chan []byte
+	free chan []byte
+	done chan struct{}
+	h    hash.Hash
+	made int
+	shut bool
+}
+
+const bgHashBufs = 4
+
+func newBGHash() *bgHash {
+	b := &bgHash{work: make(chan []byte, bgHashBufs), free: make(chan []byte, bgHashBufs), done: make(chan struct{}), h: sha256.New()}
+	go func() {
+		defer close(b.done)
+		for p := range b.work {
+			b.h.Write(p)
+			b.free <- p
+		}
+	}()
+	return b
+}
+
+func (b *bgHash) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		var buf []byte
+		select {
+		case buf = <-b.free:
+		default:
+			if b.made < bgHashBufs {
+				b.made++
+				buf = make([]byte, StreamBuf)
+			} else {
+				buf = <-b.free
+			}
+		}
+		k := copy(buf[:cap(buf)], p)
+		b.work <- buf[:k]
+		p = p[k:]
+	}
+	return n, nil
+}
+
+// Sum waits for what was written to be hashed and returns its hex sha256.
+func (b *bgHash) Sum() string {
+	b.Close()
+	return hex.EncodeToString(b.h.Sum(nil))
+}
+
+// Close ends the goroutine (after it hashed what was written).
+func (b *bgHash) Close() {
+	if !b.shut {
+		b.shut = true
+		close(b.work)
+		<-b.done
+	}
+}
