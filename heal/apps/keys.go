@@ -12,3 +12,16 @@ func idKey(rec *jsonv.Value) string {
 	}
 	return ""
 }
+
+// idKeyFields is what idKey reads of a record (format.RecordKeyFielder).
+var idKeyFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"id": nil, "type": nil}}
+
+func (copilotLog) RecordKeyFields() *jsonv.Fields         { return idKeyFields }
+func (openclawTranscript) RecordKeyFields() *jsonv.Fields { return idKeyFields }
+func (ovMessages) RecordKeyFields() *jsonv.Fields         { return idKeyFields }
+func (piLog) RecordKeyFields() *jsonv.Fields              { return idKeyFields }
+
+// nanobotKeyFields: nanobot's RecordKey reads _type alone.
+var nanobotKeyFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"_type": nil}}
+
+func (nanobot) RecordKeyFields() *jsonv.Fields { return nanobotKeyFields }

@@ -118,6 +118,13 @@ type RecordKeyer interface {
 	RecordKey(rec *jsonv.Value) string
 }
 
+// RecordKeyFielder is a RecordKeyer that names what its RecordKey reads of a record: the
+// members built for it (jsonv.ParseFields), all the key may depend on.
+type RecordKeyFielder interface {
+	RecordKeyer
+	RecordKeyFields() *jsonv.Fields
+}
+
 // EntryDropper is a Profile that implements the drop-invalid-entries strategy: the file
 // without the entries its checklist rejects, or nil.
 type EntryDropper interface {

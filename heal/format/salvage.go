@@ -481,10 +481,20 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 		return nil, nil
 	}
 	_, keyed := p.(RecordKeyer)
+	kp := newKeyParser(p, keyed)
 	// The copy's records, by key: a salvaged record the copy has is not held (but for the
-	// newest version of a keyed record replaced in place, a "\x00" key).
+	// newest version of a keyed record replaced in place, a "\x00" key). Each is read once,
+	// and kept as its bounds in the copy and its key.
 	inCopy := map[[16]byte]bool{}
-	eachKeyed(p, lastGood, keyed, func(_, _ int, k [16]byte) { inCopy[k] = true })
+	type copyRec struct {
+		start, end int
+		k          [16]byte
+	}
+	var recs []copyRec
+	eachKeyed(kp, lastGood, func(start, end int, k [16]byte) {
+		inCopy[k] = true
+		recs = append(recs, copyRec{start, end, k})
+	})
 	newest := map[[16]byte][]byte{} // the copy's "\x00" records' newest salvaged versions
 	added := map[[16]byte][]byte{}  // the salvaged records the copy lacks, newest version
 	var order [][16]byte            // ... in the order first salvaged
@@ -498,12 +508,11 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 			}
 			return nil
 		}
-		key, ok := lineRecordKey(p, line, keyed)
+		k, ok := kp.key(line)
 		if !ok {
 			return nil
 		}
-		k := lineKey([]byte(key))
-		if inCopy[k] && !strings.HasPrefix(key, "\x00") {
+		if inCopy[k] && !kp.replaced {
 			return nil // the copy's version stays: nothing to hold
 		}
 		rec := append(bytes.Clone(line), '\n')
@@ -528,14 +537,23 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 	if err != nil {
 		return nil, err
 	}
-	var out []byte
-	eachKeyed(p, lastGood, keyed, func(start, end int, k [16]byte) {
-		if b, ok := newest[k]; ok {
+	// The result is allocated once, at its size.
+	n := held
+	for _, r := range recs {
+		if b, ok := newest[r.k]; ok {
+			n += len(b)
+		} else {
+			n += r.end - r.start
+		}
+	}
+	out := make([]byte, 0, n)
+	for _, r := range recs {
+		if b, ok := newest[r.k]; ok {
 			out = append(out, b...)
 		} else {
-			out = append(out, lastGood[start:end]...)
+			out = append(out, lastGood[r.start:r.end]...)
 		}
-	})
+	}
 	for _, k := range order {
 		out = append(out, added[k]...)
 	}
@@ -544,9 +562,9 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 
 // eachKeyed calls fn for each record of data in order: its bytes [start, end) (with its '\n'
 // when it has one) and the lineKey of its recordKey.
-func eachKeyed(p Profile, data []byte, keyed bool, fn func(start, end int, k [16]byte)) {
+func eachKeyed(kp *keyParser, data []byte, fn func(start, end int, k [16]byte)) {
 	jsonv.Lines(data, func(start int, line []byte, terminated bool) bool {
-		key, ok := lineRecordKey(p, line, keyed)
+		k, ok := kp.key(line)
 		if !ok {
 			return true
 		}
@@ -554,9 +572,54 @@ func eachKeyed(p Profile, data []byte, keyed bool, fn func(start, end int, k [16
 		if terminated {
 			end++
 		}
-		fn(start, end, lineKey([]byte(key)))
+		fn(start, end, k)
 		return true
 	})
+}
+
+// keyParser gives the lineKey of a record line's recordKey, reading of it only what the
+// profile's RecordKey reads when the profile says so (RecordKeyFielder: built in one reused
+// arena, no tree left behind per record), else its whole tree. replaced says whether the
+// last key was of a record replaced in place (a "\x00" key).
+type keyParser struct {
+	p        Profile
+	keyed    bool
+	fields   *jsonv.Fields
+	arena    jsonv.Arena
+	replaced bool
+}
+
+func newKeyParser(p Profile, keyed bool) *keyParser {
+	kp := &keyParser{p: p, keyed: keyed}
+	if f, ok := p.(RecordKeyFielder); ok && keyed {
+		kp.fields = f.RecordKeyFields()
+	}
+	return kp
+}
+
+func (kp *keyParser) key(line []byte) ([16]byte, bool) {
+	kp.replaced = false
+	var key string
+	if kp.fields == nil {
+		k, ok := lineRecordKey(kp.p, line, kp.keyed)
+		if !ok {
+			return [16]byte{}, false
+		}
+		key = k
+	} else {
+		body := bytes.TrimSuffix(line, []byte("\r"))
+		trimmed := bytes.TrimSpace(body)
+		if len(trimmed) == 0 || !ValidRecord(kp.p, line) {
+			return [16]byte{}, false
+		}
+		l := Line{Raw: line, Val: anyObject}
+		if trimmed[0] == '{' {
+			l.Val = kp.arena.ParseFieldsValid(body, kp.p.Dialect(), kp.fields)
+		}
+		key = recordKey(kp.p, l)
+	}
+	kp.replaced = strings.HasPrefix(key, "\x00")
+	return lineKey([]byte(key)), true
 }
 
 // lineRecordKey is recordKey of a line: ok is false when it is no valid record.
