@@ -4,14 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"sync"
 )
 
 // bgHash is a SHA-256 of what is written to it, computed on a goroutine of its own: a plan's
 // pass over a big file (the original's sum while it is walked for a salvage, the salvage's
 // sum while it is judged) then costs the walk or the hash, whichever is slower, not both.
-// Write copies its bytes into one of a few buffers of StreamBuf (held: at most
-// bgHashBufs × StreamBuf); the goroutine is started by newBGHash and ended by Sum or Close,
-// one of which the creator always calls.
+// Write copies its bytes into one of a few small buffers (held: at most bgHashBufs ×
+// bgHashBuf, 1 MiB, taken from a pool that the next hash reuses); the goroutine is
+// started by newBGHash and ended by Sum or Close, one of which the creator always calls.
 type bgHash struct {
 	work chan []byte
 	free chan []byte
@@ -21,7 +22,14 @@ type bgHash struct {
 	shut bool
 }
 
-const bgHashBufs = 4
+// bgHashBufs buffers of bgHashBuf bytes: enough for the hash to keep pace, small enough that
+// the heap the collector's goal is reckoned from hardly grows.
+const (
+	bgHashBufs = 4
+	bgHashBuf  = 256 << 10
+)
+
+var bgHashPool = sync.Pool{New: func() any { b := make([]byte, bgHashBuf); return &b }}
 
 func newBGHash() *bgHash {
 	b := &bgHash{work: make(chan []byte, bgHashBufs), free: make(chan []byte, bgHashBufs), done: make(chan struct{}), h: sha256.New()}
@@ -44,7 +52,7 @@ func (b *bgHash) Write(p []byte) (int, error) {
 		default:
 			if b.made < bgHashBufs {
 				b.made++
-				buf = make([]byte, StreamBuf)
+				buf = *bgHashPool.Get().(*[]byte)
 			} else {
 				buf = <-b.free
 			}
@@ -68,5 +76,10 @@ func (b *bgHash) Close() {
 		b.shut = true
 		close(b.work)
 		<-b.done
+		for ; b.made > 0; b.made-- {
+			buf := <-b.free
+			buf = buf[:cap(buf)]
+			bgHashPool.Put(&buf)
+		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 // larger than its buffers), and Close after Sum (or alone) is harmless.
 func TestBGHash(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	data := make([]byte, 5*StreamBuf+123)
+	data := make([]byte, 5*StreamBuf+123) // many buffers long
 	r.Read(data)
 	for i := 0; i < 20; i++ {
 		h := newBGHash()
