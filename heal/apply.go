@@ -237,13 +237,6 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 	} else {
 		mode, uid, gid = os.FileMode(ed.oldID.Mode)&os.ModePerm, int(ed.oldID.UID), int(ed.oldID.GID)
 	}
-	if !ed.missing && ed.tailCut() {
-		// A tail cut is made in place under a write lease where one is granted: the file
-		// keeps its inode, nothing is written but the cut, and no app can open it meanwhile.
-		if renamed, wrote, err := e.truncateLeased(d, ed, target); !errors.Is(err, fsio.ErrNoLease) {
-			return renamed, wrote, err
-		}
-	}
 	var old *os.File
 	if !ed.missing {
 		// Keep the old inode open: an app without a lock that writes between our last check
@@ -385,59 +378,6 @@ func (e *Engine) truncate(d *fsio.Dir, ed edit, target string) (bool, Identity, 
 	var wrote Identity
 	if fi, err := f.Stat(); err == nil {
 		wrote = fsio.IdentityOf(fi)
-	}
-	return true, wrote, nil
-}
-
-// truncateLeased cuts the file in place to the plan's prefix under a write lease
-// (fsio.WriteLease): granted only when no other descriptor has the file open, and holding
-// off any open until it is released, it proves that nothing but the cut changes the file
-// between the identity check and the cut — where a rename would leave an app that opened the
-// file before it writing into the replaced inode, and an unleased cut would cut off an
-// append made after the check. An app that opens the file meanwhile waits (a few
-// milliseconds: a truncate and its fsync) and appends after the cut. fsio.ErrNoLease when
-// no lease is granted: the caller replaces the file instead. The fault seam is asked before
-// the lease is taken and after it is released: a hook that opened the file while it is held
-// would wait for it.
-func (e *Engine) truncateLeased(d *fsio.Dir, ed edit, target string) (bool, Identity, error) {
-	if err := e.fs.Do("truncate", ed.path, func() error { return nil }); err != nil {
-		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
-	}
-	f, err := d.OpenFile(filepath.Base(ed.path), os.O_WRONLY, 0)
-	if err != nil {
-		return false, Identity{}, fsio.ErrNoLease
-	}
-	defer f.Close()
-	if err := fsio.WriteLease(f); err != nil {
-		return false, Identity{}, err
-	}
-	fi, err := f.Stat()
-	if err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
-		fsio.ReleaseLease(f)
-		return false, Identity{}, busyErr("%s changed before the truncate", ed.path)
-	}
-	e.step("leased", target)
-	if err := f.Truncate(ed.newSize()); err != nil {
-		fsio.ReleaseLease(f)
-		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
-	}
-	serr := f.Sync()
-	var wrote Identity
-	if fi, err := f.Stat(); err == nil {
-		wrote = fsio.IdentityOf(fi)
-	}
-	fsio.ReleaseLease(f)
-	if serr == nil {
-		serr = e.fs.Do("fsync", ed.path, func() error { return nil })
-	}
-	if serr != nil {
-		return true, Identity{}, fmt.Errorf("fsync %s: %w", ed.path, serr)
-	}
-	e.step("renamed", target)
-	// An app that opened the file meanwhile writes as soon as the lease is gone: what the
-	// heal left is its own only as long as the path still shows it.
-	if now, err := d.Stat(filepath.Base(ed.path)); err != nil || !now.SameWrite(wrote) {
-		wrote = Identity{}
 	}
 	return true, wrote, nil
 }

@@ -260,12 +260,11 @@ func TestBigAppWriteIsPutBack(t *testing.T) {
 	e, root := bigEngine(t, 1)
 	tg := bigTarget(t, e, root, bigTorn)
 	newer := "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n{\"d\":4}\n"
-	// The app has the file open (so no write lease is granted: the tail cut is a replace)...
-	held, err := os.OpenFile(tg.Path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var held *os.File
 	e.onStep = func(s, path string) {
+		if s == "temp-written" {
+			held, _ = os.OpenFile(path, os.O_WRONLY, 0) // the app opened the old inode...
+		}
 		if s == "renamed" {
 			held.WriteAt([]byte(newer), 0) // ...and writes after our rename
 			held.Close()

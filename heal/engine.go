@@ -67,9 +67,8 @@ type Options struct {
 	OpenWriters func(dev, ino uint64) []int
 
 	// Step, when set, is called at each step of the heal protocol ("path-busy", "locked",
-	// "journaled", "quarantined", "temp-written", "leased", "renamed", "done"); crash tests
-	// stop the process there. At "leased" (a tail cut in place, apply.go's truncateLeased)
-	// the file's write lease is held: an open of the file waits until the step returns.
+	// "journaled", "quarantined", "temp-written", "renamed", "done"); crash tests stop the
+	// process there.
 	Step func(step, path string)
 
 	// Now is the clock (nil: time.Now).

@@ -82,18 +82,6 @@ func TestHealBacksOffWhenTheFileMoves(t *testing.T) {
 
 // copawDamaged returns an engine over a CoPaw sessions dir (CoPaw has no lock: the residual
 // window is handled after the rename) and a session file in it holding two raced saves.
-// holdOpen opens p for reading until the returned func is called: a process that has the
-// file open, so no write lease is granted and a tail cut is made by a replace (whose race
-// with an app's late write the put-back covers), not in place.
-func holdOpen(t *testing.T, p string) func() {
-	t.Helper()
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func() { f.Close() }
-}
-
 func copawDamaged(t *testing.T) (*Engine, string) {
 	t.Helper()
 	return copawDamagedWith(t, Options{})
@@ -111,12 +99,11 @@ func copawDamagedWith(t *testing.T, o Options) (*Engine, string) {
 
 func TestNewBytesWrittenIntoTheOldInodeArePutBack(t *testing.T) {
 	e, p := copawDamaged(t)
-	// The app has the file open (so no write lease is granted: the tail cut is a replace)...
-	held, err := os.OpenFile(p, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var held *os.File
 	e.onStep = func(s, path string) {
+		if s == "temp-written" {
+			held, _ = os.OpenFile(p, os.O_WRONLY, 0) // the app opened the old inode...
+		}
 		if s == "renamed" {
 			held.WriteAt([]byte(`{"agent": {"n": 1}}      `), 0) // ...and writes after our rename
 			held.Close()
@@ -174,7 +161,6 @@ func TestReportWroteIsTheHealsOwnVersion(t *testing.T) {
 func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
 	var faults faultSwitch
 	e, p := copawDamagedWith(t, Options{Faults: faults.fault})
-	defer holdOpen(t, p)()
 	app := []byte(`{"agent": {"n": 2}}`)
 	var writing atomic.Bool
 	e.findWriters = func(dev, ino uint64) []int {
@@ -219,7 +205,6 @@ func TestSlowWriterOfTheOldInodeIsWaitedFor(t *testing.T) {
 func TestPutBackNeverCoversANewerSave(t *testing.T) {
 	var faults faultSwitch
 	e, p := copawDamagedWith(t, Options{Faults: faults.fault})
-	defer holdOpen(t, p)()
 	older, newer := []byte(`{"agent": {"n": 1}}`), []byte(`{"agent": {"n": 1, "m": 2}}`)
 	var held *os.File
 	var writing atomic.Bool
