@@ -254,9 +254,14 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 		}
 		if pids := e.writers(ed); len(pids) > 0 {
 			// A rename would strand the writer's later writes in the old inode: only a
-			// pure tail cut, in place, is allowed.
+			// pure tail cut, in place, is allowed — and only of a file no other name
+			// links to: a cut in place cuts the inode, which a hard link elsewhere (a file
+			// outside the tree, swapped in) would show cut too.
 			if !ed.tailCut() {
 				return false, Identity{}, writersBusy(ed, pids)
+			}
+			if n := fsio.IdentityOf(fi).Nlink; n > 1 {
+				return false, Identity{}, busyErr("%s is held open for writing by pid %v and has %d names: deferred (a cut in place would cut the file of every name)", ed.path, pids, n)
 			}
 			return e.truncate(d, ed, target)
 		}

@@ -485,3 +485,39 @@ func appendingApp(t *testing.T) (*Engine, *faultSwitch, string, string, func(str
 	}
 	return e, faults, dir, p, appendTo
 }
+
+// A tail cut beside a writer is made in place, and a cut in place cuts the inode: never of a
+// file another name links to (a session swapped for a hard link of a file outside the tree,
+// held open by the attacker so that the heal would not replace it). Deferred instead, and the
+// other name's file is untouched.
+func TestTailCutBesideAWriterNeverCutsAHardLinkedFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	outside := filepath.Join(t.TempDir(), "secret.jsonl")
+	os.MkdirAll(dir, 0o755)
+	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), "state"), Rules: []policy.Rule{{
+		Name: "j", Format: "jsonl", Paths: []string{dir}, Lock: policy.Lock{Protocol: "none"},
+		Strategies: []policy.Strategy{policy.Salvage}, Limits: policy.Limits{MaxLoss: 0.9}, Mode: "heal",
+	}}}
+	e := New(cfg, Options{QuietCheck: time.Millisecond, OpenWriters: func(dev, ino uint64) []int { return []int{4242} }})
+	torn := "{\"n\":1}\n{\"n\":"
+	if err := os.WriteFile(outside, []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "s.jsonl")
+	if err := os.Link(outside, p); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if b, _ := os.ReadFile(outside); string(b) != torn {
+		t.Fatalf("the file outside was cut through its hard link: %q (heal: %+v)", b, r)
+	}
+	if r.Verdict != Busy {
+		t.Fatalf("want deferred (busy): %+v", r)
+	}
+	// With no other name, the same cut is made in place beside the writer.
+	os.Remove(outside)
+	r = e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+	if b, _ := os.ReadFile(p); r.Action != ActionHealed || string(b) != "{\"n\":1}\n" {
+		t.Fatalf("a lone file beside a writer: %q, %+v", b, r)
+	}
+}
