@@ -1,0 +1,230 @@
+package apps
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/internal/resolve"
+)
+
+// PraisonAI's cross-file check (praisonai.md "What valid means" 6) needs, for each session
+// checked, the parent_id and session_id of every other session of its directory. Read
+// afresh for each file, a directory of n sessions costs n² reads and parses; praisonIndex
+// remembers the two ids of each sibling it read, keyed by the sibling's identity, so a check
+// costs one listing and one stat per sibling, and a read only of a sibling new or changed.
+//
+// Never stale: an entry is used only while the sibling's stat shows the very version that
+// was read (device, inode, size, mtime and ctime, to the nanosecond). A rename over it (how
+// PraisonAI writes) changes the inode; a rewrite in place changes the ctime, which no user
+// can set back, as long as the write is told apart from the read's own version by its
+// timestamp. That holds for a version whose ctime is older, by more than the timestamps'
+// granularity and the kernel clock's tick, than the moment its read began: any later write
+// is stamped with a later time. A version changed less than praisonRacy before its read
+// began (the same window as git's "racily clean" entries) is read again at every check
+// instead. What it cannot see: the system clock stepped back past a cached version's ctime,
+// or (on a network file system) a server clock behind this host's by more than
+// praisonRacy; and, run as root acting as the tree's owner, an ACL-only change of the
+// directory (its mode and owner are part of the key).
+//
+// Memory: at most praisonIndexMax entries over all directories, each the sibling's name,
+// its stat key and two ids of at most praisonIDMax bytes (a sibling with a longer id is read
+// at every check, as before): under 24 MiB at worst, about 8 MiB with PraisonAI's uuid ids.
+// No file bytes are kept. When full, every entry is dropped (each directory's next check
+// reads its siblings once more). Entries of siblings gone from the listing are dropped by
+// the next check of their directory.
+type praisonIndex struct {
+	now  func() time.Time // the clock the racy window is measured on
+	racy time.Duration    // praisonRacy (a test on a file system of fine timestamps shortens it)
+
+	mu   sync.Mutex // guards dirs and n; never held across a read or stat
+	dirs map[string]*praisonDirIndex
+	n    int // entries in all of dirs
+}
+
+const (
+	praisonIndexMax = 1 << 15
+	praisonIDMax    = 128
+	praisonRacy     = 3 * time.Second // tick (≤ 10 ms) + the coarsest timestamps (FAT's 2 s)
+	praisonSibMax   = 16 << 20        // a sibling larger is not read (fsio.ErrTooLarge)
+)
+
+func newPraisonIndex() *praisonIndex {
+	return &praisonIndex{now: time.Now, racy: praisonRacy, dirs: map[string]*praisonDirIndex{}}
+}
+
+// praisonDirIndex is what is known of a directory's sessions, valid while the directory
+// itself is the one stat'ed (dir).
+type praisonDirIndex struct {
+	dir  praisonDirKey
+	sibs map[string]praisonSibling // by file name
+}
+
+// praisonDirKey: the directory, and what decides whether its files can be read and are
+// read (its mode, and its owner, which fsio's refusal of a foreign hard link compares).
+type praisonDirKey struct {
+	dev, ino uint64
+	mode     uint32
+	uid, gid uint32
+	ok       bool
+}
+
+// praisonStatKey is fsio.Identity.Same's fields of a version of a sibling.
+type praisonStatKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64 // ns
+}
+
+func praisonKeyOf(id fsio.Identity) praisonStatKey {
+	return praisonStatKey{id.Dev, id.Ino, id.Size, id.Mtime.UnixNano(), id.Ctime.UnixNano()}
+}
+
+// praisonSibling is what the check reads of a sibling's version: whether it is an object
+// whose parent_id and session_id are strings, and those.
+type praisonSibling struct {
+	key             praisonStatKey
+	link            bool
+	parent, session string
+}
+
+// praisonLinkFields: the members a sibling is read for.
+var praisonLinkFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"parent_id": nil, "session_id": nil}}
+
+// praisonLink is what data, a sibling's bytes, says of its parent: as jsonv.Parse and Get
+// read it (a file that does not spell "parent_id" out names no parent).
+func praisonLink(data []byte) praisonSibling {
+	if !bytes.Contains(data, []byte(`"parent_id"`)) {
+		return praisonSibling{}
+	}
+	v, err := jsonv.ParseFields(data, praisonDialect, praisonLinkFields)
+	if err != nil || !isObj(v) {
+		return praisonSibling{}
+	}
+	p, id := v.Get("parent_id"), v.Get("session_id")
+	if !isStr(p) || !isStr(id) {
+		return praisonSibling{}
+	}
+	return praisonSibling{link: true, parent: p.Str, session: id.Str}
+}
+
+// children lists the sibling sessions of path whose parent_id names sid, sorted. A nil
+// index reads every sibling.
+func (ix *praisonIndex) children(path, sid string) []string {
+	dir := filepath.Dir(path)
+	ents, err := resolve.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var dk praisonDirKey
+	if st, err := resolve.Lstat(dir); err == nil {
+		dk = praisonDirKey{uint64(st.Dev), uint64(st.Ino), uint32(st.Mode), st.Uid, st.Gid, true}
+	}
+	type sib struct {
+		name string
+		key  praisonStatKey
+		stat bool // key is the sibling's identity now
+		s    praisonSibling
+		hit  bool
+	}
+	var sibs []sib
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() || !praisonSessionRe.MatchString(name) || filepath.Join(dir, name) == path {
+			continue
+		}
+		s := sib{name: name}
+		if ix != nil && dk.ok {
+			if id, err := fsio.StatIdentity(filepath.Join(dir, name)); err == nil {
+				s.key, s.stat = praisonKeyOf(id), true
+			}
+		}
+		sibs = append(sibs, s)
+	}
+	if ix != nil && dk.ok {
+		ix.mu.Lock()
+		if d := ix.dirs[dir]; d != nil && d.dir == dk {
+			for i := range sibs {
+				if c, ok := d.sibs[sibs[i].name]; ok && sibs[i].stat && c.key == sibs[i].key {
+					sibs[i].s, sibs[i].hit = c, true
+				}
+			}
+			if len(d.sibs) > len(sibs)+1 { // entries of siblings gone (path's own may be there)
+				live := make(map[string]bool, len(sibs)+1)
+				live[filepath.Base(path)] = true
+				for _, s := range sibs {
+					live[s.name] = true
+				}
+				for n := range d.sibs {
+					if !live[n] {
+						delete(d.sibs, n)
+						ix.n--
+					}
+				}
+			}
+		}
+		ix.mu.Unlock()
+	}
+	var fresh []sib
+	for i := range sibs {
+		s := &sibs[i]
+		if s.hit {
+			continue
+		}
+		var began time.Time
+		if ix != nil {
+			began = ix.now()
+		}
+		data, id, err := fsio.ReadStable(filepath.Join(dir, s.name), praisonSibMax)
+		switch {
+		case errors.Is(err, fsio.ErrTooLarge):
+			s.s = praisonSibling{} // never read: names no parent
+		case err != nil:
+			continue // not read this time (gone, not regular, changed while read): not kept
+		default:
+			s.s = praisonLink(data)
+		}
+		s.s.key = praisonKeyOf(id)
+		if ix != nil && dk.ok && id.Ctime.Before(began.Add(-ix.racy)) &&
+			len(s.s.parent) <= praisonIDMax && len(s.s.session) <= praisonIDMax {
+			fresh = append(fresh, *s)
+		}
+	}
+	if len(fresh) > 0 {
+		ix.mu.Lock()
+		d := ix.dirs[dir]
+		if d == nil || d.dir != dk {
+			if d != nil {
+				ix.n -= len(d.sibs)
+			}
+			d = &praisonDirIndex{dir: dk, sibs: map[string]praisonSibling{}}
+			ix.dirs[dir] = d
+		}
+		for _, s := range fresh {
+			if _, ok := d.sibs[s.name]; !ok {
+				if ix.n >= praisonIndexMax {
+					clear(ix.dirs)
+					ix.n = 0
+					d = &praisonDirIndex{dir: dk, sibs: map[string]praisonSibling{}}
+					ix.dirs[dir] = d
+				}
+				ix.n++
+			}
+			d.sibs[s.name] = s.s
+		}
+		ix.mu.Unlock()
+	}
+	var kids []string
+	for _, s := range sibs {
+		if s.s.link && s.s.parent == sid {
+			kids = append(kids, s.s.session)
+		}
+	}
+	sort.Strings(kids)
+	return kids
+}
