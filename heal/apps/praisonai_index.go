@@ -3,14 +3,15 @@ package apps
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
-	"github.com/sessionmedic/sessionmedic/internal/resolve"
 )
 
 // PraisonAI's cross-file check (praisonai.md "What valid means" 6) needs, for each session
@@ -71,7 +72,6 @@ type praisonDirKey struct {
 	dev, ino uint64
 	mode     uint32
 	uid, gid uint32
-	ok       bool
 }
 
 // praisonStatKey is fsio.Identity.Same's fields of a version of a sibling.
@@ -113,18 +113,37 @@ func praisonLink(data []byte) praisonSibling {
 	return praisonSibling{link: true, parent: p.Str, session: id.Str}
 }
 
+// praisonSessionName is praisonSessionRe.MatchString(name), without the regexp (a check
+// tests every name of its directory).
+func praisonSessionName(name string) bool {
+	stem, ok := strings.CutSuffix(name, ".json")
+	if !ok || stem == "" {
+		return false
+	}
+	for i := 0; i < len(stem); i++ {
+		c := stem[i]
+		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
 // children lists the sibling sessions of path whose parent_id names sid, sorted. A nil
 // index reads every sibling.
 func (ix *praisonIndex) children(path, sid string) []string {
 	dir := filepath.Dir(path)
-	ents, err := resolve.ReadDir(dir)
+	self := filepath.Base(path) // the one name whose filepath.Join(dir, name) may be path
+	if filepath.Join(dir, self) != path {
+		self = ""
+	}
+	ents, did, err := fsio.ReadDirIdentities(dir, func(e fs.DirEntry) bool {
+		return e.Type().IsRegular() && praisonSessionName(e.Name()) && e.Name() != self
+	})
 	if err != nil {
 		return nil
 	}
-	var dk praisonDirKey
-	if st, err := resolve.Lstat(dir); err == nil {
-		dk = praisonDirKey{uint64(st.Dev), uint64(st.Ino), uint32(st.Mode), st.Uid, st.Gid, true}
-	}
+	dk := praisonDirKey{did.Dev, did.Ino, did.Mode, did.UID, did.GID}
 	type sib struct {
 		name string
 		key  praisonStatKey
@@ -132,21 +151,11 @@ func (ix *praisonIndex) children(path, sid string) []string {
 		s    praisonSibling
 		hit  bool
 	}
-	var sibs []sib
-	for _, e := range ents {
-		name := e.Name()
-		if !e.Type().IsRegular() || !praisonSessionRe.MatchString(name) || filepath.Join(dir, name) == path {
-			continue
-		}
-		s := sib{name: name}
-		if ix != nil && dk.ok {
-			if id, err := fsio.StatIdentity(filepath.Join(dir, name)); err == nil {
-				s.key, s.stat = praisonKeyOf(id), true
-			}
-		}
-		sibs = append(sibs, s)
+	sibs := make([]sib, len(ents))
+	for i, e := range ents {
+		sibs[i] = sib{name: e.Name(), key: praisonKeyOf(e.ID), stat: e.Err == nil}
 	}
-	if ix != nil && dk.ok {
+	if ix != nil {
 		ix.mu.Lock()
 		if d := ix.dirs[dir]; d != nil && d.dir == dk {
 			for i := range sibs {
@@ -190,7 +199,7 @@ func (ix *praisonIndex) children(path, sid string) []string {
 			s.s = praisonLink(data)
 		}
 		s.s.key = praisonKeyOf(id)
-		if ix != nil && dk.ok && id.Ctime.Before(began.Add(-ix.racy)) &&
+		if ix != nil && id.Ctime.Before(began.Add(-ix.racy)) &&
 			len(s.s.parent) <= praisonIDMax && len(s.s.session) <= praisonIDMax {
 			fresh = append(fresh, *s)
 		}

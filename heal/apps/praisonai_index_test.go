@@ -489,3 +489,42 @@ func TestPraisonIndexConcurrent(t *testing.T) {
 		t.Fatalf("%d entries, want %d", ix.n, len(ids))
 	}
 }
+
+// BenchmarkPraisonIndexDirectory: the cross-file read of every session of a directory of
+// 100, as a scan of it makes them (each sibling kept from the first).
+func BenchmarkPraisonIndexDirectory(b *testing.B) {
+	dir := b.TempDir()
+	var paths []string
+	for i := range 100 {
+		id := fmt.Sprintf("%08x-1e05-4283-90df-f0a7cc101d65", i)
+		paths = append(paths, filepath.Join(dir, id+".json"))
+		os.WriteFile(paths[i], praisonDoc(id, fmt.Sprintf("%08x-1e05-4283-90df-f0a7cc101d65", i/10)), 0o600)
+	}
+	ix := testIndex()
+	age()
+	for b.Loop() {
+		for i, p := range paths {
+			ix.children(p, fmt.Sprintf("%08x-1e05-4283-90df-f0a7cc101d65", i))
+		}
+	}
+}
+
+// praisonSessionName says what praisonSessionRe says of every name.
+func TestPraisonSessionNameIsTheRegexp(t *testing.T) {
+	names := []string{"", ".json", "a.json", "a.json.lock", "a.jsonx", "a.JSON", "a b.json", "a/b.json",
+		"-_.json", "a..json", "é.json", "a\n.json", "tmpabcdefgh.tmp", "x.json.corrupt-1234567890123", "\xff.json"}
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := "aZ09_-./é\x00\xff .json"
+	for range 20000 {
+		b := make([]byte, rng.IntN(8))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		names = append(names, string(b), string(b)+".json")
+	}
+	for _, n := range names {
+		if got, want := praisonSessionName(n), praisonSessionRe.MatchString(n); got != want {
+			t.Fatalf("praisonSessionName(%q) = %v, the regexp says %v", n, got, want)
+		}
+	}
+}
