@@ -18,7 +18,11 @@ import (
 // checked, the parent_id and session_id of every other session of its directory. Read
 // afresh for each file, a directory of n sessions costs n² reads and parses; praisonIndex
 // remembers the two ids of each sibling it read, keyed by the sibling's identity, so a check
-// costs one listing and one stat per sibling, and a read only of a sibling new or changed.
+// costs one listing and one stat per sibling through the listing's descriptor
+// (fsio.ReadDirIdentities), and a read only of a sibling new or changed. The stat per
+// sibling per check stays: the directory's own identity does not move when a file is
+// rewritten in place, and a change notification misses writes a stat sees (another host's,
+// on a network file system; through a hard link elsewhere; after a queue overflow).
 //
 // Never stale: an entry is used only while the sibling's stat shows the very version that
 // was read (device, inode, size, mtime and ctime, to the nanosecond). A rename over it (how
