@@ -37,27 +37,35 @@ import (
 // praisonRacy; and, run as root acting as the tree's owner, an ACL-only change of the
 // directory (its mode and owner are part of the key).
 //
-// Memory: at most praisonIndexMax entries over all directories, each the sibling's name,
-// its stat key and two ids of at most praisonIDMax bytes (a sibling with a longer id is read
-// at every check, as before): under 24 MiB at worst, about 8 MiB with PraisonAI's uuid ids.
-// No file bytes are kept. When full, every entry is dropped (each directory's next check
-// reads its siblings once more). Entries of siblings gone from the listing are dropped by
-// the next check of their directory.
+// Memory: what it keeps is charged in bytes (praisonCost: a sibling's name and two ids, a
+// directory's path, each with the map slot and headers around it) and never passes
+// praisonIndexMax (8 MiB; about 36,000 siblings with PraisonAI's uuid names and ids). An id
+// longer than praisonIDMax is not kept (that sibling is read at every check, as before);
+// no file bytes are ever kept. When full, everything is dropped (each directory's next
+// check reads its siblings once more). A sibling gone from the listing is dropped by the
+// next check of its directory, and a directory left with none with it.
 type praisonIndex struct {
 	now  func() time.Time // the clock the racy window is measured on
 	racy time.Duration    // praisonRacy (a test on a file system of fine timestamps shortens it)
 
-	mu   sync.Mutex // guards dirs and n; never held across a read or stat
-	dirs map[string]*praisonDirIndex
-	n    int // entries in all of dirs
+	mu    sync.Mutex // guards dirs, n and bytes; never held across a read or stat
+	dirs  map[string]*praisonDirIndex
+	n     int // siblings kept in all of dirs
+	bytes int // what dirs costs (praisonCost), at most praisonIndexMax
 }
 
 const (
-	praisonIndexMax = 1 << 15
+	praisonIndexMax = 8 << 20
 	praisonIDMax    = 128
 	praisonRacy     = 3 * time.Second // tick (≤ 10 ms) + the coarsest timestamps (FAT's 2 s)
 	praisonSibMax   = 16 << 20        // a sibling larger is not read (fsio.ErrTooLarge)
 )
+
+// praisonCost is what keeping a sibling (name and ids) or a directory (its path as name)
+// costs: the strings, and 128 bytes for the map slot, the key and the string headers.
+func praisonCost(name string, s praisonSibling) int {
+	return 128 + len(name) + len(s.parent) + len(s.session)
+}
 
 func newPraisonIndex() *praisonIndex {
 	return &praisonIndex{now: time.Now, racy: praisonRacy, dirs: map[string]*praisonDirIndex{}}
@@ -148,16 +156,9 @@ func (ix *praisonIndex) children(path, sid string) []string {
 		return nil
 	}
 	dk := praisonDirKey{did.Dev, did.Ino, did.Mode, did.UID, did.GID}
-	type sib struct {
-		name string
-		key  praisonStatKey
-		stat bool // key is the sibling's identity now
-		s    praisonSibling
-		hit  bool
-	}
-	sibs := make([]sib, len(ents))
+	sibs := make([]praisonSib, len(ents))
 	for i, e := range ents {
-		sibs[i] = sib{name: e.Name(), key: praisonKeyOf(e.ID), stat: e.Err == nil}
+		sibs[i] = praisonSib{name: e.Name(), key: praisonKeyOf(e.ID), stat: e.Err == nil}
 	}
 	if ix != nil {
 		ix.mu.Lock()
@@ -173,17 +174,22 @@ func (ix *praisonIndex) children(path, sid string) []string {
 				for _, s := range sibs {
 					live[s.name] = true
 				}
-				for n := range d.sibs {
+				for n, c := range d.sibs {
 					if !live[n] {
 						delete(d.sibs, n)
 						ix.n--
+						ix.bytes -= praisonCost(n, c)
 					}
+				}
+				if len(d.sibs) == 0 {
+					delete(ix.dirs, dir)
+					ix.bytes -= praisonCost(dir, praisonSibling{})
 				}
 			}
 		}
 		ix.mu.Unlock()
 	}
-	var fresh []sib
+	var fresh []praisonSib
 	for i := range sibs {
 		s := &sibs[i]
 		if s.hit {
@@ -210,26 +216,7 @@ func (ix *praisonIndex) children(path, sid string) []string {
 	}
 	if len(fresh) > 0 {
 		ix.mu.Lock()
-		d := ix.dirs[dir]
-		if d == nil || d.dir != dk {
-			if d != nil {
-				ix.n -= len(d.sibs)
-			}
-			d = &praisonDirIndex{dir: dk, sibs: map[string]praisonSibling{}}
-			ix.dirs[dir] = d
-		}
-		for _, s := range fresh {
-			if _, ok := d.sibs[s.name]; !ok {
-				if ix.n >= praisonIndexMax {
-					clear(ix.dirs)
-					ix.n = 0
-					d = &praisonDirIndex{dir: dk, sibs: map[string]praisonSibling{}}
-					ix.dirs[dir] = d
-				}
-				ix.n++
-			}
-			d.sibs[s.name] = s.s
-		}
+		ix.keep(dir, dk, fresh)
 		ix.mu.Unlock()
 	}
 	var kids []string
@@ -240,4 +227,55 @@ func (ix *praisonIndex) children(path, sid string) []string {
 	}
 	sort.Strings(kids)
 	return kids
+}
+
+// praisonSib is a sibling as a check sees it.
+type praisonSib struct {
+	name string
+	key  praisonStatKey // its identity now
+	stat bool           // key was stated
+	s    praisonSibling
+	hit  bool // s is the index's
+}
+
+// keep puts what was read of the siblings fresh in dir (stated dk) in the index, within
+// praisonIndexMax (under ix.mu).
+func (ix *praisonIndex) keep(dir string, dk praisonDirKey, fresh []praisonSib) {
+	d := ix.dirs[dir]
+	if d != nil && d.dir != dk { // another directory, or its mode or owner changed
+		for n, c := range d.sibs {
+			ix.n--
+			ix.bytes -= praisonCost(n, c)
+		}
+		clear(d.sibs)
+		d.dir = dk
+	}
+	for _, s := range fresh {
+		add := praisonCost(s.name, s.s)
+		if d == nil {
+			add += praisonCost(dir, praisonSibling{})
+		}
+		old, had := praisonSibling{}, false
+		if d != nil {
+			old, had = d.sibs[s.name]
+		}
+		if had {
+			add -= praisonCost(s.name, old)
+		}
+		if ix.bytes+add > praisonIndexMax {
+			clear(ix.dirs)
+			ix.n, ix.bytes = 0, 0
+			d, had = nil, false
+			add = praisonCost(s.name, s.s) + praisonCost(dir, praisonSibling{})
+		}
+		if d == nil {
+			d = &praisonDirIndex{dir: dk, sibs: map[string]praisonSibling{}}
+			ix.dirs[dir] = d
+		}
+		if !had {
+			ix.n++
+		}
+		d.sibs[s.name] = s.s
+		ix.bytes += add
+	}
 }

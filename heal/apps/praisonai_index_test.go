@@ -237,7 +237,7 @@ func TestPraisonIndexRacyNotKept(t *testing.T) {
 	}
 }
 
-// The index keeps no more than praisonIndexMax entries, and drops those of siblings gone.
+// The index keeps no more than praisonIndexMax bytes, and drops the siblings gone.
 func TestPraisonIndexBounded(t *testing.T) {
 	dir := t.TempDir()
 	for i := range 20 {
@@ -256,8 +256,9 @@ func TestPraisonIndexBounded(t *testing.T) {
 	if ix.n != 9 || len(ix.dirs[dir].sibs) != 9 {
 		t.Fatalf("%d entries (%d in the directory) once 10 siblings are gone, want 9", ix.n, len(ix.dirs[dir].sibs))
 	}
+	indexAccounted(t, ix)
 	// Full: everything is dropped, then this directory's are kept again.
-	ix.n = praisonIndexMax
+	ix.bytes = praisonIndexMax
 	os.WriteFile(filepath.Join(dir, "new.json"), praisonDoc("new", "s00"), 0o600)
 	age()
 	if got := ix.children(filepath.Join(dir, "s00.json"), "s00"); len(got) != 10 {
@@ -276,6 +277,33 @@ func TestPraisonIndexBounded(t *testing.T) {
 	}
 	if _, kept := ix.dirs[dir].sibs["long.json"]; kept || ix.n != n+9 {
 		t.Fatalf("a long id was kept (%v), or entries %d, want %d", kept, ix.n, n+9)
+	}
+	indexAccounted(t, ix)
+	// Every sibling gone: the directory's record goes with them.
+	for _, n := range []string{"long", "new", "s01", "s02", "s03", "s04", "s05", "s06", "s07", "s08", "s09"} {
+		os.Remove(filepath.Join(dir, n+".json"))
+	}
+	if got := ix.children(filepath.Join(dir, "s00.json"), "s00"); got != nil {
+		t.Fatalf("children %q", got)
+	}
+	if ix.n != 0 || ix.bytes != 0 || len(ix.dirs) != 0 {
+		t.Fatalf("%d entries, %d bytes, %d directories kept once every sibling is gone", ix.n, ix.bytes, len(ix.dirs))
+	}
+}
+
+// indexAccounted: n and bytes are what the index holds.
+func indexAccounted(t *testing.T, ix *praisonIndex) {
+	t.Helper()
+	n, bytes := 0, 0
+	for dir, d := range ix.dirs {
+		bytes += praisonCost(dir, praisonSibling{})
+		for name, s := range d.sibs {
+			n++
+			bytes += praisonCost(name, s)
+		}
+	}
+	if n != ix.n || bytes != ix.bytes || bytes > praisonIndexMax {
+		t.Fatalf("index holds %d entries in %d bytes, accounted %d in %d", n, bytes, ix.n, ix.bytes)
 	}
 }
 
@@ -372,6 +400,7 @@ func praisonDifferential(t *testing.T, seed uint64) {
 			}
 		}
 		kept = max(kept, ix.n)
+		indexAccounted(t, ix)
 		// Edits.
 		for range 1 + rng.IntN(3) {
 			p := path(ids[rng.IntN(len(ids))])
