@@ -1,7 +1,6 @@
 package apps
 
 import (
-	"bytes"
 	"io"
 	"path/filepath"
 	"regexp"
@@ -10,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
-	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/internal/resolve"
 )
@@ -25,11 +23,16 @@ var (
 )
 
 func addPraisonAI(r *format.Registry) {
-	r.Add("praisonai", func(string) format.Profile { return praison{} }, praison{})
+	p := praison{ix: newPraisonIndex()} // one index for every check the registry's engine makes
+	r.Add("praisonai", func(string) format.Profile { return p }, p)
 }
 
-// praison is a session file.
-type praison struct{ format.Document }
+// praison is a session file. ix remembers what its checks read of the sessions' siblings
+// (nil: every check reads them all).
+type praison struct {
+	format.Document
+	ix *praisonIndex
+}
 
 // OwnKinds: the damage kinds its checklist reports (see format.Kinds).
 func (praison) OwnKinds() []string {
@@ -46,12 +49,13 @@ func (praison) DocShape() jsonv.Shape {
 	return jsonv.Shape{Items: []string{"messages"}, Keep: [][]string{{"children_ids"}}, ElemShallow: true}
 }
 
-func (praison) NewDocCheck(f format.File) format.DocCheck { return &praisonCheck{f: f} }
+func (p praison) NewDocCheck(f format.File) format.DocCheck { return &praisonCheck{f: f, ix: p.ix} }
 
 // praisonCheck: praisonai.md "What valid means" 1–6, the messages of each messages list
 // (the last of a duplicated name is the one the app reads) checked as they come.
 type praisonCheck struct {
 	f       format.File
+	ix      *praisonIndex
 	bad     map[*jsonv.Value]*jsonv.Value // each list's first message that is not an object
 	count   map[*jsonv.Value]int
 	records int
@@ -78,7 +82,7 @@ func (c *praisonCheck) End(root *jsonv.Value, _ jsonv.WalkInfo) format.Verdict {
 	if isArr(msgs) {
 		c.records = c.count[msgs]
 	}
-	return checkPraison(c.f, root, c.bad[msgs])
+	return checkPraison(c.ix, c.f, root, c.bad[msgs])
 }
 
 // Reconcile rebuilds children_ids from the children's parent_id.
@@ -89,8 +93,8 @@ func (p praison) Reconcile(path string, data []byte, kind string) []byte {
 }
 
 // ReconcileSplice is Reconcile of the document r holds, said as a splice of it.
-func (praison) ReconcileSplice(path string, r io.ReaderAt, size int64, _ string) (*format.Splice, error) {
-	return praisonReconcile(path, r, size)
+func (p praison) ReconcileSplice(path string, r io.ReaderAt, size int64, _ string) (*format.Splice, error) {
+	return praisonReconcile(p.ix, path, r, size)
 }
 
 // RestoreFields puts back the hierarchy fields a plain store write dropped.
@@ -101,8 +105,8 @@ func (p praison) RestoreFields(path string, data, lastGood []byte) []byte {
 }
 
 // RestoreFieldsSplice is RestoreFields of the document r holds, said as a splice of it.
-func (praison) RestoreFieldsSplice(path string, r io.ReaderAt, size int64, lastGood []byte) (*format.Splice, error) {
-	return praisonRestoreFields(path, r, size, lastGood)
+func (p praison) RestoreFieldsSplice(path string, r io.ReaderAt, size int64, lastGood []byte) (*format.Splice, error) {
+	return praisonRestoreFields(p.ix, path, r, size, lastGood)
 }
 
 // Probe: any session file name.
@@ -144,7 +148,7 @@ var praisonSessionRe = regexp.MustCompile(`^[A-Za-z0-9_-]+\.json$`)
 
 // checkPraison: praisonai.md "What valid means" 1–6.
 // badMsg, when not nil, is the first message that is not an object (its index in Int).
-func checkPraison(f format.File, root *jsonv.Value, badMsg *jsonv.Value) format.Verdict {
+func checkPraison(ix *praisonIndex, f format.File, root *jsonv.Value, badMsg *jsonv.Value) format.Verdict {
 	if root.Type != jsonv.Object {
 		return format.Damage(format.KindNotObject, int64(root.Start), "top-level value is not an object")
 	}
@@ -175,7 +179,7 @@ func checkPraison(f format.File, root *jsonv.Value, badMsg *jsonv.Value) format.
 		}
 	}
 	if isStr(sid) {
-		missing := praisonMissingChildren(f.Path, sid.Str, root)
+		missing := praisonMissingChildren(ix, f.Path, sid.Str, root)
 		if len(missing) > 0 {
 			if root.Get("children_ids") == nil && root.Get("snapshots") == nil && root.Get("title") == nil && root.Get("parent_id") == nil {
 				return format.Damage(format.KindDanglingReference, int64(root.End-1), "hierarchy wiped: %s names this session as its parent", strings.Join(missing, ", "))
@@ -198,38 +202,7 @@ func praisonSafeID(id string) string {
 	return b.String()
 }
 
-// praisonChildren lists the sibling sessions whose parent_id names sid, sorted.
-func praisonChildren(path, sid string) []string {
-	dir := filepath.Dir(path)
-	ents, err := resolve.ReadDir(dir)
-	if err != nil {
-		return nil
-	}
-	var kids []string
-	for _, e := range ents {
-		name := e.Name()
-		if !e.Type().IsRegular() || !praisonSessionRe.MatchString(name) || filepath.Join(dir, name) == path {
-			continue
-		}
-		data, _, err := fsio.ReadStable(filepath.Join(dir, name), 16<<20)
-		if err != nil || !bytes.Contains(data, []byte(`"parent_id"`)) {
-			continue
-		}
-		v, err := jsonv.Parse(data, praisonDialect)
-		if err != nil || !isObj(v) {
-			continue
-		}
-		if p := v.Get("parent_id"); isStr(p) && p.Str == sid {
-			if id := v.Get("session_id"); isStr(id) {
-				kids = append(kids, id.Str)
-			}
-		}
-	}
-	sort.Strings(kids)
-	return kids
-}
-
-func praisonMissingChildren(path, sid string, root *jsonv.Value) []string {
+func praisonMissingChildren(ix *praisonIndex, path, sid string, root *jsonv.Value) []string {
 	have := map[string]bool{}
 	if ch := root.Get("children_ids"); isArr(ch) {
 		for _, it := range ch.Items {
@@ -239,7 +212,7 @@ func praisonMissingChildren(path, sid string, root *jsonv.Value) []string {
 		}
 	}
 	var missing []string
-	for _, k := range praisonChildren(path, sid) {
+	for _, k := range ix.children(path, sid) {
 		if !have[k] {
 			missing = append(missing, k)
 		}
@@ -253,12 +226,12 @@ var praisonShape = jsonv.Shape{Keep: [][]string{{"children_ids"}}}
 // praisonReconcile rebuilds children_ids from the children's parent_id, splicing the
 // array into the file's own bytes (indent 2, as PraisonAI writes it): nil when there is
 // nothing to reconcile.
-func praisonReconcile(path string, r io.ReaderAt, size int64) (*format.Splice, error) {
+func praisonReconcile(ix *praisonIndex, path string, r io.ReaderAt, size int64) (*format.Splice, error) {
 	root, _, err := jsonv.Walk(r, size, praisonDialect, praisonShape, nil)
 	if err != nil {
 		return nil, nil // not a document that parses: nothing to reconcile
 	}
-	e, err := praisonReconcileEdit(path, r, root)
+	e, err := praisonReconcileEdit(ix, path, r, root)
 	if err != nil || e == nil {
 		return nil, err
 	}
@@ -267,7 +240,7 @@ func praisonReconcile(path string, r io.ReaderAt, size int64) (*format.Splice, e
 
 // praisonReconcileEdit is the reconcile of the session walked into root, as the edit it makes
 // of r's bytes (nil when there is nothing to reconcile).
-func praisonReconcileEdit(path string, r io.ReaderAt, root *jsonv.Value) (*praisonEdit, error) {
+func praisonReconcileEdit(ix *praisonIndex, path string, r io.ReaderAt, root *jsonv.Value) (*praisonEdit, error) {
 	if !isObj(root) {
 		return nil, nil
 	}
@@ -275,7 +248,7 @@ func praisonReconcileEdit(path string, r io.ReaderAt, root *jsonv.Value) (*prais
 	if !isStr(sid) {
 		return nil, nil
 	}
-	missing := praisonMissingChildren(path, sid.Str, root)
+	missing := praisonMissingChildren(ix, path, sid.Str, root)
 	if len(missing) == 0 {
 		return nil, nil
 	}
@@ -366,12 +339,12 @@ var praisonHierarchyKeep = [][]string{{"parent_id"}, {"forked_from_message_id"},
 // praisonRestoreFields puts back, from the last-good copy, the hierarchy keys the file lacks
 // (the opt-in restore-fields extension), after reconciling children_ids. Every other byte of
 // the file stays as it is.
-func praisonRestoreFields(path string, r io.ReaderAt, size int64, lastGood []byte) (*format.Splice, error) {
+func praisonRestoreFields(ix *praisonIndex, path string, r io.ReaderAt, size int64, lastGood []byte) (*format.Splice, error) {
 	cur, _, err := jsonv.Walk(r, size, praisonDialect, praisonShape, nil)
 	if err != nil || !isObj(cur) || len(cur.Keys) == 0 {
 		return nil, nil
 	}
-	rec, err := praisonReconcileEdit(path, r, cur)
+	rec, err := praisonReconcileEdit(ix, path, r, cur)
 	if err != nil {
 		return nil, err
 	}

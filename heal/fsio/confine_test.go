@@ -2,6 +2,7 @@ package fsio
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -10,7 +11,7 @@ import (
 
 // TestConfinedRootRefusesSymlinksBelowIt: below a confined rule root no symlink is followed,
 // by any open of the package: a directory swapped for a link to another tree is refused by
-// ReadStable, OpenRegular, OpenStable, StatIdentity and OpenParent; a root written as a
+// ReadStable, OpenRegular, OpenStable, StatIdentity, ReadDirIdentities and OpenParent; a root written as a
 // symlink keeps working, and a root retargeted after it was confined is not followed.
 func TestConfinedRootRefusesSymlinksBelowIt(t *testing.T) { checkConfined(t) }
 
@@ -57,6 +58,9 @@ func checkConfined(t *testing.T) {
 	}
 	if _, err := StatIdentity(f); !errors.Is(err, ErrMoved) {
 		t.Errorf("StatIdentity through a swapped directory: %v; want ErrMoved", err)
+	}
+	if ents, _, err := ReadDirIdentities(filepath.Dir(f), func(fs.DirEntry) bool { return true }); err == nil {
+		t.Errorf("ReadDirIdentities through a swapped directory: %d entries, no error", len(ents))
 	}
 	if d, err := (FS{}).OpenParent(root, f); !errors.Is(err, ErrMoved) {
 		if d != nil {

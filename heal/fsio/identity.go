@@ -2,8 +2,11 @@ package fsio
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,4 +77,55 @@ func StatIdentity(path string) (Identity, error) {
 		return Identity{}, ErrNotRegular
 	}
 	return identityOfUnixStat(&st), nil
+}
+
+// DirEntryIdentity is an entry of a directory listing with its identity, or the error of its
+// stat (ErrNotRegular: not a regular file).
+type DirEntryIdentity struct {
+	fs.DirEntry
+	ID  Identity
+	Err error
+}
+
+// ReadDirIdentities lists the directory dir, sorted by name, opened through the resolver as
+// a listing is (resolve.ReadDir), with the directory's own identity, and states each entry
+// keep accepts as StatIdentity does (without following a symlink; anything but a regular
+// file is ErrNotRegular), all through that one descriptor: a caller that stats every file
+// of a directory pays one open and one stat a file, not an open of the directory for each.
+// On Linux the stats are statx's synced ones (statAtSynced): a network file system's
+// identity is its server's now, as an open's is, never attributes it cached.
+func ReadDirIdentities(dir string, keep func(fs.DirEntry) bool) ([]DirEntryIdentity, Identity, error) {
+	fd, err := openPath(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, Identity{}, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), dir)
+	defer f.Close()
+	var dst unix.Stat_t
+	if err := unix.Fstat(fd, &dst); err != nil {
+		return nil, Identity{}, &os.PathError{Op: "fstat", Path: dir, Err: err}
+	}
+	list, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	slices.SortFunc(list, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	var ents []DirEntryIdentity
+	for _, e := range list {
+		if !keep(e) {
+			continue
+		}
+		d := DirEntryIdentity{DirEntry: e}
+		id, typ, err := statAtSynced(fd, e.Name())
+		switch {
+		case err != nil:
+			d.Err = &os.PathError{Op: "stat", Path: filepath.Join(dir, e.Name()), Err: err}
+		case typ != unix.S_IFREG:
+			d.Err = ErrNotRegular
+		default:
+			d.ID = id
+		}
+		ents = append(ents, d)
+	}
+	return ents, identityOfUnixStat(&dst), nil
 }

@@ -5,6 +5,8 @@ package fsio
 import (
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // identityOfStat: the syscall package names the times Mtimespec and Ctimespec here, and
@@ -21,4 +23,13 @@ func identityOfStat(st *syscall.Stat_t) Identity {
 		GID:   st.Gid,
 		Nlink: uint64(st.Nlink),
 	}
+}
+
+// statAtSynced states name in the directory dfd without following a symlink (fstatat).
+func statAtSynced(dfd int, name string) (Identity, uint32, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return Identity{}, 0, err
+	}
+	return identityOfUnixStat(&st), uint32(st.Mode) & unix.S_IFMT, nil
 }
