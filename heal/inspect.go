@@ -74,8 +74,8 @@ func (e *Engine) inspect(t Target) *inspection {
 					e.inc.RememberFile(t.Path, in.ctx.typ, sid)
 				}
 				return in
-			case serr == nil && v.Status == Damaged && sid.Size <= streamThreshold:
-				// Read whole below, and planned as such (bigplan.go over the big-file size).
+			case serr == nil && v.Status == Damaged && sid.Size <= streamThreshold && !(appStreamed(in.ctx.typ) && sid.Size > e.bigAbove()):
+				// Read whole below, and planned as such.
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v
 				e.inc.Full.Add(1)
@@ -85,7 +85,12 @@ func (e *Engine) inspect(t Target) *inspection {
 				in.incremental = true // no bytes held: no last-good copy of a file this large
 				return in
 			case serr == nil && v.Status == Damaged && appStreamed(in.ctx.typ):
-				// Planned streaming (bigplan.go), never read whole.
+				// Planned streaming (bigplan.go), never read whole: not even up to the
+				// streaming size, where its bytes would be held beside its last-good copy
+				// only to be let go before the plan.
+				if in.ctx.typ.AppendOnly() && sid.Size <= streamThreshold {
+					e.inc.Full.Add(1) // as the pass over its bytes held whole counted it
+				}
 				e.inc.Drop(t.Path)
 				in.id, in.verdict, in.big, in.bigEnd = sid, v, true, -1
 				in.ctx.lastGood = e.LastGood.Get(t.Path)
