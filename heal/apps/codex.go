@@ -345,11 +345,15 @@ func (s *codexSequence) RecordValid(rec []byte) string {
 	return s.record(s.arena.ParseFieldsValid(rec, codexDialect, s.fields()))
 }
 
+// ChecksRecords: Record applies RecordProblem's checklist on its own parse of the record.
+func (s *codexSequence) ChecksRecords() {}
+
 // codexRecordFields: what record reads of a record after the header (the timestamp's type
-// only); codexHeaderFields: of the header, down to payload.history_base.
+// only, and the ordinal); codexHeaderFields: of the header, its type and payload down to
+// payload.history_base.
 var (
 	codexRecordFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"timestamp": {Opaque: true}, "ordinal": nil}}
-	codexHeaderFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"timestamp": {Opaque: true}, "ordinal": nil,
+	codexHeaderFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"timestamp": {Opaque: true}, "ordinal": nil, "type": nil,
 		"payload": {Members: map[string]*jsonv.Fields{"id": nil, "history_mode": nil,
 			"history_base": {Members: map[string]*jsonv.Fields{"end_ordinal_exclusive": nil}}}}}}
 )
@@ -362,8 +366,15 @@ func (s *codexSequence) fields() *jsonv.Fields {
 	return codexRecordFields
 }
 
-// record is Record of the record's tree.
+// record is Record of the record's tree: RecordProblem's checklist first (the header's shape,
+// an ordinal that is a non-negative integer), then the sequence's.
 func (s *codexSequence) record(v *jsonv.Value) string {
+	if p := codexHeaderProblem(v); s.n == 0 && p != "" {
+		return p
+	}
+	if o := v.Get("ordinal"); o != nil && !codexOrdinal(o) {
+		return "ordinal is not a non-negative integer"
+	}
 	s.n++
 	if !isStr(v.Get("timestamp")) {
 		s.untimed++

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,39 @@ func FuzzValidRecordPaths(f *testing.F) {
 				t.Fatalf("codex record %q: %q, the whole tree says %q", rec, g, w)
 			}
 		}
+		// As judgeRecords fed it before the sequence applied RecordProblem's checklist itself:
+		// RecordProblem first, then the sequence's own checks (codexRefSequence, the code of
+		// that time), the walk ending at the first problem.
+		merged := cx.NewSequence("/x/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl").(*codexSequence)
+		ref := &codexRefSequence{id: merged.id}
+		first, stopped := true, false
+		for _, rec := range bytes.Split(b, []byte("\n")) {
+			if jsonv.Valid(rec, codexDialect) != nil {
+				continue // a syntax fault: the walk reports it, whatever the checklist says
+			}
+			g := merged.RecordValid(rec)
+			w := cx.RecordProblem(rec, first)
+			if w == "" {
+				v, _ := jsonv.Parse(rec, codexDialect)
+				w = ref.record(v)
+			}
+			if g != w {
+				t.Fatalf("codex record %q (first %v): %q, RecordProblem then the sequence say %q", rec, first, g, w)
+			}
+			first = false
+			if g != "" {
+				stopped = true
+				break
+			}
+		}
+		if !stopped {
+			if g, w := merged.End(), ref.End(); g != w {
+				t.Fatalf("codex End %q, reference %q", g, w)
+			}
+			if g, w := strings.Join(merged.Warnings(), "|"), strings.Join(ref.Warnings(), "|"); g != w {
+				t.Fatalf("codex warnings %q, reference %q", g, w)
+			}
+		}
 		if g, w := got.End(), want.End(); g != w {
 			t.Fatalf("codex End %q, want %q", g, w)
 		}
@@ -69,4 +103,82 @@ func FuzzValidRecordPaths(f *testing.F) {
 			t.Fatalf("codex warnings %q, want %q", gw.Warnings(), ww.Warnings())
 		}
 	})
+}
+
+// codexRefSequence is codexSequence's checks as they were written before it applied
+// RecordProblem's checklist itself, fed whole trees: the reference FuzzValidRecordPaths holds
+// the sequence to.
+type codexRefSequence struct {
+	id                  string
+	n                   int
+	untimed             int
+	gaps, unnumbered    int
+	paginated, lastHas  bool
+	headerHas, fork     bool
+	start, prev, header int64
+}
+
+func (s *codexRefSequence) record(v *jsonv.Value) string {
+	s.n++
+	if !isStr(v.Get("timestamp")) {
+		s.untimed++
+	}
+	o := v.Get("ordinal")
+	s.lastHas = codexOrdinal(o)
+	if s.n == 1 {
+		meta := v.Get("payload")
+		if id := meta.Get("id"); s.id != "" && isStr(id) && id.Str != s.id {
+			return fmt.Sprintf("session_meta id %q is not the file name's %s", id.Str, s.id)
+		}
+		s.paginated = strOf(meta.Get("history_mode")) == "paginated"
+		if e := meta.Get("history_base").Get("end_ordinal_exclusive"); codexOrdinal(e) {
+			s.start, s.fork = e.Int, true
+		}
+		if s.headerHas = s.lastHas; s.headerHas && o.Int != s.start && !(s.fork && o.Int == 0) {
+			return fmt.Sprintf("session_meta has ordinal %d, want %d", o.Int, s.start)
+		}
+		if s.headerHas {
+			s.prev = max(o.Int, s.start-1)
+		}
+		return ""
+	}
+	if o == nil {
+		s.unnumbered++
+		return ""
+	}
+	s.paginated = true
+	if !s.lastHas {
+		return "ordinal is not a non-negative integer"
+	}
+	if !s.headerHas {
+		return "session_meta of a paginated rollout has no ordinal"
+	}
+	if o.Int <= s.prev {
+		return fmt.Sprintf("ordinal %d after %d (reused or decreasing; never renumbered)", o.Int, s.prev)
+	}
+	if o.Int > s.prev+1 {
+		s.gaps++
+	}
+	s.prev = o.Int
+	return ""
+}
+
+func (s *codexRefSequence) Warnings() []string {
+	w := codexUntimedWarning(s.untimed)
+	if s.paginated && s.gaps+s.unnumbered > 0 {
+		w = append(w, fmt.Sprintf("%d gap(s) in the ordinals, %d record(s) before the last without one (the app resumes the rollout)", s.gaps, s.unnumbered))
+	}
+	return w
+}
+
+func (s *codexRefSequence) End() string {
+	switch {
+	case !s.paginated || s.n == 0:
+		return ""
+	case !s.headerHas:
+		return "session_meta of a paginated rollout has no ordinal"
+	case !s.lastHas:
+		return "the last record has no ordinal (the app refuses to resume)"
+	}
+	return ""
 }

@@ -28,8 +28,13 @@ func (a *Arena) ParseFieldsValid(b []byte, d Dialect, f *Fields) *Value {
 }
 
 func (a *Arena) reset() {
-	for i := 0; i <= a.vc && i < len(a.vals); i++ {
-		clear(a.vals[i]) // no string or list of the last tree is kept alive
+	// The nodes the last tree used (every chunk before vc, vn of chunk vc) are cleared: no
+	// string or list of it is kept alive, and the build takes its nodes zeroed.
+	for i := 0; i < a.vc && i < len(a.vals); i++ {
+		clear(a.vals[i])
+	}
+	if a.vc < len(a.vals) {
+		clear(a.vals[a.vc][:a.vn])
 	}
 	a.vc, a.vn = 0, 0
 	clear(a.keys)

@@ -125,8 +125,7 @@ func (p *builder) skip(i int) int {
 	case '"':
 		return closingQuote(p.b, i+1) + 1
 	case '{', '[':
-		end, _ := scan(p.b[i:], p.d, bestKernel)
-		return i + end
+		return skipContainer(p.b, i)
 	case 't', 'n':
 		return i + 4
 	case 'f':
@@ -151,4 +150,23 @@ func asciiOnly(s []byte) bool {
 		}
 	}
 	return true
+}
+
+// skipContainer returns the offset just past the array or object at b[i], which Valid has
+// accepted: it only matches brackets, passing over strings a quote at a time (a string's
+// bytes, most of a record, are not looked at one by one, nor checked again).
+func skipContainer(b []byte, i int) int {
+	depth := 0
+	for ; ; i++ {
+		switch b[i] {
+		case '"':
+			i = closingQuote(b, i+1)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
 }

@@ -113,6 +113,7 @@ func FuzzParseFields(f *testing.F) {
 				}
 				continue
 			}
+			checkSkip(t, b, full)
 			for _, fl := range []*Fields{nil, {Opaque: true}, fieldsOf(full, 4, seed), fieldsOf(full, 2, seed+7)} {
 				got, err := ParseFields(b, d, fl)
 				if err != nil {
@@ -187,4 +188,21 @@ func treeText(v *Value) string {
 	}
 	b.WriteString("]}")
 	return b.String()
+}
+
+// checkSkip: skipContainer, which the builds pass over a container with, ends every array and
+// object of the whole tree v of b where the validating scan ends it.
+func checkSkip(t *testing.T, b []byte, v *Value) {
+	if v.Type != Array && v.Type != Object {
+		return
+	}
+	if end := skipContainer(b, v.Start); end != v.End {
+		t.Fatalf("skipContainer(%q, %d) = %d, want %d", b, v.Start, end, v.End)
+	}
+	for _, it := range v.Items {
+		checkSkip(t, b, it)
+	}
+	for _, m := range v.Keys {
+		checkSkip(t, b, m.Val)
+	}
 }
