@@ -94,6 +94,16 @@ func FuzzValidRecordPaths(f *testing.F) {
 				t.Fatalf("codex warnings %q, reference %q", g, w)
 			}
 		}
+		var valid [][]byte
+		for _, rec := range bytes.Split(b, []byte("\n")) {
+			if jsonv.Valid(rec, codexDialect) == nil {
+				valid = append(valid, rec)
+			}
+		}
+		cut, given := batchCuts(b)
+		checkBatches(t, func() format.Sequence {
+			return cx.NewSequence("/x/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl")
+		}, valid, cut, given)
 		if g, w := got.End(), want.End(); g != w {
 			t.Fatalf("codex End %q, want %q", g, w)
 		}
@@ -181,4 +191,55 @@ func (s *codexRefSequence) End() string {
 		return "the last record has no ordinal (the app refuses to resume)"
 	}
 	return ""
+}
+
+// checkBatches: the records recs, each valid under the dialect, read into batches cut where
+// cut says (a batch begins at the first record) — given as found valid or not as valid says
+// — and applied in order to a sequence from newSeq give each record's finding, the end and
+// the warnings that the same records fed to another by RecordValid give, up to the first
+// finding (where judgeRecords stops asking).
+func checkBatches(t *testing.T, newSeq func() format.Sequence, recs [][]byte, cut, valid func(i int) bool) {
+	t.Helper()
+	ref := newSeq().(format.ValidSequence)
+	bs := newSeq().(format.BatchSequence)
+	pool := []format.RecordBatch{bs.NewBatch(), bs.NewBatch(), bs.NewBatch()} // reused, as a pass reuses them
+	stopped := false
+	for i, seg := 0, 0; i < len(recs) && !stopped; seg++ {
+		b := pool[seg%len(pool)]
+		b.Reset()
+		j := i
+		for ; j < len(recs) && (j == i || !cut(j)); j++ {
+			b.Add(recs[j], valid(j))
+		}
+		for k := i; k < j; k++ {
+			g, w := bs.ApplyBatch(b, k-i), ref.RecordValid(recs[k])
+			if g != w {
+				t.Fatalf("record %d %q: ApplyBatch %q, RecordValid %q", k, recs[k], g, w)
+			}
+			if g != "" {
+				stopped = true
+				break
+			}
+		}
+		i = j
+	}
+	if stopped {
+		return
+	}
+	if g, w := bs.End(), ref.(format.Sequence).End(); g != w {
+		t.Fatalf("End %q after batches, %q after RecordValid", g, w)
+	}
+	gw, _ := format.Sequence(bs).(format.SequenceWarner)
+	ww, _ := ref.(format.SequenceWarner)
+	if gw != nil && strings.Join(gw.Warnings(), "|") != strings.Join(ww.Warnings(), "|") {
+		t.Fatalf("warnings %q after batches, %q after RecordValid", gw.Warnings(), ww.Warnings())
+	}
+}
+
+// batchCuts are checkBatches' cut and valid of a fuzzer's input b: where batches begin and
+// which records are given unchecked, drawn from b's bytes.
+func batchCuts(b []byte) (cut, valid func(i int) bool) {
+	k := 1 + len(b)%5
+	return func(i int) bool { return i%k == 0 || (i < len(b) && b[i]%7 == 0) },
+		func(i int) bool { return i >= len(b) || b[len(b)-1-i]%3 != 0 }
 }

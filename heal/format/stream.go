@@ -88,6 +88,13 @@ func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int, lj 
 		}
 		return v
 	}
+	if workers := parallelRecords(n); workers > 0 {
+		if bs, ok := batchSequence(p, path); ok {
+			if v, ok := recordBlocks(p, bs, n, workers, lineBlock, heldPerWorker, func(held int) walker { return newWalker(held, lj) }); ok {
+				return v
+			}
+		}
+	}
 	walk := newWalker(MaxLine, lj)
 	return judgeRecords(p, path, func(fn lineFunc) error { return walk(0, n, false, fn) })
 }
@@ -144,11 +151,7 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 				prob = seq.Record(body)
 			}
 			if prob != "" {
-				kind := KindSchema
-				if k, ok := seq.(SequenceKind); ok && k.ProblemKind() != "" {
-					kind = k.ProblemKind()
-				}
-				v := Damage(kind, off, "line %d: %s", n, prob)
+				v := Damage(problemKind(seq), off, "line %d: %s", n, prob)
 				schema = &v
 			}
 		}
@@ -161,6 +164,21 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 	case errors.Is(err, ErrNoStream):
 		return (&tooLong{line: n + 1, off: next}).verdict()
 	}
+	return endRecords(p, seq, schema, records, last)
+}
+
+// problemKind is the kind of the problem seq's last Record returned.
+func problemKind(seq Sequence) string {
+	if k, ok := seq.(SequenceKind); ok && k.ProblemKind() != "" {
+		return k.ProblemKind()
+	}
+	return KindSchema
+}
+
+// endRecords is the verdict of a walk of the records of p that found no syntax fault: the
+// first checklist problem (schema, nil for none), else what the end of the sequence (nil for
+// none) says, given how many records there were and where the last one starts.
+func endRecords(p Profile, seq Sequence, schema *Verdict, records int, last int64) Verdict {
 	if schema != nil {
 		return *schema
 	}
