@@ -35,12 +35,27 @@ func FuzzValidRecordPaths(f *testing.F) {
 		got := cx.NewSequence("/x/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl").(*codexSequence)
 		want := cx.NewSequence("/x/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl").(*codexSequence)
 		got2 := cx.NewSequence("/x/sessions/2026/11/22/rollout-2026-11-22T21-46-17-01a20539-677f-7710-87e4-54a740761238.jsonl").(*codexSequence) // fed by Record alone
-		for i, rec := range bytes.Split(b, []byte("\n")) {
-			if jsonv.Valid(rec, jsonv.Dialect{}) == nil {
-				if g, w := oc.RecordProblemValid(rec, i == 0), oc.RecordProblem(rec, i == 0); g != w {
-					t.Fatalf("openclaw record %q: %q, RecordProblem %q", rec, g, w)
-				}
+		// OpenClaw: the sequence, fed by RecordValid or Record or in batches, says what
+		// RecordProblem says of each record, the first one the header, up to the first finding.
+		ocValid, ocRecord := oc.NewSequence("").(format.ValidSequence), oc.NewSequence("")
+		var ocRecs [][]byte
+		for _, rec := range bytes.Split(b, []byte("\n")) {
+			if jsonv.Valid(rec, jsonv.Dialect{}) != nil {
+				continue // a syntax fault: the walk reports it, whatever the checklist says
 			}
+			first := len(ocRecs) == 0
+			ocRecs = append(ocRecs, rec)
+			g, g2, w := ocValid.RecordValid(rec), ocRecord.Record(rec), oc.RecordProblem(rec, first)
+			if g != w || g2 != w {
+				t.Fatalf("openclaw record %q (first %v): RecordValid %q, Record %q, RecordProblem %q", rec, first, g, g2, w)
+			}
+			if w != "" {
+				break
+			}
+		}
+		ocCut, ocGiven := batchCuts(b)
+		checkBatches(t, func() format.Sequence { return oc.NewSequence("") }, ocRecs, ocCut, ocGiven)
+		for _, rec := range bytes.Split(b, []byte("\n")) {
 			var g string
 			if jsonv.Valid(rec, codexDialect) == nil {
 				g = got.RecordValid(rec)

@@ -28,11 +28,16 @@ type batchRecord struct {
 // ended the walk of it, if anything.
 type batchBlock struct {
 	lines int // lines that start in the block, up to its fault
-	recs  []batchRecord
-	batch RecordBatch
+	*batchSlot
 	fault *lineFault
 	err   error
 	done  chan struct{}
+}
+
+// batchSlot is a batch and its records' places, reused from block to block.
+type batchSlot struct {
+	recs  []batchRecord
+	batch RecordBatch
 }
 
 // recordBlocks is judgeRecords of the n bytes that walkers made by newWalker walk, for a
@@ -46,9 +51,9 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 	for i := range blocks {
 		blocks[i].done = make(chan struct{})
 	}
-	free := make(chan RecordBatch, workers*batchesAhead)
+	free := make(chan *batchSlot, workers*batchesAhead)
 	for range cap(free) {
-		free <- seq.NewBatch()
+		free <- &batchSlot{batch: seq.NewBatch()}
 	}
 	quit := make(chan struct{}) // closed when the verdict is known: no more blocks
 	var stop atomic.Bool        // ... said to the walks under way
@@ -58,9 +63,9 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 		wg.Go(func() {
 			walk := newWalker(held)
 			for {
-				var batch RecordBatch
+				var slot *batchSlot
 				select {
-				case batch = <-free:
+				case slot = <-free:
 				case <-quit:
 					return
 				}
@@ -69,7 +74,8 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 					return
 				}
 				b := &blocks[i]
-				b.batch = batch
+				b.batchSlot, slot.recs = slot, slot.recs[:0]
+				batch := slot.batch
 				batch.Reset()
 				from, skip := i*block, i > 0
 				if skip {
@@ -127,8 +133,8 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 			return Verdict{}, false
 		}
 		line += b.lines
-		free <- b.batch
-		b.recs, b.batch = nil, nil
+		free <- b.batchSlot
+		b.batchSlot = nil
 		if b.err != nil {
 			break // a read error ends the file there
 		}
