@@ -347,6 +347,16 @@ func FuzzGeminiFields(f *testing.F) {
 				t.Fatalf("warnings %q, fed by RecordValid %q, the whole tree %q", gw, gvw, ww)
 			}
 		}
+		// Read in batches cut anywhere, ahead of the sequence, as a pass over a big chat reads
+		// them: the same findings, end and warnings as RecordValid.
+		var valid [][]byte
+		for _, rec := range bytes.Split(b, []byte("\n")) {
+			if len(bytes.TrimSpace(rec)) > 0 && jsonv.Valid(rec, nodeDialect) == nil {
+				valid = append(valid, rec)
+			}
+		}
+		cut, given := batchCuts(b)
+		checkBatches(t, func() format.Sequence { return geminiLog{}.NewSequence(path) }, valid, cut, given)
 		salvaged := format.KeepLines(geminiLog{}, path, b)
 		if salvaged == nil {
 			salvaged = b

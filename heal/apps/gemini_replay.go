@@ -34,11 +34,99 @@ type geminiReplay struct {
 func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id) }
 
 // keyOf is the key of string t; src: as apply's.
-func (r *geminiReplay) keyOf(t *jsonv.Value, src []byte) uint64 {
+func (r *geminiReplay) keyOf(t *jsonv.Value, src []byte) uint64 { return geminiKey(r.seed, t, src) }
+
+// geminiKey is the key under seed of string t; src: as apply's.
+func geminiKey(seed maphash.Seed, t *jsonv.Value, src []byte) uint64 {
 	if raw, ok := geminiPlain(t, src); ok {
-		return maphash.Bytes(r.seed, raw) // maphash.String's of the same bytes
+		return maphash.Bytes(seed, raw) // maphash.String's of the same bytes
 	}
-	return r.key(geminiStr(t, src))
+	return maphash.String(seed, geminiStr(t, src))
+}
+
+// init readies an empty replay: its seed is drawn.
+func (r *geminiReplay) init() {
+	if !r.ready {
+		r.seed, r.ready, r.at = maphash.MakeSeed(), true, map[uint64]int{}
+	}
+}
+
+// geminiOp is what the replay does for one record (apply's cases), read of it alone: add a
+// message, replace them all by a $set's checkpoint or add a metadata record's (the messages
+// from..to of a list), or drop a $rewindTo's target and everything after it.
+type geminiOp struct {
+	what     uint8
+	res      bool   // opAdd: the message is resumable
+	id       uint64 // opAdd: the message's key; opRewind: the target's
+	from, to int32
+}
+
+const (
+	opNone uint8 = iota
+	opAdd
+	opCheckpoint
+	opMetaMessages
+	opRewind
+)
+
+// geminiMsg is a message of a checkpoint or a metadata record: its key, and whether it is
+// resumable.
+type geminiMsg struct {
+	id  uint64
+	res bool
+}
+
+// readGeminiOp is what apply does for record v, its keys drawn under seed; the messages it
+// adds in bulk are appended to msgs. src: as apply's.
+func readGeminiOp(seed maphash.Seed, v *jsonv.Value, src []byte, msgs *[]geminiMsg) geminiOp {
+	list := func(what uint8, items []*jsonv.Value) geminiOp {
+		op := geminiOp{what: what, from: int32(len(*msgs))}
+		for _, it := range items {
+			if isStr(it.Get("id")) {
+				*msgs = append(*msgs, geminiMsg{geminiKey(seed, it.Get("id"), src), geminiResumable(it, src)})
+			}
+		}
+		op.to = int32(len(*msgs))
+		return op
+	}
+	switch {
+	case isStr(v.Get("id")):
+		return geminiOp{what: opAdd, id: geminiKey(seed, v.Get("id"), src), res: geminiResumable(v, src)}
+	case isArr(v.Get("$set").Get("messages")):
+		return list(opCheckpoint, arrOf(v.Get("$set").Get("messages")))
+	case geminiPartialMeta(v) && !isObj(v.Get("$set")):
+		return list(opMetaMessages, arrOf(v.Get("messages")))
+	case isStr(v.Get("$rewindTo")):
+		return geminiOp{what: opRewind, id: maphash.String(seed, v.Get("$rewindTo").Str)}
+	}
+	return geminiOp{}
+}
+
+// applyOp is apply of the record op was read of (its bulk messages in msgs), the replay's
+// seed the one its keys were drawn under.
+func (r *geminiReplay) applyOp(op geminiOp, msgs []geminiMsg) bool {
+	switch op.what {
+	case opAdd:
+		r.addKey(op.id, op.res)
+	case opCheckpoint:
+		r.reset()
+		fallthrough
+	case opMetaMessages:
+		for _, m := range msgs[op.from:op.to] {
+			r.addKey(m.id, m.res)
+		}
+	case opRewind:
+		i, ok := r.at[op.id]
+		if !ok {
+			r.reset()
+			return false
+		}
+		for _, gone := range r.ids[i:] {
+			delete(r.at, gone)
+		}
+		r.ids, r.res = r.ids[:i], r.res[:i]
+	}
+	return true
 }
 
 // apply replays one record after line 1; false for a $rewindTo naming no message held. src
@@ -85,7 +173,11 @@ func (r *geminiReplay) reset() {
 }
 
 func (r *geminiReplay) add(v *jsonv.Value, src []byte) {
-	id, res := r.keyOf(v.Get("id"), src), geminiResumable(v, src)
+	r.addKey(r.keyOf(v.Get("id"), src), geminiResumable(v, src))
+}
+
+// addKey adds the message of key id, resumable or not.
+func (r *geminiReplay) addKey(id uint64, res bool) {
 	if i, ok := r.at[id]; ok {
 		r.res[i] = res // kept in its place
 		return
@@ -184,6 +276,42 @@ func geminiMetaOf(v *jsonv.Value) geminiMeta {
 	return geminiMeta{strOf(v.Get("sessionId")), strOf(v.Get("kind")), strOf(v.Get("projectHash"))}
 }
 
+// geminiPatch is what merge reads of a record: the members of sessionId, kind and
+// projectHash it names (has), each as strOf reads it.
+type geminiPatch struct {
+	has [3]bool
+	val [3]string
+}
+
+// patchOf is what merge reads of v.
+func patchOf(v *jsonv.Value) (p geminiPatch) {
+	var src *jsonv.Value
+	switch geminiKindOf(v) {
+	case geminiSet:
+		src = v.Get("$set")
+	case geminiMetaRecord:
+		src = v
+	default:
+		return p
+	}
+	for i, k := range [3]string{"sessionId", "kind", "projectHash"} {
+		if x := src.Get(k); x != nil {
+			p.has[i], p.val[i] = true, strOf(x) // JS spreads whatever the value is; a non-string fails the checks
+		}
+	}
+	return p
+}
+
+// patched is merge of the record p was read of.
+func (m geminiMeta) patched(p geminiPatch) geminiMeta {
+	for i, to := range [3]*string{&m.id, &m.kind, &m.hash} {
+		if p.has[i] {
+			*to = p.val[i]
+		}
+	}
+	return m
+}
+
 // merge is m after record v, as the loader merges the metadata: a $set's members and a
 // metadata record's replace those they name (a $rewindTo and a message change nothing).
 func (m geminiMeta) merge(v *jsonv.Value) geminiMeta {
@@ -240,7 +368,11 @@ func geminiPlace(path string, m geminiMeta, own bool) (problem string, warnings 
 
 // NewSequence: the replay and the checks against the file's place, record by record, for a
 // chat too large to hold (its warnings too).
-func (geminiLog) NewSequence(path string) format.Sequence { return &geminiSequence{path: path} }
+func (geminiLog) NewSequence(path string) format.Sequence {
+	s := &geminiSequence{path: path}
+	s.r.init() // the seed batches draw their keys under
+	return s
+}
 
 type geminiSequence struct {
 	path     string
@@ -248,7 +380,8 @@ type geminiSequence struct {
 	r        geminiReplay
 	ignored  int // records the loader ignores
 	warnings []string
-	arena    jsonv.Arena // each record's tree, dropped once replayed (the replay keeps no node)
+	arena    jsonv.Arena // each record's tree, dropped once read (the replay keeps no node)
+	msgs     []geminiMsg // the bulk messages of the record being applied
 }
 
 // geminiMessageFields: what the replay reads of a message (add, geminiResumable): its id,
@@ -299,25 +432,110 @@ func (s *geminiSequence) ChecksRecords() {}
 
 // record is Record of the record's tree v; src: as geminiReplay.apply's.
 func (s *geminiSequence) record(v *jsonv.Value, src []byte) string {
-	if s.meta == nil {
-		if p := geminiMetaProblem(v); p != "" {
-			return p
+	s.msgs = s.msgs[:0]
+	var head geminiHead
+	r := readGeminiRec(s.r.seed, v, src, s.meta == nil, &head, &s.msgs)
+	return s.apply(&r, &head, s.msgs)
+}
+
+// geminiRec is what the sequence reads of a record after line 1, all its findings come from
+// (of line 1: geminiHead); its replay's bulk messages are kept apart.
+type geminiRec struct {
+	err     string // the syntax error of a record given unchecked, "" for a valid one
+	problem string // geminiRecordProblem's
+	ignored bool   // a record the loader ignores
+	patch   *geminiPatch
+	op      geminiOp
+}
+
+// geminiHead is what the sequence reads of line 1, the metadata record.
+type geminiHead struct {
+	problem string // geminiMetaProblem's
+	meta    geminiMeta
+}
+
+// readGeminiRec reads the tree v of a record (built with geminiFields from src), and when
+// header says so, into head, as the file's first record; keys are drawn under seed, the
+// replay's bulk messages appended to msgs.
+func readGeminiRec(seed maphash.Seed, v *jsonv.Value, src []byte, header bool, head *geminiHead, msgs *[]geminiMsg) geminiRec {
+	if header {
+		if head.problem = geminiMetaProblem(v); head.problem == "" {
+			head.meta = geminiMetaOf(v)
 		}
-		m := geminiMetaOf(v)
+	}
+	r := geminiRec{problem: geminiRecordProblem(v)}
+	if r.problem != "" {
+		return r
+	}
+	r.ignored = geminiKindOf(v) == geminiIgnoredRecord
+	if p := patchOf(v); p.has != [3]bool{} {
+		kept := p // only a record that names a member is given one
+		r.patch = &kept
+	}
+	r.op = readGeminiOp(seed, v, src, msgs)
+	return r
+}
+
+// apply is Record of the record r (and head, for line 1) was read of, its replay's bulk
+// messages in msgs.
+func (s *geminiSequence) apply(r *geminiRec, head *geminiHead, msgs []geminiMsg) string {
+	if r.err != "" {
+		return r.err
+	}
+	if s.meta == nil {
+		if head.problem != "" {
+			return head.problem
+		}
+		m := head.meta
 		s.meta = &m
 		return ""
 	}
-	if p := geminiRecordProblem(v); p != "" {
-		return p
+	if r.problem != "" {
+		return r.problem
 	}
-	if geminiKindOf(v) == geminiIgnoredRecord {
+	if r.ignored {
 		s.ignored++
 	}
-	*s.meta = s.meta.merge(v)
-	if !s.r.apply(v, src) {
+	if r.patch != nil {
+		*s.meta = s.meta.patched(*r.patch)
+	}
+	if !s.r.applyOp(r.op, msgs) {
 		return geminiLostRewind
 	}
 	return ""
+}
+
+// geminiBatch reads the records of a block of a chat ahead of the sequence: its first record
+// as line 1 too.
+type geminiBatch struct {
+	seed  maphash.Seed
+	arena jsonv.Arena
+	recs  []geminiRec
+	head  geminiHead
+	msgs  []geminiMsg
+}
+
+func (s *geminiSequence) NewBatch() format.RecordBatch { return &geminiBatch{seed: s.r.seed} }
+
+func (s *geminiSequence) ApplyBatch(rb format.RecordBatch, k int) string {
+	b := rb.(*geminiBatch)
+	return s.apply(&b.recs[k], &b.head, b.msgs)
+}
+
+func (b *geminiBatch) Reset() {
+	clear(b.recs) // no string of the last block is kept alive
+	b.recs, b.msgs, b.head = b.recs[:0], b.msgs[:0], geminiHead{}
+}
+
+func (b *geminiBatch) Add(rec []byte, valid bool) {
+	if !valid {
+		if err := jsonv.Valid(rec, nodeDialect); err != nil {
+			b.recs = append(b.recs, geminiRec{err: err.Error()})
+			return
+		}
+	}
+	v := b.arena.ParseFieldsValid(rec, nodeDialect, geminiFields)
+	b.recs = append(b.recs, readGeminiRec(b.seed, v, rec, len(b.recs) == 0, &b.head, &b.msgs))
 }
 
 func (s *geminiSequence) End() string {

@@ -12,6 +12,7 @@ type Arena struct {
 	items  []*Value  // element lists of the tree being built
 	mstack []Member  // the builder's stacks, kept between builds
 	istack []*Value
+	names  map[string]string // the member names built, each kept once (only the names a Fields names)
 }
 
 const arenaChunk = 64

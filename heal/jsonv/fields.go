@@ -109,7 +109,7 @@ func (p *builder) member(i int, members map[string]*Fields) (f *Fields, named bo
 		if bytes.IndexByte(raw, '\\') < 0 {
 			f, named = members[string(raw)] // no allocation for the lookup
 			if named {
-				key = string(raw)
+				key = p.name(raw)
 			}
 			return f, named, key, q + 1
 		}
@@ -117,6 +117,24 @@ func (p *builder) member(i int, members map[string]*Fields) (f *Fields, named bo
 	key, end = p.str(i)
 	f, named = members[key]
 	return f, named, key, end
+}
+
+// name is the key raw, a name of a Fields' Members, as a string: built in an arena, the one
+// string the arena keeps of that name (names are few, records many).
+func (p *builder) name(raw []byte) string {
+	a := p.arena
+	if a == nil {
+		return string(raw)
+	}
+	if k, ok := a.names[string(raw)]; ok {
+		return k
+	}
+	if a.names == nil {
+		a.names = map[string]string{}
+	}
+	k := string(raw)
+	a.names[k] = k
+	return k
 }
 
 // skip returns the offset just past the value at b[i], building nothing.
