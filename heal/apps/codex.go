@@ -486,11 +486,22 @@ func (b *codexBatch) Add(rec []byte, valid bool) {
 			return
 		}
 	}
+	b.AddKeyed(rec, nil)
+}
+
+// AddKeyed: Add of a valid record, whose members' keys begin at keys (nil: not known).
+func (b *codexBatch) AddKeyed(rec []byte, keys []int32) {
 	header, f := len(b.recs) == 0, codexRecordFields
 	if header {
 		f = codexHeaderFields
 	}
-	b.recs = append(b.recs, readCodexRec(b.arena.ParseFieldsValid(rec, codexDialect, f), header))
+	var v *jsonv.Value
+	if keys != nil {
+		v = b.arena.ParseFieldsKeys(rec, codexDialect, f, keys)
+	} else {
+		v = b.arena.ParseFieldsValid(rec, codexDialect, f)
+	}
+	b.recs = append(b.recs, readCodexRec(v, header))
 }
 
 // Warnings, once End has run: records without a timestamp, and a paginated rollout's gaps in

@@ -454,8 +454,19 @@ func (b *openclawBatch) Add(rec []byte, valid bool) {
 			return
 		}
 	}
+	b.AddKeyed(rec, nil)
+}
+
+// AddKeyed: Add of a valid record, whose members' keys begin at keys (nil: not known).
+func (b *openclawBatch) AddKeyed(rec []byte, keys []int32) {
 	header := len(b.recs) == 0 // the file's first record is the first of its batch
-	b.recs = append(b.recs, readOpenclawRec(b.arena.ParseFieldsValid(rec, jsonv.Dialect{}, openclawFields(header)), header))
+	var v *jsonv.Value
+	if keys != nil {
+		v = b.arena.ParseFieldsKeys(rec, jsonv.Dialect{}, openclawFields(header), keys)
+	} else {
+		v = b.arena.ParseFieldsValid(rec, jsonv.Dialect{}, openclawFields(header))
+	}
+	b.recs = append(b.recs, readOpenclawRec(v, header))
 }
 
 // openclawDropInvalid removes the entries that fail the per-entry checklist, keeping every

@@ -77,21 +77,32 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 				b.batchSlot, slot.recs = slot, slot.recs[:0]
 				batch := slot.batch
 				batch.Reset()
+				keyed, _ := batch.(KeyedBatch)
+				var keys []int32 // a record's keys, from its validation
+				judge := func(start int64, l []byte, terminated bool, long *longLine) ([]byte, bool, *lineFault) {
+					if keyed != nil && long == nil {
+						return judgeLineKeys(d, start, l, terminated, &keys)
+					}
+					return judgeAny(d, start, l, terminated, long)
+				}
 				from, skip := i*block, i > 0
 				if skip {
 					from-- // a line of this block starts after a '\n' at from or later
 				}
 				err := walk(from, min((i+1)*block, n), skip, func(start int64, l []byte, terminated bool, long *longLine) error {
 					b.lines++
-					body, blank, f := judgeAny(d, start, l, terminated, long)
+					body, blank, f := judge(start, l, terminated, long)
 					switch {
 					case blank:
 						return nil
 					case f != nil:
 						b.fault = f
 						return errStop
+					case keyed != nil && long == nil:
+						keyed.AddKeyed(body, keys)
+					default:
+						batch.Add(body, long == nil)
 					}
-					batch.Add(body, long == nil)
 					b.recs = append(b.recs, batchRecord{off: start, line: b.lines})
 					if stop.Load() {
 						return errStop // the verdict is known: this block does not count

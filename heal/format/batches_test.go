@@ -21,6 +21,7 @@ func (seqProfile) AppendedOK([]byte) bool                      { return true }
 func (seqProfile) NewSequence(string) Sequence                 { return &testSeq{prev: -1} }
 
 type testSeq struct {
+	keyed    bool // its batches are given keys
 	n, gaps  int
 	prev     int64
 	dupKind  bool
@@ -100,10 +101,42 @@ func (s *testSeq) ProblemKind() string {
 
 type testBatch struct{ recs []testRec }
 
-func (s *testSeq) NewBatch() RecordBatch                  { return &testBatch{} }
-func (s *testSeq) ApplyBatch(b RecordBatch, k int) string { return s.apply(b.(*testBatch).recs[k]) }
-func (b *testBatch) Add(rec []byte, valid bool)           { b.recs = append(b.recs, readTestRec(rec, valid)) }
-func (b *testBatch) Reset()                               { b.recs = b.recs[:0] }
+// testKeyedBatch is a testBatch that is given the keys of valid records.
+type testKeyedBatch struct {
+	testBatch
+	bad string // keys not where the record's members begin
+}
+
+func (b *testKeyedBatch) AddKeyed(rec []byte, keys []int32) {
+	v, _ := jsonv.Parse(rec, jsonv.Dialect{})
+	var want []int32
+	for _, m := range v.Keys {
+		want = append(want, int32(m.KeyStart))
+	}
+	if fmt.Sprint(keys) != fmt.Sprint(want) && b.bad == "" {
+		b.bad = fmt.Sprintf("%q: keys %v, want %v", rec, keys, want)
+	}
+	b.Add(rec, true)
+}
+
+func (s *testSeq) NewBatch() RecordBatch {
+	if s.keyed {
+		return &testKeyedBatch{}
+	}
+	return &testBatch{}
+}
+func (s *testSeq) ApplyBatch(b RecordBatch, k int) string {
+	if kb, ok := b.(*testKeyedBatch); ok {
+		if kb.bad != "" {
+			return "keys: " + kb.bad
+		}
+		return s.apply(kb.recs[k])
+	}
+	return s.apply(b.(*testBatch).recs[k])
+}
+func (b *testBatch) Add(rec []byte, valid bool) { b.recs = append(b.recs, readTestRec(rec, valid)) }
+func (b *testBatch) Reset()                     { b.recs = b.recs[:0] }
+func (b *testKeyedBatch) Reset()                { b.recs, b.bad = b.recs[:0], "" }
 
 // genRecords is k lines of records for seqProfile (blank lines among them), with a syntax
 // fault, a checklist problem or both when asked.
@@ -150,12 +183,14 @@ func TestRecordBlocksAgree(t *testing.T) {
 		for _, block := range []int64{1, 5, 16, 61, 512, 1 << 20} {
 			for _, workers := range []int{1, 2, 3} {
 				seq := p.NewSequence("").(BatchSequence)
+				seq.(*testSeq).keyed = workers != 2
 				v, ok := recordBlocks(p, seq, n, workers, block, 1<<20, func(int) walker { return memWalker(data) })
 				if !ok || !sameVerdict(v, want) || fmt.Sprint(v.Warnings) != fmt.Sprint(want.Warnings) {
 					t.Fatalf("memory blocks of %d, %d workers, %q:\n got %+v (%v)\nwant %+v", block, workers, data, v, ok, want)
 				}
 				buf := 1 + r.IntN(100)
 				seq = p.NewSequence("").(BatchSequence)
+				seq.(*testSeq).keyed = workers == 2
 				v, ok = recordBlocks(p, seq, n, workers, block, 1<<20, func(held int) walker { return readWalker(bytes.NewReader(data), n, buf, held, nil) })
 				if !ok || !sameVerdict(v, want) || fmt.Sprint(v.Warnings) != fmt.Sprint(want.Warnings) {
 					t.Fatalf("read blocks of %d, buffer %d, %d workers, %q:\n got %+v (%v)\nwant %+v", block, buf, workers, data, v, ok, want)

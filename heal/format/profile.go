@@ -313,6 +313,14 @@ type RecordBatch interface {
 	Reset()
 }
 
+// KeyedBatch is a [RecordBatch] that can be given, with a record that passed jsonv.Valid,
+// where its top-level members' keys begin (jsonv.ValidTop, the one pass over its bytes).
+type KeyedBatch interface {
+	RecordBatch
+	// AddKeyed is Add of a valid record whose members' keys begin at keys.
+	AddKeyed(rec []byte, keys []int32)
+}
+
 // SequenceWarner is a [Sequence] that also gives the checklist's warnings, once End has run
 // and found nothing wrong.
 type SequenceWarner interface {
