@@ -26,9 +26,66 @@ const geminiLostRewind = "$rewindTo names no earlier message (the app's loader e
 type geminiReplay struct {
 	seed  maphash.Seed
 	ready bool
-	ids   []uint64       // the messages held, in order
-	res   []bool         // whether each is resumable
-	at    map[uint64]int // the index of each in ids
+	ids   []uint64 // the messages held, in order
+	res   []bool   // whether each is resumable
+	at    idTable  // the index of each in ids
+}
+
+// idTable finds a message's index in a replay's ids by its key: an open-addressed table of
+// the keys seen (64-bit hashes already, so their low bits place them), each with the index it
+// was last given. An entry is not deleted when its message goes (a rewind, a checkpoint): it
+// holds only while ids still has that key at that index (lookup), which is exactly while the
+// message is held, since a key is held at most once and its entry is set whenever it is
+// added.
+type idTable struct {
+	slots []idSlot // a power of two of them, at most 3/4 used
+	used  int
+}
+
+type idSlot struct {
+	key uint64
+	at  int32 // the index + 1; 0: an empty slot
+}
+
+// slot is the slot of key: its own, or the empty one where it would go.
+func (t *idTable) slot(key uint64) *idSlot {
+	mask := uint64(len(t.slots) - 1)
+	for i := key & mask; ; i = (i + 1) & mask {
+		if s := &t.slots[i]; s.at == 0 || s.key == key {
+			return s
+		}
+	}
+}
+
+// lookup is the index of key in ids, where it is held.
+func (t *idTable) lookup(key uint64, ids []uint64) (int, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	s := t.slot(key)
+	i := int(s.at) - 1
+	return i, s.at != 0 && i < len(ids) && ids[i] == key
+}
+
+// set gives key the index i in ids (the table grows first when it must, keeping the keys
+// ids holds).
+func (t *idTable) set(key uint64, i int, ids []uint64) {
+	if (t.used+1)*4 > len(t.slots)*3 {
+		old := t.slots
+		t.slots, t.used = make([]idSlot, max(1024, 2*len(old))), 0
+		for _, o := range old {
+			if j := int(o.at) - 1; o.at != 0 && j < len(ids) && ids[j] == o.key {
+				*t.slot(o.key) = o
+				t.used++
+			}
+		}
+	}
+	s := t.slot(key)
+	if s.at == 0 {
+		s.key = key
+		t.used++
+	}
+	s.at = int32(i + 1)
 }
 
 func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id) }
@@ -47,7 +104,7 @@ func geminiKey(seed maphash.Seed, t *jsonv.Value, src []byte) uint64 {
 // init readies an empty replay: its seed is drawn.
 func (r *geminiReplay) init() {
 	if !r.ready {
-		r.seed, r.ready, r.at = maphash.MakeSeed(), true, map[uint64]int{}
+		r.seed, r.ready = maphash.MakeSeed(), true
 	}
 }
 
@@ -116,16 +173,20 @@ func (r *geminiReplay) applyOp(op geminiOp, msgs []geminiMsg) bool {
 			r.addKey(m.id, m.res)
 		}
 	case opRewind:
-		i, ok := r.at[op.id]
-		if !ok {
-			r.reset()
-			return false
-		}
-		for _, gone := range r.ids[i:] {
-			delete(r.at, gone)
-		}
-		r.ids, r.res = r.ids[:i], r.res[:i]
+		return r.rewind(op.id)
 	}
+	return true
+}
+
+// rewind drops the message of key to and every one after it; false, the list emptied, when
+// it holds none of that key.
+func (r *geminiReplay) rewind(to uint64) bool {
+	i, ok := r.at.lookup(to, r.ids)
+	if !ok {
+		r.reset()
+		return false
+	}
+	r.ids, r.res = r.ids[:i], r.res[:i] // their entries no longer hold
 	return true
 }
 
@@ -133,9 +194,7 @@ func (r *geminiReplay) applyOp(op geminiOp, msgs []geminiMsg) bool {
 // is the record's bytes when its tree was built with geminiFields (texts left opaque), nil
 // when its strings are decoded.
 func (r *geminiReplay) apply(v *jsonv.Value, src []byte) bool {
-	if !r.ready {
-		r.seed, r.ready, r.at = maphash.MakeSeed(), true, map[uint64]int{}
-	}
+	r.init()
 	switch {
 	case isStr(v.Get("id")):
 		r.add(v, src)
@@ -154,22 +213,14 @@ func (r *geminiReplay) apply(v *jsonv.Value, src []byte) bool {
 			}
 		}
 	case isStr(v.Get("$rewindTo")):
-		i, ok := r.at[r.key(v.Get("$rewindTo").Str)]
-		if !ok {
-			r.reset()
-			return false
-		}
-		for _, gone := range r.ids[i:] {
-			delete(r.at, gone)
-		}
-		r.ids, r.res = r.ids[:i], r.res[:i]
+		return r.rewind(r.key(v.Get("$rewindTo").Str))
 	}
 	return true
 }
 
 // reset empties the message list.
 func (r *geminiReplay) reset() {
-	r.ids, r.res, r.at = nil, nil, map[uint64]int{}
+	r.ids, r.res = r.ids[:0], r.res[:0] // no entry of the table holds any more
 }
 
 func (r *geminiReplay) add(v *jsonv.Value, src []byte) {
@@ -178,12 +229,12 @@ func (r *geminiReplay) add(v *jsonv.Value, src []byte) {
 
 // addKey adds the message of key id, resumable or not.
 func (r *geminiReplay) addKey(id uint64, res bool) {
-	if i, ok := r.at[id]; ok {
+	if i, ok := r.at.lookup(id, r.ids); ok {
 		r.res[i] = res // kept in its place
 		return
 	}
-	r.at[id] = len(r.ids)
 	r.ids, r.res = append(r.ids, id), append(r.res, res)
+	r.at.set(id, len(r.ids)-1, r.ids)
 }
 
 // resumable: the replay holds a resumable message.
