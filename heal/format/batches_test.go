@@ -2,8 +2,12 @@ package format
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -203,6 +207,47 @@ func TestRecordBlocksAgree(t *testing.T) {
 			if v, ok := recordBlocks(p, seq, n, 2, 8, 4, func(held int) walker { return readWalker(bytes.NewReader(data), n, 2, held, nil) }); ok && !sameVerdict(v, want) {
 				t.Fatalf("held 4, %q: %+v, want %+v", data, v, want)
 			}
+		}
+	}
+}
+
+// A file over parallelFrom is judged by batches when StreamInspect reads it, with the verdict
+// of a walk from the start; a pass that also hashes what it reads (InspectSum, reading in
+// order through one tee) is never spread over workers, and its sum is the bytes'.
+func TestRecordBlocksEntryPoints(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 5))
+	p := seqProfile{plain{jsonl: true}}
+	dir := t.TempDir()
+	for iter := 0; iter < 6; iter++ {
+		var b bytes.Buffer
+		for b.Len() < parallelFrom+3*lineBlock {
+			b.Write(genRecords(r, 200, false, false))
+		}
+		switch iter % 3 {
+		case 1:
+			b.WriteString("{\"i\":1}\n") // i goes back: a checklist problem
+			b.Write(genRecords(r, 2000, false, false))
+		case 2:
+			b.WriteString("{\"a\":\n") // a syntax fault
+			b.Write(genRecords(r, 2000, false, false))
+		}
+		data := b.Bytes()
+		n := int64(len(data))
+		want := judgeRecords(p, "", func(fn lineFunc) error { return memWalker(data)(0, n, false, fn) })
+		path := filepath.Join(dir, fmt.Sprintf("%d.jsonl", iter))
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		v, _, err := StreamInspect(path, p)
+		if err != nil || !sameVerdict(v, want) || fmt.Sprint(v.Warnings) != fmt.Sprint(want.Warnings) {
+			t.Fatalf("StreamInspect: %+v, %v; want %+v", v, err, want)
+		}
+		v, sum, err := InspectSum(p, path, bytes.NewReader(data), n)
+		if err != nil || !sameVerdict(v, want) {
+			t.Fatalf("InspectSum: %+v, %v; want %+v", v, err, want)
+		}
+		if h := sha256.Sum256(data); v.Status == Healthy && sum != hex.EncodeToString(h[:]) {
+			t.Fatalf("InspectSum: sum %s, want %x", sum, h)
 		}
 	}
 }

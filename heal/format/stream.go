@@ -40,7 +40,7 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 		return Verdict{}, fsio.Identity{}, err
 	}
 	defer f.Close()
-	v := judgeLines(p, path, id.Size, func(maxHeld int, lj *longJudge) walker { return readWalker(f, id.Size, StreamBuf, maxHeld, lj) })
+	v := judgeLines(p, path, id.Size, true, func(maxHeld int, lj *longJudge) walker { return readWalker(f, id.Size, StreamBuf, maxHeld, lj) })
 	if !fsio.StillSame(f, id) {
 		return Verdict{}, id, fsio.ErrChanged
 	}
@@ -70,10 +70,11 @@ func CheckRecords(p Profile, f File, lines []Line) Verdict {
 }
 
 // judgeLines is StreamLines of the n bytes newWalker's walkers walk, of the file at path: a
-// profile without a record checklist is judged on several CPUs (plainLines). A line longer
-// than LineWindow is judged streaming, never held (its record's skeleton read by the
-// checklist).
-func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int, lj *longJudge) walker) Verdict {
+// profile without a record checklist is judged on several CPUs (plainLines), and with
+// records, one whose sequence reads batches (recordBlocks) when the walkers may read at once
+// (a file's ReadAt; not a reader that hashes what it is read in order). A line longer than
+// LineWindow is judged streaming, never held (its record's skeleton read by the checklist).
+func judgeLines(p Profile, path string, n int64, concurrent bool, newWalker func(maxHeld int, lj *longJudge) walker) Verdict {
 	_, rc := p.(RecordChecker)
 	_, sc := p.(SequenceChecker)
 	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: rc || sc}
@@ -88,7 +89,7 @@ func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int, lj 
 		}
 		return v
 	}
-	if workers := parallelRecords(n); workers > 0 {
+	if workers := parallelRecords(n); workers > 0 && concurrent {
 		if bs, ok := batchSequence(p, path); ok {
 			if v, ok := recordBlocks(p, bs, n, workers, lineBlock, heldPerWorker, func(held int) walker { return newWalker(held, lj) }); ok {
 				return v
@@ -411,7 +412,7 @@ func judgeAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error)
 	// A read error would end the walk as the end of the file: it is the caller's instead.
 	var mu sync.Mutex
 	var rerr error
-	v := judgeLines(p, path, size, func(maxHeld int, lj *longJudge) walker {
+	v := judgeLines(p, path, size, false, func(maxHeld int, lj *longJudge) walker {
 		w := readWalker(r, size, StreamBuf, maxHeld, lj)
 		return func(from, limit int64, skip bool, fn lineFunc) error {
 			err := w(from, limit, skip, fn)
