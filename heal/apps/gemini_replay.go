@@ -334,10 +334,10 @@ type geminiPatch struct {
 	val [3]string
 }
 
-// patchOf is what merge reads of v.
-func patchOf(v *jsonv.Value) (p geminiPatch) {
+// patchOf is what merge reads of v, taken by the loader for kind.
+func patchOf(v *jsonv.Value, kind geminiKind) (p geminiPatch) {
 	var src *jsonv.Value
-	switch geminiKindOf(v) {
+	switch kind {
 	case geminiSet:
 		src = v.Get("$set")
 	case geminiMetaRecord:
@@ -514,12 +514,13 @@ func readGeminiRec(seed maphash.Seed, v *jsonv.Value, src []byte, header bool, h
 			head.meta = geminiMetaOf(v)
 		}
 	}
-	r := geminiRec{problem: geminiRecordProblem(v)}
+	kind := geminiKindOf(v)
+	r := geminiRec{problem: geminiKindProblem(v, kind)}
 	if r.problem != "" {
 		return r
 	}
-	r.ignored = geminiKindOf(v) == geminiIgnoredRecord
-	if p := patchOf(v); p.has != [3]bool{} {
+	r.ignored = kind == geminiIgnoredRecord
+	if p := patchOf(v, kind); p.has != [3]bool{} {
 		kept := p // only a record that names a member is given one
 		r.patch = &kept
 	}
