@@ -15,8 +15,13 @@ import (
 // checklist problem before it. Workers run at most batchesAhead blocks ahead of it, so memory
 // stays bounded: a buffer and a batch per block in flight.
 
-// batchesAhead is how many blocks per worker may be read ahead of the sequence.
-const batchesAhead = 2
+// batchesAhead is how many blocks per worker may be read ahead of the sequence; recordBlock
+// is the size of a block (half of lineBlock: a worker's buffer is touched only as far as a
+// block and the end of its last line go, and a batch holds half as many records).
+const (
+	batchesAhead = 2
+	recordBlock  = lineBlock / 2
+)
 
 // batchRecord is where a record of a block starts and its line's number in the block.
 type batchRecord struct {

@@ -91,7 +91,7 @@ func judgeLines(p Profile, path string, n int64, concurrent bool, newWalker func
 	}
 	if workers := parallelRecords(n); workers > 0 && concurrent {
 		if bs, ok := batchSequence(p, path); ok {
-			if v, ok := recordBlocks(p, bs, n, workers, lineBlock, heldPerWorker, func(held int) walker { return newWalker(held, lj) }); ok {
+			if v, ok := recordBlocks(p, bs, n, workers, recordBlock, heldPerWorker, func(held int) walker { return newWalker(held, lj) }); ok {
 				return v
 			}
 		}
