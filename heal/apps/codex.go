@@ -323,14 +323,14 @@ func codexUntimedWarning(n int) []string {
 }
 
 type codexSequence struct {
-	id                  string // the file name's thread id ("" when unknown)
-	n                   int
-	untimed             int
-	gaps, unnumbered    int // ordinals skipped; records after the header without one
-	paginated, lastHas  bool
-	headerHas, fork     bool
-	start, prev, header int64
-	arena               jsonv.Arena // each record's tree, dropped once judged
+	id                 string // the file name's thread id ("" when unknown)
+	n                  int
+	untimed            int
+	gaps, unnumbered   int // ordinals skipped; records after the header without one
+	paginated, lastHas bool
+	headerHas, fork    bool
+	start, prev        int64
+	arena              jsonv.Arena // each record's tree, dropped once judged
 }
 
 func (s *codexSequence) Record(rec []byte) string {
@@ -345,11 +345,15 @@ func (s *codexSequence) RecordValid(rec []byte) string {
 	return s.record(s.arena.ParseFieldsValid(rec, codexDialect, s.fields()))
 }
 
+// ChecksRecords: Record applies RecordProblem's checklist on its own parse of the record.
+func (s *codexSequence) ChecksRecords() {}
+
 // codexRecordFields: what record reads of a record after the header (the timestamp's type
-// only); codexHeaderFields: of the header, down to payload.history_base.
+// only, and the ordinal); codexHeaderFields: of the header, its type and payload down to
+// payload.history_base.
 var (
 	codexRecordFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"timestamp": {Opaque: true}, "ordinal": nil}}
-	codexHeaderFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"timestamp": {Opaque: true}, "ordinal": nil,
+	codexHeaderFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"timestamp": {Opaque: true}, "ordinal": nil, "type": nil,
 		"payload": {Members: map[string]*jsonv.Fields{"id": nil, "history_mode": nil,
 			"history_base": {Members: map[string]*jsonv.Fields{"end_ordinal_exclusive": nil}}}}}}
 )
@@ -362,50 +366,142 @@ func (s *codexSequence) fields() *jsonv.Fields {
 	return codexRecordFields
 }
 
+// codexRec is what the sequence reads of a record, all its findings come from: the members
+// of any record, and those of a header when it was read as one (the file's first record).
+type codexRec struct {
+	err           string // the syntax error of a record given unchecked, "" for a valid one
+	timed         bool   // a string timestamp
+	hasOrd, ordOK bool   // an ordinal; a non-negative integer one
+	ord           int64
+	// The header's: what keeps it from being one, its payload's id, history mode and fork.
+	header        bool
+	headerProblem string
+	idStr         bool
+	id            string
+	paginated     bool
+	fork          bool
+	start         int64
+}
+
+// readCodexRec reads the tree v of a record, as a header when header says so (v built with
+// codexHeaderFields, else codexRecordFields at least).
+func readCodexRec(v *jsonv.Value, header bool) codexRec {
+	r := codexRec{timed: isStr(v.Get("timestamp"))}
+	if o := v.Get("ordinal"); o != nil {
+		r.hasOrd, r.ordOK = true, codexOrdinal(o)
+		if r.ordOK {
+			r.ord = o.Int
+		}
+	}
+	if header {
+		r.header, r.headerProblem = true, codexHeaderProblem(v)
+		meta := v.Get("payload")
+		if id := meta.Get("id"); isStr(id) {
+			r.idStr, r.id = true, id.Str
+		}
+		r.paginated = strOf(meta.Get("history_mode")) == "paginated"
+		if e := meta.Get("history_base").Get("end_ordinal_exclusive"); codexOrdinal(e) {
+			r.fork, r.start = true, e.Int
+		}
+	}
+	return r
+}
+
 // record is Record of the record's tree.
 func (s *codexSequence) record(v *jsonv.Value) string {
+	return s.apply(readCodexRec(v, s.n == 0))
+}
+
+// apply is Record of what was read of the record: RecordProblem's checklist first (the
+// header's shape, an ordinal that is a non-negative integer), then the sequence's. The
+// file's first record was read as a header.
+func (s *codexSequence) apply(r codexRec) string {
+	if r.err != "" {
+		return r.err
+	}
+	if s.n == 0 && r.headerProblem != "" {
+		return r.headerProblem
+	}
+	if r.hasOrd && !r.ordOK {
+		return "ordinal is not a non-negative integer"
+	}
 	s.n++
-	if !isStr(v.Get("timestamp")) {
+	if !r.timed {
 		s.untimed++
 	}
-	o := v.Get("ordinal")
-	s.lastHas = codexOrdinal(o)
+	s.lastHas = r.ordOK
 	if s.n == 1 {
-		meta := v.Get("payload")
-		if id := meta.Get("id"); s.id != "" && isStr(id) && id.Str != s.id {
-			return fmt.Sprintf("session_meta id %q is not the file name's %s", id.Str, s.id)
+		if s.id != "" && r.idStr && r.id != s.id {
+			return fmt.Sprintf("session_meta id %q is not the file name's %s", r.id, s.id)
 		}
-		s.paginated = strOf(meta.Get("history_mode")) == "paginated"
-		if e := meta.Get("history_base").Get("end_ordinal_exclusive"); codexOrdinal(e) {
-			s.start, s.fork = e.Int, true
+		s.paginated = r.paginated
+		if r.fork {
+			s.start, s.fork = r.start, true
 		}
-		if s.headerHas = s.lastHas; s.headerHas && o.Int != s.start && !(s.fork && o.Int == 0) {
-			return fmt.Sprintf("session_meta has ordinal %d, want %d", o.Int, s.start)
+		if s.headerHas = s.lastHas; s.headerHas && r.ord != s.start && !(s.fork && r.ord == 0) {
+			return fmt.Sprintf("session_meta has ordinal %d, want %d", r.ord, s.start)
 		}
 		if s.headerHas {
-			s.prev = max(o.Int, s.start-1)
+			s.prev = max(r.ord, s.start-1)
 		}
 		return ""
 	}
-	if o == nil {
+	if !r.hasOrd {
 		s.unnumbered++
 		return ""
 	}
 	s.paginated = true
-	if !s.lastHas {
-		return "ordinal is not a non-negative integer"
-	}
 	if !s.headerHas {
 		return "session_meta of a paginated rollout has no ordinal"
 	}
-	if o.Int <= s.prev {
-		return fmt.Sprintf("ordinal %d after %d (reused or decreasing; never renumbered)", o.Int, s.prev)
+	if r.ord <= s.prev {
+		return fmt.Sprintf("ordinal %d after %d (reused or decreasing; never renumbered)", r.ord, s.prev)
 	}
-	if o.Int > s.prev+1 {
+	if r.ord > s.prev+1 {
 		s.gaps++
 	}
-	s.prev = o.Int
+	s.prev = r.ord
 	return ""
+}
+
+// codexBatch reads the records of a block of a rollout ahead of the sequence (a
+// format.BatchSequence's batch): its first record as a header too.
+type codexBatch struct {
+	arena jsonv.Arena
+	recs  []codexRec
+}
+
+func (s *codexSequence) NewBatch() format.RecordBatch { return &codexBatch{} }
+
+func (s *codexSequence) ApplyBatch(b format.RecordBatch, k int) string {
+	return s.apply(b.(*codexBatch).recs[k])
+}
+
+func (b *codexBatch) Reset() { b.recs = b.recs[:0] }
+
+func (b *codexBatch) Add(rec []byte, valid bool) {
+	if !valid {
+		if err := jsonv.Valid(rec, codexDialect); err != nil {
+			b.recs = append(b.recs, codexRec{err: err.Error()})
+			return
+		}
+	}
+	b.AddKeyed(rec, nil)
+}
+
+// AddKeyed: Add of a valid record, whose members' keys begin at keys (nil: not known).
+func (b *codexBatch) AddKeyed(rec []byte, keys []int32) {
+	header, f := len(b.recs) == 0, codexRecordFields
+	if header {
+		f = codexHeaderFields
+	}
+	var v *jsonv.Value
+	if keys != nil {
+		v = b.arena.ParseFieldsKeys(rec, codexDialect, f, keys)
+	} else {
+		v = b.arena.ParseFieldsValid(rec, codexDialect, f)
+	}
+	b.recs = append(b.recs, readCodexRec(v, header))
 }
 
 // Warnings, once End has run: records without a timestamp, and a paginated rollout's gaps in

@@ -254,11 +254,15 @@ func geminiMetaProblem(v *jsonv.Value) string {
 // takes each parsed line as a $rewindTo (string), a message (string id), a $set (object) or
 // a metadata record (string sessionId and projectHash, merged: a resume appends one); it
 // ignores any other, so that is no problem here (the sequence warns of it).
-func geminiRecordProblem(v *jsonv.Value) string {
+func geminiRecordProblem(v *jsonv.Value) string { return geminiKindProblem(v, geminiKindOf(v)) }
+
+// geminiKindProblem is geminiRecordProblem of v, taken by the loader for kind.
+func geminiKindProblem(v *jsonv.Value, kind geminiKind) string {
+	if kind != geminiIgnoredRecord {
+		return ""
+	}
 	set, rw := v.Get("$set"), v.Get("$rewindTo")
 	switch {
-	case geminiKindOf(v) != geminiIgnoredRecord:
-		return ""
 	case set != nil:
 		return "$set is not an object"
 	case rw != nil:

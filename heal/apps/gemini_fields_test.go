@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -347,6 +348,16 @@ func FuzzGeminiFields(f *testing.F) {
 				t.Fatalf("warnings %q, fed by RecordValid %q, the whole tree %q", gw, gvw, ww)
 			}
 		}
+		// Read in batches cut anywhere, ahead of the sequence, as a pass over a big chat reads
+		// them: the same findings, end and warnings as RecordValid.
+		var valid [][]byte
+		for _, rec := range bytes.Split(b, []byte("\n")) {
+			if len(bytes.TrimSpace(rec)) > 0 && jsonv.Valid(rec, nodeDialect) == nil {
+				valid = append(valid, rec)
+			}
+		}
+		cut, given := batchCuts(b)
+		checkBatches(t, func() format.Sequence { return geminiLog{}.NewSequence(path) }, valid, cut, given)
 		salvaged := format.KeepLines(geminiLog{}, path, b)
 		if salvaged == nil {
 			salvaged = b
@@ -359,4 +370,68 @@ func FuzzGeminiFields(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The replay's id table against a map, over enough messages to grow it many times, with
+// keys that collide in their low bits, re-added, rewound to and dropped by checkpoints.
+func TestGeminiReplayTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	var r geminiReplay
+	r.init()
+	var ids []uint64
+	res := map[uint64]bool{}
+	at := map[uint64]int{}
+	key := func() uint64 {
+		k := uint64(rng.IntN(20000))
+		if rng.IntN(4) == 0 {
+			return k << 40 // the same low bits as many others
+		}
+		return k*0x9e3779b97f4a7c15 + 1
+	}
+	for step := 0; step < 120000; step++ {
+		switch n := rng.IntN(1000); {
+		case n < 3: // a checkpoint
+			r.reset()
+			ids, res, at = nil, map[uint64]bool{}, map[uint64]int{}
+		case n < 40: // a rewind
+			k := key()
+			if len(ids) > 0 && rng.IntN(2) == 0 {
+				k = ids[rng.IntN(len(ids))]
+			}
+			i, ok := at[k]
+			if got := r.rewind(k); got != ok {
+				t.Fatalf("step %d: rewind %x: %v, want %v", step, k, got, ok)
+			}
+			if ok {
+				for _, gone := range ids[i:] {
+					delete(at, gone)
+					delete(res, gone)
+				}
+				ids = ids[:i]
+			} else {
+				ids, res, at = nil, map[uint64]bool{}, map[uint64]int{}
+			}
+		default:
+			k, v := key(), rng.IntN(2) == 0
+			r.addKey(k, v)
+			if _, ok := at[k]; !ok {
+				at[k] = len(ids)
+				ids = append(ids, k)
+			}
+			res[k] = v
+		}
+		if step%997 == 0 || step == 119999 {
+			if len(r.ids) != len(ids) {
+				t.Fatalf("step %d: %d messages held, want %d", step, len(r.ids), len(ids))
+			}
+			for i, k := range ids {
+				if r.ids[i] != k || r.res[i] != res[k] {
+					t.Fatalf("step %d: message %d %x %v, want %x %v", step, i, r.ids[i], r.res[i], k, res[k])
+				}
+				if j, ok := r.at.lookup(k, r.ids); !ok || j != i {
+					t.Fatalf("step %d: lookup %x = %d %v, want %d", step, k, j, ok, i)
+				}
+			}
+		}
+	}
 }

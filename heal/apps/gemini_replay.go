@@ -26,28 +26,175 @@ const geminiLostRewind = "$rewindTo names no earlier message (the app's loader e
 type geminiReplay struct {
 	seed  maphash.Seed
 	ready bool
-	ids   []uint64       // the messages held, in order
-	res   []bool         // whether each is resumable
-	at    map[uint64]int // the index of each in ids
+	ids   []uint64 // the messages held, in order
+	res   []bool   // whether each is resumable
+	at    idTable  // the index of each in ids
+}
+
+// idTable finds a message's index in a replay's ids by its key: an open-addressed table of
+// the keys seen (64-bit hashes already, so their low bits place them), each with the index it
+// was last given. An entry is not deleted when its message goes (a rewind, a checkpoint): it
+// holds only while ids still has that key at that index (lookup), which is exactly while the
+// message is held, since a key is held at most once and its entry is set whenever it is
+// added.
+type idTable struct {
+	slots []idSlot // a power of two of them, at most 3/4 used
+	used  int
+}
+
+type idSlot struct {
+	key uint64
+	at  int32 // the index + 1; 0: an empty slot
+}
+
+// slot is the slot of key: its own, or the empty one where it would go.
+func (t *idTable) slot(key uint64) *idSlot {
+	mask := uint64(len(t.slots) - 1)
+	for i := key & mask; ; i = (i + 1) & mask {
+		if s := &t.slots[i]; s.at == 0 || s.key == key {
+			return s
+		}
+	}
+}
+
+// lookup is the index of key in ids, where it is held.
+func (t *idTable) lookup(key uint64, ids []uint64) (int, bool) {
+	if len(t.slots) == 0 {
+		return 0, false
+	}
+	s := t.slot(key)
+	i := int(s.at) - 1
+	return i, s.at != 0 && i < len(ids) && ids[i] == key
+}
+
+// set gives key the index i in ids (the table grows first when it must, keeping the keys
+// ids holds).
+func (t *idTable) set(key uint64, i int, ids []uint64) {
+	if (t.used+1)*4 > len(t.slots)*3 {
+		old := t.slots
+		t.slots, t.used = make([]idSlot, max(1024, 2*len(old))), 0
+		for _, o := range old {
+			if j := int(o.at) - 1; o.at != 0 && j < len(ids) && ids[j] == o.key {
+				*t.slot(o.key) = o
+				t.used++
+			}
+		}
+	}
+	s := t.slot(key)
+	if s.at == 0 {
+		s.key = key
+		t.used++
+	}
+	s.at = int32(i + 1)
 }
 
 func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id) }
 
 // keyOf is the key of string t; src: as apply's.
-func (r *geminiReplay) keyOf(t *jsonv.Value, src []byte) uint64 {
+func (r *geminiReplay) keyOf(t *jsonv.Value, src []byte) uint64 { return geminiKey(r.seed, t, src) }
+
+// geminiKey is the key under seed of string t; src: as apply's.
+func geminiKey(seed maphash.Seed, t *jsonv.Value, src []byte) uint64 {
 	if raw, ok := geminiPlain(t, src); ok {
-		return maphash.Bytes(r.seed, raw) // maphash.String's of the same bytes
+		return maphash.Bytes(seed, raw) // maphash.String's of the same bytes
 	}
-	return r.key(geminiStr(t, src))
+	return maphash.String(seed, geminiStr(t, src))
+}
+
+// init readies an empty replay: its seed is drawn.
+func (r *geminiReplay) init() {
+	if !r.ready {
+		r.seed, r.ready = maphash.MakeSeed(), true
+	}
+}
+
+// geminiOp is what the replay does for one record (apply's cases), read of it alone: add a
+// message, replace them all by a $set's checkpoint or add a metadata record's (the messages
+// from..to of a list), or drop a $rewindTo's target and everything after it.
+type geminiOp struct {
+	what     uint8
+	res      bool   // opAdd: the message is resumable
+	id       uint64 // opAdd: the message's key; opRewind: the target's
+	from, to int32
+}
+
+const (
+	opNone uint8 = iota
+	opAdd
+	opCheckpoint
+	opMetaMessages
+	opRewind
+)
+
+// geminiMsg is a message of a checkpoint or a metadata record: its key, and whether it is
+// resumable.
+type geminiMsg struct {
+	id  uint64
+	res bool
+}
+
+// readGeminiOp is what apply does for record v, its keys drawn under seed; the messages it
+// adds in bulk are appended to msgs. src: as apply's.
+func readGeminiOp(seed maphash.Seed, v *jsonv.Value, src []byte, msgs *[]geminiMsg) geminiOp {
+	list := func(what uint8, items []*jsonv.Value) geminiOp {
+		op := geminiOp{what: what, from: int32(len(*msgs))}
+		for _, it := range items {
+			if isStr(it.Get("id")) {
+				*msgs = append(*msgs, geminiMsg{geminiKey(seed, it.Get("id"), src), geminiResumable(it, src)})
+			}
+		}
+		op.to = int32(len(*msgs))
+		return op
+	}
+	switch {
+	case isStr(v.Get("id")):
+		return geminiOp{what: opAdd, id: geminiKey(seed, v.Get("id"), src), res: geminiResumable(v, src)}
+	case isArr(v.Get("$set").Get("messages")):
+		return list(opCheckpoint, arrOf(v.Get("$set").Get("messages")))
+	case geminiPartialMeta(v) && !isObj(v.Get("$set")):
+		return list(opMetaMessages, arrOf(v.Get("messages")))
+	case isStr(v.Get("$rewindTo")):
+		return geminiOp{what: opRewind, id: maphash.String(seed, v.Get("$rewindTo").Str)}
+	}
+	return geminiOp{}
+}
+
+// applyOp is apply of the record op was read of (its bulk messages in msgs), the replay's
+// seed the one its keys were drawn under.
+func (r *geminiReplay) applyOp(op geminiOp, msgs []geminiMsg) bool {
+	switch op.what {
+	case opAdd:
+		r.addKey(op.id, op.res)
+	case opCheckpoint:
+		r.reset()
+		fallthrough
+	case opMetaMessages:
+		for _, m := range msgs[op.from:op.to] {
+			r.addKey(m.id, m.res)
+		}
+	case opRewind:
+		return r.rewind(op.id)
+	}
+	return true
+}
+
+// rewind drops the message of key to and every one after it; false, the list emptied, when
+// it holds none of that key.
+func (r *geminiReplay) rewind(to uint64) bool {
+	i, ok := r.at.lookup(to, r.ids)
+	if !ok {
+		r.reset()
+		return false
+	}
+	r.ids, r.res = r.ids[:i], r.res[:i] // their entries no longer hold
+	return true
 }
 
 // apply replays one record after line 1; false for a $rewindTo naming no message held. src
 // is the record's bytes when its tree was built with geminiFields (texts left opaque), nil
 // when its strings are decoded.
 func (r *geminiReplay) apply(v *jsonv.Value, src []byte) bool {
-	if !r.ready {
-		r.seed, r.ready, r.at = maphash.MakeSeed(), true, map[uint64]int{}
-	}
+	r.init()
 	switch {
 	case isStr(v.Get("id")):
 		r.add(v, src)
@@ -66,32 +213,28 @@ func (r *geminiReplay) apply(v *jsonv.Value, src []byte) bool {
 			}
 		}
 	case isStr(v.Get("$rewindTo")):
-		i, ok := r.at[r.key(v.Get("$rewindTo").Str)]
-		if !ok {
-			r.reset()
-			return false
-		}
-		for _, gone := range r.ids[i:] {
-			delete(r.at, gone)
-		}
-		r.ids, r.res = r.ids[:i], r.res[:i]
+		return r.rewind(r.key(v.Get("$rewindTo").Str))
 	}
 	return true
 }
 
 // reset empties the message list.
 func (r *geminiReplay) reset() {
-	r.ids, r.res, r.at = nil, nil, map[uint64]int{}
+	r.ids, r.res = r.ids[:0], r.res[:0] // no entry of the table holds any more
 }
 
 func (r *geminiReplay) add(v *jsonv.Value, src []byte) {
-	id, res := r.keyOf(v.Get("id"), src), geminiResumable(v, src)
-	if i, ok := r.at[id]; ok {
+	r.addKey(r.keyOf(v.Get("id"), src), geminiResumable(v, src))
+}
+
+// addKey adds the message of key id, resumable or not.
+func (r *geminiReplay) addKey(id uint64, res bool) {
+	if i, ok := r.at.lookup(id, r.ids); ok {
 		r.res[i] = res // kept in its place
 		return
 	}
-	r.at[id] = len(r.ids)
 	r.ids, r.res = append(r.ids, id), append(r.res, res)
+	r.at.set(id, len(r.ids)-1, r.ids)
 }
 
 // resumable: the replay holds a resumable message.
@@ -184,6 +327,42 @@ func geminiMetaOf(v *jsonv.Value) geminiMeta {
 	return geminiMeta{strOf(v.Get("sessionId")), strOf(v.Get("kind")), strOf(v.Get("projectHash"))}
 }
 
+// geminiPatch is what merge reads of a record: the members of sessionId, kind and
+// projectHash it names (has), each as strOf reads it.
+type geminiPatch struct {
+	has [3]bool
+	val [3]string
+}
+
+// patchOf is what merge reads of v, taken by the loader for kind.
+func patchOf(v *jsonv.Value, kind geminiKind) (p geminiPatch) {
+	var src *jsonv.Value
+	switch kind {
+	case geminiSet:
+		src = v.Get("$set")
+	case geminiMetaRecord:
+		src = v
+	default:
+		return p
+	}
+	for i, k := range [3]string{"sessionId", "kind", "projectHash"} {
+		if x := src.Get(k); x != nil {
+			p.has[i], p.val[i] = true, strOf(x) // JS spreads whatever the value is; a non-string fails the checks
+		}
+	}
+	return p
+}
+
+// patched is merge of the record p was read of.
+func (m geminiMeta) patched(p geminiPatch) geminiMeta {
+	for i, to := range [3]*string{&m.id, &m.kind, &m.hash} {
+		if p.has[i] {
+			*to = p.val[i]
+		}
+	}
+	return m
+}
+
 // merge is m after record v, as the loader merges the metadata: a $set's members and a
 // metadata record's replace those they name (a $rewindTo and a message change nothing).
 func (m geminiMeta) merge(v *jsonv.Value) geminiMeta {
@@ -240,7 +419,11 @@ func geminiPlace(path string, m geminiMeta, own bool) (problem string, warnings 
 
 // NewSequence: the replay and the checks against the file's place, record by record, for a
 // chat too large to hold (its warnings too).
-func (geminiLog) NewSequence(path string) format.Sequence { return &geminiSequence{path: path} }
+func (geminiLog) NewSequence(path string) format.Sequence {
+	s := &geminiSequence{path: path}
+	s.r.init() // the seed batches draw their keys under
+	return s
+}
 
 type geminiSequence struct {
 	path     string
@@ -248,7 +431,8 @@ type geminiSequence struct {
 	r        geminiReplay
 	ignored  int // records the loader ignores
 	warnings []string
-	arena    jsonv.Arena // each record's tree, dropped once replayed (the replay keeps no node)
+	arena    jsonv.Arena // each record's tree, dropped once read (the replay keeps no node)
+	msgs     []geminiMsg // the bulk messages of the record being applied
 }
 
 // geminiMessageFields: what the replay reads of a message (add, geminiResumable): its id,
@@ -299,25 +483,121 @@ func (s *geminiSequence) ChecksRecords() {}
 
 // record is Record of the record's tree v; src: as geminiReplay.apply's.
 func (s *geminiSequence) record(v *jsonv.Value, src []byte) string {
-	if s.meta == nil {
-		if p := geminiMetaProblem(v); p != "" {
-			return p
+	s.msgs = s.msgs[:0]
+	var head geminiHead
+	r := readGeminiRec(s.r.seed, v, src, s.meta == nil, &head, &s.msgs)
+	return s.apply(&r, &head, s.msgs)
+}
+
+// geminiRec is what the sequence reads of a record after line 1, all its findings come from
+// (of line 1: geminiHead); its replay's bulk messages are kept apart.
+type geminiRec struct {
+	err     string // the syntax error of a record given unchecked, "" for a valid one
+	problem string // geminiRecordProblem's
+	ignored bool   // a record the loader ignores
+	patch   *geminiPatch
+	op      geminiOp
+}
+
+// geminiHead is what the sequence reads of line 1, the metadata record.
+type geminiHead struct {
+	problem string // geminiMetaProblem's
+	meta    geminiMeta
+}
+
+// readGeminiRec reads the tree v of a record (built with geminiFields from src), and when
+// header says so, into head, as the file's first record; keys are drawn under seed, the
+// replay's bulk messages appended to msgs.
+func readGeminiRec(seed maphash.Seed, v *jsonv.Value, src []byte, header bool, head *geminiHead, msgs *[]geminiMsg) geminiRec {
+	if header {
+		if head.problem = geminiMetaProblem(v); head.problem == "" {
+			head.meta = geminiMetaOf(v)
 		}
-		m := geminiMetaOf(v)
+	}
+	kind := geminiKindOf(v)
+	r := geminiRec{problem: geminiKindProblem(v, kind)}
+	if r.problem != "" {
+		return r
+	}
+	r.ignored = kind == geminiIgnoredRecord
+	if p := patchOf(v, kind); p.has != [3]bool{} {
+		kept := p // only a record that names a member is given one
+		r.patch = &kept
+	}
+	r.op = readGeminiOp(seed, v, src, msgs)
+	return r
+}
+
+// apply is Record of the record r (and head, for line 1) was read of, its replay's bulk
+// messages in msgs.
+func (s *geminiSequence) apply(r *geminiRec, head *geminiHead, msgs []geminiMsg) string {
+	if r.err != "" {
+		return r.err
+	}
+	if s.meta == nil {
+		if head.problem != "" {
+			return head.problem
+		}
+		m := head.meta
 		s.meta = &m
 		return ""
 	}
-	if p := geminiRecordProblem(v); p != "" {
-		return p
+	if r.problem != "" {
+		return r.problem
 	}
-	if geminiKindOf(v) == geminiIgnoredRecord {
+	if r.ignored {
 		s.ignored++
 	}
-	*s.meta = s.meta.merge(v)
-	if !s.r.apply(v, src) {
+	if r.patch != nil {
+		*s.meta = s.meta.patched(*r.patch)
+	}
+	if !s.r.applyOp(r.op, msgs) {
 		return geminiLostRewind
 	}
 	return ""
+}
+
+// geminiBatch reads the records of a block of a chat ahead of the sequence: its first record
+// as line 1 too.
+type geminiBatch struct {
+	seed  maphash.Seed
+	arena jsonv.Arena
+	recs  []geminiRec
+	head  geminiHead
+	msgs  []geminiMsg
+}
+
+func (s *geminiSequence) NewBatch() format.RecordBatch { return &geminiBatch{seed: s.r.seed} }
+
+func (s *geminiSequence) ApplyBatch(rb format.RecordBatch, k int) string {
+	b := rb.(*geminiBatch)
+	return s.apply(&b.recs[k], &b.head, b.msgs)
+}
+
+func (b *geminiBatch) Reset() {
+	clear(b.recs) // no string of the last block is kept alive
+	b.recs, b.msgs, b.head = b.recs[:0], b.msgs[:0], geminiHead{}
+}
+
+func (b *geminiBatch) Add(rec []byte, valid bool) {
+	if !valid {
+		if err := jsonv.Valid(rec, nodeDialect); err != nil {
+			b.recs = append(b.recs, geminiRec{err: err.Error()})
+			return
+		}
+	}
+	b.AddKeyed(rec, nil)
+}
+
+// AddKeyed: Add of a valid record, whose members' keys begin at keys (nil: not known).
+func (b *geminiBatch) AddKeyed(rec []byte, keys []int32) {
+	var v *jsonv.Value
+	if keys != nil {
+		v = b.arena.ParseFieldsKeys(rec, nodeDialect, geminiFields, keys)
+	} else {
+		v = b.arena.ParseFieldsValid(rec, nodeDialect, geminiFields)
+	}
+	b.recs = append(b.recs, readGeminiRec(b.seed, v, rec, len(b.recs) == 0, &b.head, &b.msgs))
 }
 
 func (s *geminiSequence) End() string {

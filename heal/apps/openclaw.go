@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -143,17 +142,13 @@ func (openclawTranscript) SkipReason(path string, _ []byte) string { return open
 func (openclawTranscript) RecordProblem(rec []byte, first bool) string {
 	return transcriptLineProblem(rec, first)
 }
-func (openclawTranscript) RecordProblemValid(rec []byte, first bool) string {
-	a := transcriptArenas.Get().(*jsonv.Arena)
-	defer transcriptArenas.Put(a)
-	return transcriptEntryProblem(a.ParseFieldsValid(rec, jsonv.Dialect{}, transcriptFields), first)
-}
 
-// transcriptArenas hold the trees RecordProblemValid builds and drops, a record at a time.
-var transcriptArenas = sync.Pool{New: func() any { return new(jsonv.Arena) }}
-
-// transcriptFields: what transcriptEntryProblem reads of a record.
-var transcriptFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": nil, "id": nil}}
+// transcriptFields: what transcriptEntryProblem reads of a record, the header's type decoded
+// (entryFields: of a record after it, the type of its type alone).
+var (
+	transcriptFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": nil, "id": {Opaque: true}}}
+	entryFields      = &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": {Opaque: true}}}
+)
 
 func (openclawTranscript) NoRecords() format.Verdict {
 	return format.Damage(format.KindEmpty, 0, "transcript has no header")
@@ -161,7 +156,7 @@ func (openclawTranscript) NoRecords() format.Verdict {
 func (openclawTranscript) AppendedOK(rec []byte) bool { return transcriptAppendedOK(rec) }
 
 // NewSequence: nothing spans records (see openclawSeq).
-func (openclawTranscript) NewSequence(string) format.Sequence { return openclawSeq{} }
+func (openclawTranscript) NewSequence(string) format.Sequence { return &openclawSeq{} }
 
 // RecordKey: an entry is keyed by its id, the session header apart.
 func (openclawTranscript) RecordKey(rec *jsonv.Value) string { return idKey(rec) }
@@ -378,11 +373,101 @@ func openclawStoreMissing(dir string, names []string) bool {
 
 // openclawSeq is the streamed pass over a transcript: nothing spans its records (each is
 // judged alone, the header by being first), so a file of any size is judged record by
-// record, never as a whole tree.
-type openclawSeq struct{}
+// record, never as a whole tree. It applies RecordProblem's checklist itself, on the members
+// it reads of a record (openclawRec), and reads them ahead of itself in batches.
+type openclawSeq struct {
+	n     int         // records seen
+	arena jsonv.Arena // each record's tree, dropped once read
+}
 
-func (openclawSeq) Record([]byte) string { return "" }
-func (openclawSeq) End() string          { return "" }
+// openclawRec is what transcriptEntryProblem reads of a record.
+type openclawRec struct {
+	err    string // the syntax error of a record given unchecked, "" for a valid one
+	header bool   // type "session" and a string id (read only of a record read as the header)
+	typed  bool   // a string type
+}
+
+// readOpenclawRec reads the tree v of a record, built with transcriptFields when header
+// says it is read as the file's first record, else with entryFields at least.
+func readOpenclawRec(v *jsonv.Value, header bool) openclawRec {
+	t := v.Get("type")
+	return openclawRec{header: header && strOf(t) == "session" && isStr(v.Get("id")), typed: isStr(t)}
+}
+
+// openclawFields is what a record is read for: the first of the file as the header.
+func openclawFields(header bool) *jsonv.Fields {
+	if header {
+		return transcriptFields
+	}
+	return entryFields
+}
+
+// apply is transcriptEntryProblem of the record r was read of, the first one the header.
+func (s *openclawSeq) apply(r openclawRec) string {
+	if r.err != "" {
+		return r.err
+	}
+	s.n++
+	switch {
+	case s.n == 1 && !r.header:
+		return "not a session header"
+	case s.n > 1 && !r.typed:
+		return "entry has no string type"
+	}
+	return ""
+}
+
+func (s *openclawSeq) Record(rec []byte) string {
+	if err := jsonv.Valid(rec, jsonv.Dialect{}); err != nil {
+		return err.Error() // as RecordProblem says it
+	}
+	return s.RecordValid(rec)
+}
+
+// RecordValid: Record of a record judgeRecords has found valid.
+func (s *openclawSeq) RecordValid(rec []byte) string {
+	return s.apply(readOpenclawRec(s.arena.ParseFieldsValid(rec, jsonv.Dialect{}, openclawFields(s.n == 0)), s.n == 0))
+}
+
+// ChecksRecords: Record applies RecordProblem's checklist on its own parse of the record.
+func (s *openclawSeq) ChecksRecords() {}
+func (s *openclawSeq) End() string    { return "" }
+
+// openclawBatch reads the records of a block of a transcript ahead of the sequence.
+type openclawBatch struct {
+	arena jsonv.Arena
+	recs  []openclawRec
+}
+
+func (s *openclawSeq) NewBatch() format.RecordBatch { return &openclawBatch{} }
+
+func (s *openclawSeq) ApplyBatch(b format.RecordBatch, k int) string {
+	return s.apply(b.(*openclawBatch).recs[k])
+}
+
+func (b *openclawBatch) Reset() { b.recs = b.recs[:0] }
+
+func (b *openclawBatch) Add(rec []byte, valid bool) {
+	if !valid {
+		if err := jsonv.Valid(rec, jsonv.Dialect{}); err != nil {
+			b.recs = append(b.recs, openclawRec{err: err.Error()})
+			return
+		}
+	}
+	b.AddKeyed(rec, nil)
+}
+
+// AddKeyed: Add of a valid record, whose members' keys begin at keys (nil: not known).
+func (b *openclawBatch) AddKeyed(rec []byte, keys []int32) {
+	header := len(b.recs) == 0 // the file's first record is the first of its batch
+	var v *jsonv.Value
+	if keys != nil {
+		v = b.arena.ParseFieldsKeys(rec, jsonv.Dialect{}, openclawFields(header), keys)
+	} else {
+		v = b.arena.ParseFieldsValid(rec, jsonv.Dialect{}, openclawFields(header))
+	}
+	b.recs = append(b.recs, readOpenclawRec(v, header))
+}
 
 // openclawDropInvalid removes the entries that fail the per-entry checklist, keeping every
 // other member's bytes as they are (the opt-in drop-invalid-entries extension), the store

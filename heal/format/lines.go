@@ -64,6 +64,12 @@ func rulesOf(p Profile) lineRules {
 // record (body is the line without a final '\r'), or a fault. An unterminated line that does
 // not hold a record is a torn last line; one that does is whole only where r.openLast.
 func judgeLine(r lineRules, off int64, line []byte, terminated bool) (body []byte, blank bool, f *lineFault) {
+	return judgeLineKeys(r, off, line, terminated, nil)
+}
+
+// judgeLineKeys is judgeLine that, with keys, also gives the offsets in body of the keys of
+// a record that is an object (jsonv.ValidTop).
+func judgeLineKeys(r lineRules, off int64, line []byte, terminated bool, keys *[]int32) (body []byte, blank bool, f *lineFault) {
 	body = line
 	if len(body) > 0 && body[len(body)-1] == '\r' {
 		body = body[:len(body)-1]
@@ -72,7 +78,13 @@ func judgeLine(r lineRules, off int64, line []byte, terminated bool) (body []byt
 	if len(trimmed) == 0 {
 		return body, true, nil
 	}
-	f, _ = r.judge(off, int64(len(line)), jsonv.Valid(body, r.d), trimmed[0], terminated)
+	var verr error
+	if keys != nil {
+		verr = jsonv.ValidTop(body, r.d, keys)
+	} else {
+		verr = jsonv.Valid(body, r.d)
+	}
+	f, _ = r.judge(off, int64(len(line)), verr, trimmed[0], terminated)
 	return body, false, f
 }
 

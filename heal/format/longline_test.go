@@ -42,7 +42,7 @@ func TestLongLinesJudgedAsHeld(t *testing.T) {
 		want := judgeRecords(p, "", func(fn lineFunc) error { return memWalker(data)(0, n, false, fn) })
 		wantApp := len(data) > 0 && AppendedValid(p, data)
 		for _, window := range []int{1, 4, 16, 64, 1 << 20} {
-			v := judgeLines(p, "", n, func(held int, lj *longJudge) walker {
+			v := judgeLines(p, "", n, false, func(held int, lj *longJudge) walker {
 				small := *lj
 				small.window = window
 				return readWalker(bytes.NewReader(data), n, min(16, window), held, &small)

@@ -295,6 +295,39 @@ type ValidSequence interface {
 	RecordValid(rec []byte) string
 }
 
+// BatchSequence is a [RecordSequence] whose reading of a record can run ahead of it, on
+// other goroutines: a [RecordBatch] reads the records of a block of the file alone, and the
+// sequence applies what it read in the file's order. A pass over a big file reads the batches
+// of its blocks on several CPUs; ApplyBatch of each record in order must say what Record (or
+// RecordValid) of it says.
+type BatchSequence interface {
+	RecordSequence
+	Sequence
+	// NewBatch is an empty batch, for one goroutine at a time.
+	NewBatch() RecordBatch
+	// ApplyBatch is Record of the k-th record read into b (from 0). The records of a batch
+	// are applied in order, after every record of the batches before it; the first record of
+	// the file is the first of its batch.
+	ApplyBatch(b RecordBatch, k int) string
+}
+
+// RecordBatch reads the records of one block of a file, in order, for a [BatchSequence].
+type RecordBatch interface {
+	// Add reads rec, the batch's next record; valid says it passed jsonv.Valid under the
+	// profile's dialect (else Add checks it, as Record does).
+	Add(rec []byte, valid bool)
+	// Reset empties the batch for another block.
+	Reset()
+}
+
+// KeyedBatch is a [RecordBatch] that can be given, with a record that passed jsonv.Valid,
+// where its top-level members' keys begin (jsonv.ValidTop, the one pass over its bytes).
+type KeyedBatch interface {
+	RecordBatch
+	// AddKeyed is Add of a valid record whose members' keys begin at keys.
+	AddKeyed(rec []byte, keys []int32)
+}
+
 // SequenceWarner is a [Sequence] that also gives the checklist's warnings, once End has run
 // and found nothing wrong.
 type SequenceWarner interface {

@@ -37,7 +37,7 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 		return Verdict{}, fsio.Identity{}, err
 	}
 	defer f.Close()
-	v := judgeLines(p, path, id.Size, func(maxHeld int, lj *longJudge) walker { return readWalker(f, id.Size, StreamBuf, maxHeld, lj) })
+	v := judgeLines(p, path, id.Size, true, func(maxHeld int, lj *longJudge) walker { return readWalker(f, id.Size, StreamBuf, maxHeld, lj) })
 	if !fsio.StillSame(f, id) {
 		return Verdict{}, id, fsio.ErrChanged
 	}
@@ -67,10 +67,11 @@ func CheckRecords(p Profile, f File, lines []Line) Verdict {
 }
 
 // judgeLines is StreamLines of the n bytes newWalker's walkers walk, of the file at path: a
-// profile without a record checklist is judged on several CPUs (plainLines). A line longer
-// than LineWindow is judged streaming, never held (its record's skeleton read by the
-// checklist).
-func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int, lj *longJudge) walker) Verdict {
+// profile without a record checklist is judged on several CPUs (plainLines), and with
+// records, one whose sequence reads batches (recordBlocks) when the walkers may read at once
+// (a file's ReadAt; not a reader that hashes what it is read in order). A line longer than
+// LineWindow is judged streaming, never held (its record's skeleton read by the checklist).
+func judgeLines(p Profile, path string, n int64, concurrent bool, newWalker func(maxHeld int, lj *longJudge) walker) Verdict {
 	_, rc := p.(RecordChecker)
 	_, sc := p.(SequenceChecker)
 	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: rc || sc}
@@ -84,6 +85,13 @@ func judgeLines(p Profile, path string, n int64, newWalker func(maxHeld int, lj 
 			return OK() // a read error ends the file: nothing before it was damaged
 		}
 		return v
+	}
+	if workers := parallelRecords(n); workers > 0 && concurrent {
+		if bs, ok := batchSequence(p, path); ok {
+			if v, ok := recordBlocks(p, bs, n, workers, recordBlock, heldPerWorker, func(held int) walker { return newWalker(held, lj) }); ok {
+				return v
+			}
+		}
 	}
 	walk := newWalker(MaxLine, lj)
 	return judgeRecords(p, path, func(fn lineFunc) error { return walk(0, n, false, fn) })
@@ -141,11 +149,7 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 				prob = seq.Record(body)
 			}
 			if prob != "" {
-				kind := KindSchema
-				if k, ok := seq.(SequenceKind); ok && k.ProblemKind() != "" {
-					kind = k.ProblemKind()
-				}
-				v := Damage(kind, off, "line %d: %s", n, prob)
+				v := Damage(problemKind(seq), off, "line %d: %s", n, prob)
 				schema = &v
 			}
 		}
@@ -158,6 +162,21 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 	case errors.Is(err, ErrNoStream):
 		return (&tooLong{line: n + 1, off: next}).verdict()
 	}
+	return endRecords(p, seq, schema, records, last)
+}
+
+// problemKind is the kind of the problem seq's last Record returned.
+func problemKind(seq Sequence) string {
+	if k, ok := seq.(SequenceKind); ok && k.ProblemKind() != "" {
+		return k.ProblemKind()
+	}
+	return KindSchema
+}
+
+// endRecords is the verdict of a walk of the records of p that found no syntax fault: the
+// first checklist problem (schema, nil for none), else what the end of the sequence (nil for
+// none) says, given how many records there were and where the last one starts.
+func endRecords(p Profile, seq Sequence, schema *Verdict, records int, last int64) Verdict {
 	if schema != nil {
 		return *schema
 	}
@@ -391,7 +410,7 @@ func judgeAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error)
 	// A read error would end the walk as the end of the file: it is the caller's instead.
 	var mu sync.Mutex
 	var rerr error
-	v := judgeLines(p, path, size, func(maxHeld int, lj *longJudge) walker {
+	v := judgeLines(p, path, size, false, func(maxHeld int, lj *longJudge) walker {
 		w := readWalker(r, size, StreamBuf, maxHeld, lj)
 		return func(from, limit int64, skip bool, fn lineFunc) error {
 			err := w(from, limit, skip, fn)

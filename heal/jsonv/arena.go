@@ -27,9 +27,47 @@ func (a *Arena) ParseFieldsValid(b []byte, d Dialect, f *Fields) *Value {
 	return v
 }
 
+// ParseFieldsKeys is ParseFieldsValid of b whose top-level members' keys begin at keys, as
+// [ValidTop] gave them: only the members f names are looked at, the others passed over
+// without a byte of them read.
+func (a *Arena) ParseFieldsKeys(b []byte, d Dialect, f *Fields, keys []int32) *Value {
+	i := skipWS(b, 0)
+	if b[i] != '{' || f == nil || f.Members == nil {
+		return a.ParseFieldsValid(b, d, f)
+	}
+	a.reset()
+	p := builder{b: b, surr: d.Surrogates, d: d, max: MaxDepth, own: true, arena: a,
+		members: a.mstack[:0], items: a.istack[:0]}
+	v := p.alloc()
+	v.Start, v.Type = i, Object
+	for _, ks := range keys {
+		sub, named, key, end := p.member(int(ks), f)
+		if !named {
+			continue
+		}
+		m := Member{Key: key, KeyStart: int(ks)}
+		m.Val, _ = p.shaped(skipWS(b, skipWS(b, end)+1), sub) // past ':'
+		p.members = append(p.members, m)
+	}
+	v.Keys = p.keepMembers(p.members)
+	clear(p.members)
+	end := len(b)
+	for isWS[b[end-1]] {
+		end--
+	}
+	v.End = end // the object's '}' is b's last byte but whitespace
+	a.mstack, a.istack = p.members[:0], p.items[:0]
+	return v
+}
+
 func (a *Arena) reset() {
-	for i := 0; i <= a.vc && i < len(a.vals); i++ {
-		clear(a.vals[i]) // no string or list of the last tree is kept alive
+	// The nodes the last tree used (every chunk before vc, vn of chunk vc) are cleared: no
+	// string or list of it is kept alive, and the build takes its nodes zeroed.
+	for i := 0; i < a.vc && i < len(a.vals); i++ {
+		clear(a.vals[i])
+	}
+	if a.vc < len(a.vals) {
+		clear(a.vals[a.vc][:a.vn])
 	}
 	a.vc, a.vn = 0, 0
 	clear(a.keys)

@@ -1,6 +1,9 @@
 package jsonv
 
-import "bytes"
+import (
+	"bytes"
+	"sync"
+)
 
 // Fields names what a checklist reads of a value, for ParseFields. A nil *Fields builds a
 // scalar (its string decoded) and an object or array as its type and bounds, without
@@ -13,6 +16,43 @@ type Fields struct {
 	Items *Fields
 	// Opaque: a string is not decoded (Str stays ""): the checklist reads only its type.
 	Opaque bool
+
+	once  sync.Once
+	byLen [maxListed + 1][]fieldName // Members by the length of their names, made once
+}
+
+// maxListed is the longest name looked up by its length (byLen) rather than in Members.
+const maxListed = 32
+
+// fieldName is a member of a Fields: its name and how it is built.
+type fieldName struct {
+	name string
+	f    *Fields
+}
+
+// lookup is the Fields of member name raw (unescaped), and the name as Members holds it: a
+// name is looked up among those of its length, compared byte for byte, not hashed.
+func (f *Fields) lookup(raw []byte) (sub *Fields, name string, named bool) {
+	if len(raw) > maxListed {
+		sub, named = f.Members[string(raw)]
+		if named {
+			name = string(raw)
+		}
+		return sub, name, named
+	}
+	f.once.Do(func() {
+		for k, v := range f.Members {
+			if len(k) <= maxListed {
+				f.byLen[len(k)] = append(f.byLen[len(k)], fieldName{k, v})
+			}
+		}
+	})
+	for _, n := range f.byLen[len(raw)] {
+		if n.name == string(raw) {
+			return n.f, n.name, true
+		}
+	}
+	return nil, "", false
 }
 
 // ParseFields is Parse building only what f names: for a checklist that reads a few members
@@ -46,7 +86,7 @@ func (p *builder) shaped(i int, f *Fields) (*Value, int) {
 		i = skipWS(b, i+1)
 		for b[i] != '}' {
 			ks := i
-			sub, named, key, end := p.member(i, f.Members)
+			sub, named, key, end := p.member(i, f)
 			i = skipWS(b, skipWS(b, end)+1) // past ':'
 			if named {
 				m := Member{Key: key, KeyStart: ks}
@@ -99,24 +139,21 @@ func (p *builder) shaped(i int, f *Fields) (*Value, int) {
 	return p.value(i) // a scalar
 }
 
-// member reads the key at b[i] and says whether members names it (and with what Fields),
+// member reads the key at b[i] and says whether f's members name it (and with what Fields),
 // with the offset just past the key. A named key is returned decoded.
-func (p *builder) member(i int, members map[string]*Fields) (f *Fields, named bool, key string, end int) {
+func (p *builder) member(i int, f *Fields) (sub *Fields, named bool, key string, end int) {
 	b := p.b
 	q := closingQuote(b, i+1)
 	raw := b[i+1 : q]
 	if !p.surr || asciiOnly(raw) {
 		if bytes.IndexByte(raw, '\\') < 0 {
-			f, named = members[string(raw)] // no allocation for the lookup
-			if named {
-				key = string(raw)
-			}
-			return f, named, key, q + 1
+			sub, key, named = f.lookup(raw) // no allocation: the name Members holds
+			return sub, named, key, q + 1
 		}
 	}
 	key, end = p.str(i)
-	f, named = members[key]
-	return f, named, key, end
+	sub, named = f.Members[key]
+	return sub, named, key, end
 }
 
 // skip returns the offset just past the value at b[i], building nothing.
@@ -125,8 +162,7 @@ func (p *builder) skip(i int) int {
 	case '"':
 		return closingQuote(p.b, i+1) + 1
 	case '{', '[':
-		end, _ := scan(p.b[i:], p.d, bestKernel)
-		return i + end
+		return skipContainer(p.b, i)
 	case 't', 'n':
 		return i + 4
 	case 'f':
@@ -151,4 +187,23 @@ func asciiOnly(s []byte) bool {
 		}
 	}
 	return true
+}
+
+// skipContainer returns the offset just past the array or object at b[i], which Valid has
+// accepted: it only matches brackets, passing over strings a quote at a time (a string's
+// bytes, most of a record, are not looked at one by one, nor checked again).
+func skipContainer(b []byte, i int) int {
+	depth := 0
+	for ; ; i++ {
+		switch b[i] {
+		case '"':
+			i = closingQuote(b, i+1)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		}
+	}
 }

@@ -100,19 +100,35 @@ func FuzzParseFields(f *testing.F) {
 	addSeeds(f)
 	f.Add([]byte(`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"a\nb"},{"type":"tool_use","id":"t1"}]},"uuid":"u","type":"user"}`))
 	var arenaMu sync.Mutex
-	var arena Arena // reused from one input to the next, as a checklist reuses it
+	var arena, keyed Arena // reused from one input to the next, as a checklist reuses it
+	var keys []int32
 	f.Fuzz(func(t *testing.T, b []byte) {
 		seed := byte(len(b))
 		arenaMu.Lock()
 		defer arenaMu.Unlock()
 		for _, d := range []Dialect{plain, {NonFinite: true, Surrogates: true, Lossy: true}} {
 			full, err := Parse(b, d)
+			// ValidTop says what Valid says, and gives the keys of a top-level object.
+			if terr, verr := ValidTop(b, d, &keys), Valid(b, d); fmt.Sprint(terr) != fmt.Sprint(verr) {
+				t.Fatalf("ValidTop(%q) = %v, Valid %v", b, terr, verr)
+			} else if verr == nil {
+				var want []int32
+				if full.Type == Object {
+					for _, m := range full.Keys {
+						want = append(want, int32(m.KeyStart))
+					}
+				}
+				if fmt.Sprint(keys) != fmt.Sprint(want) {
+					t.Fatalf("ValidTop(%q) keys %v, want %v", b, keys, want)
+				}
+			}
 			if err != nil {
 				if _, ferr := ParseFields(b, d, &Fields{}); ferr == nil || ferr.Error() != err.Error() {
 					t.Fatalf("ParseFields(%q) = %v, Parse %v", b, ferr, err)
 				}
 				continue
 			}
+			checkSkip(t, b, full)
 			for _, fl := range []*Fields{nil, {Opaque: true}, fieldsOf(full, 4, seed), fieldsOf(full, 2, seed+7)} {
 				got, err := ParseFields(b, d, fl)
 				if err != nil {
@@ -125,6 +141,12 @@ func FuzzParseFields(f *testing.F) {
 				checkFields(t, b, full, inArena, fl)
 				if treeText(inArena) != treeText(want) {
 					t.Fatalf("Arena.ParseFieldsValid(%q) = %+v, ParseFieldsValid %+v", b, inArena, want)
+				}
+				if err := ValidTop(b, d, &keys); err != nil {
+					t.Fatal(err)
+				}
+				if k := keyed.ParseFieldsKeys(b, d, fl, keys); treeText(k) != treeText(want) {
+					t.Fatalf("Arena.ParseFieldsKeys(%q) = %s, ParseFieldsValid %s", b, treeText(k), treeText(want))
 				}
 			}
 		}
@@ -187,4 +209,21 @@ func treeText(v *Value) string {
 	}
 	b.WriteString("]}")
 	return b.String()
+}
+
+// checkSkip: skipContainer, which the builds pass over a container with, ends every array and
+// object of the whole tree v of b where the validating scan ends it.
+func checkSkip(t *testing.T, b []byte, v *Value) {
+	if v.Type != Array && v.Type != Object {
+		return
+	}
+	if end := skipContainer(b, v.Start); end != v.End {
+		t.Fatalf("skipContainer(%q, %d) = %d, want %d", b, v.Start, end, v.End)
+	}
+	for _, it := range v.Items {
+		checkSkip(t, b, it)
+	}
+	for _, m := range v.Keys {
+		checkSkip(t, b, m.Val)
+	}
 }

@@ -170,8 +170,7 @@ func (p *builder) value(i int) (*Value, int) {
 		if c == '{' {
 			v.Type = Object
 		}
-		end, _ := scan(b[i:], p.d, bestKernel)
-		v.End = i + end
+		v.End = skipContainer(b, i)
 		return v, v.End
 	}
 	p.depth++

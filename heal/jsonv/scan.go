@@ -7,6 +7,21 @@ func Valid(b []byte, d Dialect) error {
 	return validK(b, d, bestKernel)
 }
 
+// ValidTop is Valid that also gives, when b holds an object, where each of its members'
+// keys begins in b (the offset of its opening quote), in keys (emptied first): a build of
+// its members ([Arena.ParseFieldsKeys]) then passes over none of b's bytes again.
+func ValidTop(b []byte, d Dialect, keys *[]int32) error {
+	*keys = (*keys)[:0]
+	end, e := scanTop(b, d, bestKernel, keys)
+	if e != nil {
+		return e
+	}
+	if i := skipWS(b, end); i < len(b) {
+		return errUnexpected(b, i, d, "after top-level value").withKind(ErrTrailing)
+	}
+	return nil
+}
+
 // validK is Valid with kernel k.
 func validK(b []byte, d Dialect, k kernel) error {
 	end, e := scan(b, d, k)
@@ -55,6 +70,12 @@ func skipWS(b []byte, i int) int {
 // past it. Nesting is tracked in a bit stack (1 = object, 0 = array): the first 64 levels in a
 // register, deeper levels in an array allocated on first use.
 func scan(b []byte, d Dialect, k kernel) (int, *Error) {
+	return scanTop(b, d, k, nil)
+}
+
+// scanTop is scan that appends to keys, when it is not nil, the offset of each key of the
+// outermost object (at depth 1).
+func scanTop(b []byte, d Dialect, k kernel, keys *[]int32) (int, *Error) {
 	var (
 		n     = len(b)
 		i     int
@@ -173,6 +194,9 @@ after:
 	return i, errUnexpected(b, i, d, "after array element")
 
 key:
+	if keys != nil && depth == 1 {
+		*keys = append(*keys, int32(i))
+	}
 	if i, e = scanStringK(b, i+1, d, k); e != nil {
 		return i, e
 	}
