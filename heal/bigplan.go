@@ -95,6 +95,22 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		if keep, keepFig, oldSHA, err = format.PlanKeepSum(c.typ, c.path, f, size); err != nil {
 			return nil, nil, err
 		}
+		// An app whose load finishes a salvage (format.StreamFinisher) has it replayed as the
+		// app would, beside its judge: two passes over the salvage, on two CPUs where there
+		// are two. finished is closed once asIs and finErr are set.
+		fin, finishes := c.typ.(format.StreamFinisher)
+		var asIs bool
+		var finErr error
+		finished := make(chan struct{})
+		if finishes && keep != nil {
+			go func() {
+				defer close(finished)
+				asIs, finErr = fin.FinishesAsIs(c.path, f, size, keep.At(f), keep.Size())
+			}()
+			defer func() { <-finished }() // on every return, f is closed only after it
+		} else {
+			close(finished)
+		}
 		var v Verdict
 		var sum string
 		if keep != nil {
@@ -113,8 +129,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		default:
 			keepSHA = sum
 		}
-		if fin, ok := c.typ.(format.StreamFinisher); ok && keep != nil {
-			asIs, err := fin.FinishesAsIs(c.path, f, size, keep.At(f), keep.Size())
+		if finishes && keep != nil {
+			<-finished
+			err := finErr
 			if (err != nil || !asIs) && size <= planLimit {
 				return e.planWhole(rule, in, f) // the app's finish changes the salvage
 			}
