@@ -495,13 +495,7 @@ func (b *codexBatch) AddKeyed(rec []byte, keys []int32) {
 	if header {
 		f = codexHeaderFields
 	}
-	var v *jsonv.Value
-	if keys != nil {
-		v = b.arena.ParseFieldsKeys(rec, codexDialect, f, keys)
-	} else {
-		v = b.arena.ParseFieldsValid(rec, codexDialect, f)
-	}
-	b.recs = append(b.recs, readCodexRec(v, header))
+	b.recs = append(b.recs, readCodexRec(b.arena.ParseFieldsKeys(rec, codexDialect, f, keys), header))
 }
 
 // Warnings, once End has run: records without a timestamp, and a paginated rollout's gaps in

@@ -591,12 +591,7 @@ func (b *geminiBatch) Add(rec []byte, valid bool) {
 
 // AddKeyed: Add of a valid record, whose members' keys begin at keys (nil: not known).
 func (b *geminiBatch) AddKeyed(rec []byte, keys []int32) {
-	var v *jsonv.Value
-	if keys != nil {
-		v = b.arena.ParseFieldsKeys(rec, nodeDialect, geminiFields, keys)
-	} else {
-		v = b.arena.ParseFieldsValid(rec, nodeDialect, geminiFields)
-	}
+	v := b.arena.ParseFieldsKeys(rec, nodeDialect, geminiFields, keys)
 	b.recs = append(b.recs, readGeminiRec(b.seed, v, rec, len(b.recs) == 0, &b.head, &b.msgs))
 }
 

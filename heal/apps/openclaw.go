@@ -460,12 +460,7 @@ func (b *openclawBatch) Add(rec []byte, valid bool) {
 // AddKeyed: Add of a valid record, whose members' keys begin at keys (nil: not known).
 func (b *openclawBatch) AddKeyed(rec []byte, keys []int32) {
 	header := len(b.recs) == 0 // the file's first record is the first of its batch
-	var v *jsonv.Value
-	if keys != nil {
-		v = b.arena.ParseFieldsKeys(rec, jsonv.Dialect{}, openclawFields(header), keys)
-	} else {
-		v = b.arena.ParseFieldsValid(rec, jsonv.Dialect{}, openclawFields(header))
-	}
+	v := b.arena.ParseFieldsKeys(rec, jsonv.Dialect{}, openclawFields(header), keys)
 	b.recs = append(b.recs, readOpenclawRec(v, header))
 }
 

@@ -29,10 +29,10 @@ func (a *Arena) ParseFieldsValid(b []byte, d Dialect, f *Fields) *Value {
 
 // ParseFieldsKeys is ParseFieldsValid of b whose top-level members' keys begin at keys, as
 // [ValidTop] gave them: only the members f names are looked at, the others passed over
-// without a byte of them read.
+// without a byte of them read. Nil keys (not known) is ParseFieldsValid.
 func (a *Arena) ParseFieldsKeys(b []byte, d Dialect, f *Fields, keys []int32) *Value {
 	i := skipWS(b, 0)
-	if b[i] != '{' || f == nil || f.Members == nil {
+	if keys == nil || b[i] != '{' || f == nil || f.Members == nil {
 		return a.ParseFieldsValid(b, d, f)
 	}
 	a.reset()

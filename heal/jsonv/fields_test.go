@@ -148,6 +148,9 @@ func FuzzParseFields(f *testing.F) {
 				if k := keyed.ParseFieldsKeys(b, d, fl, keys); treeText(k) != treeText(want) {
 					t.Fatalf("Arena.ParseFieldsKeys(%q) = %s, ParseFieldsValid %s", b, treeText(k), treeText(want))
 				}
+				if k := keyed.ParseFieldsKeys(b, d, fl, nil); treeText(k) != treeText(want) {
+					t.Fatalf("Arena.ParseFieldsKeys(%q, no keys) = %s, ParseFieldsValid %s", b, treeText(k), treeText(want))
+				}
 			}
 		}
 	})
