@@ -280,14 +280,6 @@ type RecordSequence interface {
 	ChecksRecords()
 }
 
-// ValidRecordChecker is a [RecordChecker] that can be given a record already found valid
-// under its profile's dialect (jsonv.Valid), which it then does not check again.
-type ValidRecordChecker interface {
-	// RecordProblemValid is RecordProblem of rec, which passed jsonv.Valid under the
-	// profile's dialect.
-	RecordProblemValid(rec []byte, first bool) string
-}
-
 // ValidSequence is a [Sequence] that can be given a record already found valid under its
 // profile's dialect (jsonv.Valid), which it then does not check again.
 type ValidSequence interface {

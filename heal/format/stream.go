@@ -109,7 +109,6 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 		}
 	}
 	vs, _ := seq.(ValidSequence)
-	vrc, _ := rc.(ValidRecordChecker)
 	var next int64 // where the next line starts
 	var last int64 // where the last record starts
 	n, records := 0, 0
@@ -130,13 +129,7 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 			return errStop
 		}
 		if rc != nil && schema == nil {
-			var prob string
-			if vrc != nil && long == nil {
-				prob = vrc.RecordProblemValid(body, records == 0) // judgeLine has just run jsonv.Valid over it
-			} else {
-				prob = rc.RecordProblem(body, records == 0)
-			}
-			if prob != "" {
+			if prob := rc.RecordProblem(body, records == 0); prob != "" {
 				v := Damage(KindSchema, off, "line %d: %s", n, prob)
 				schema = &v
 			}
