@@ -480,8 +480,7 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 	if !p.JSONL() {
 		return nil, nil
 	}
-	_, keyed := p.(RecordKeyer)
-	kp := newKeyParser(p, keyed)
+	kp := newKeyParser(p)
 	// The copy's records, by key: a salvaged record the copy has is not held (but for the
 	// newest version of a keyed record replaced in place, a "\x00" key). Each is read once,
 	// and kept as its bounds in the copy and its key.
@@ -577,10 +576,11 @@ func eachKeyed(kp *keyParser, data []byte, fn func(start, end int, k [16]byte)) 
 	})
 }
 
-// keyParser gives the lineKey of a record line's recordKey, reading of it only what the
-// profile's RecordKey reads when the profile says so (RecordKeyFielder: built in one reused
-// arena, no tree left behind per record), else its whole tree. replaced says whether the
-// last key was of a record replaced in place (a "\x00" key).
+// keyParser gives the lineKey of a record line's recordKey (ok false: no valid record),
+// built from the record's tree when the profile keys records (RecordKeyer): only what its
+// RecordKey reads when the profile says so (RecordKeyFielder: built in one reused arena, no
+// tree left behind per record), else the whole tree. replaced says whether the last key was
+// of a record replaced in place (a "\x00" key).
 type keyParser struct {
 	p        Profile
 	keyed    bool
@@ -589,9 +589,10 @@ type keyParser struct {
 	replaced bool
 }
 
-func newKeyParser(p Profile, keyed bool) *keyParser {
-	kp := &keyParser{p: p, keyed: keyed}
-	if f, ok := p.(RecordKeyFielder); ok && keyed {
+func newKeyParser(p Profile) *keyParser {
+	kp := &keyParser{p: p}
+	_, kp.keyed = p.(RecordKeyer)
+	if f, ok := p.(RecordKeyFielder); ok {
 		kp.fields = f.RecordKeyFields()
 	}
 	return kp
@@ -599,43 +600,24 @@ func newKeyParser(p Profile, keyed bool) *keyParser {
 
 func (kp *keyParser) key(line []byte) ([16]byte, bool) {
 	kp.replaced = false
-	var key string
-	if kp.fields == nil {
-		k, ok := lineRecordKey(kp.p, line, kp.keyed)
-		if !ok {
-			return [16]byte{}, false
-		}
-		key = k
-	} else {
-		body := bytes.TrimSuffix(line, []byte("\r"))
-		trimmed := bytes.TrimSpace(body)
-		if len(trimmed) == 0 || !ValidRecord(kp.p, line) {
-			return [16]byte{}, false
-		}
-		l := Line{Raw: line, Val: anyObject}
-		if trimmed[0] == '{' {
-			l.Val = kp.arena.ParseFieldsValid(body, kp.p.Dialect(), kp.fields)
-		}
-		key = recordKey(kp.p, l)
-	}
-	kp.replaced = strings.HasPrefix(key, "\x00")
-	return lineKey([]byte(key)), true
-}
-
-// lineRecordKey is recordKey of a line: ok is false when it is no valid record.
-func lineRecordKey(p Profile, line []byte, keyed bool) (string, bool) {
 	body := bytes.TrimSuffix(line, []byte("\r"))
 	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || !ValidRecord(p, line) {
-		return "", false
+	if len(trimmed) == 0 || !ValidRecord(kp.p, line) {
+		return [16]byte{}, false
 	}
 	l := Line{Raw: line, Val: anyObject}
-	if keyed && trimmed[0] == '{' {
-		v, err := jsonv.Parse(body, p.Dialect())
-		if err != nil {
-			return "", false
+	if kp.keyed && trimmed[0] == '{' {
+		if kp.fields != nil {
+			l.Val = kp.arena.ParseFieldsValid(body, kp.p.Dialect(), kp.fields)
+		} else {
+			v, err := jsonv.Parse(body, kp.p.Dialect())
+			if err != nil {
+				return [16]byte{}, false
+			}
+			l.Val = v
 		}
-		l.Val = v
 	}
-	return recordKey(p, l), true
+	key := recordKey(kp.p, l)
+	kp.replaced = strings.HasPrefix(key, "\x00")
+	return lineKey([]byte(key)), true
 }
