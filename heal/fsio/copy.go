@@ -69,11 +69,11 @@ func (c FileAt) CopyOut(dst, _ *os.File) error {
 	return nil
 }
 
-// writeContent writes c to f, reading the original from src: by the kernel's copy when both
-// allow it (sum is then ""), else through a buffer (when buffered) with the sha256 WriteOut
-// gives.
-func writeContent(f *os.File, c Content, src io.ReaderAt, buffered bool) (sum string, err error) {
-	if fc, ok := c.(FileContent); ok {
+// writeContent writes c to f, reading the original from src: by the kernel's copy when
+// kernel lets it and both allow it (sum is then ""), else through a buffer (when buffered)
+// with the sha256 WriteOut gives.
+func writeContent(f *os.File, c Content, src io.ReaderAt, kernel, buffered bool) (sum string, err error) {
+	if fc, ok := c.(FileContent); ok && kernel {
 		if of, ok := src.(*os.File); ok && of != nil {
 			return "", fc.CopyOut(f, of)
 		}

@@ -1,7 +1,6 @@
 package fsio
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -134,7 +133,7 @@ func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mod
 		}
 	}
 	if err := d.fs.Do("write", tmp, func() error {
-		got, err := writeContent(f, c, src, false)
+		got, err := writeContent(f, c, src, true, false)
 		if err == nil && want != "" && got != "" && got != want {
 			err = fmt.Errorf("%w: %s", ErrBusy, "the bytes to write changed since they were planned")
 		}
@@ -275,14 +274,7 @@ func (fs FS) writeNewFrom(path string, c Content, src io.ReaderAt, mode os.FileM
 	var sum string
 	err = fs.Do("write", path, func() error {
 		var err error
-		if kernel {
-			sum, err = writeContent(f, c, src, true)
-			return err
-		}
-		w := bufio.NewWriterSize(f, bufSize)
-		if sum, err = c.WriteOut(w, src); err == nil {
-			err = w.Flush()
-		}
+		sum, err = writeContent(f, c, src, kernel, true)
 		return err
 	})
 	if err == nil && sync {
