@@ -138,7 +138,7 @@ func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.Read
 	}
 	if sum == "" {
 		if sum = known; sum == "" {
-			if sum, err = fileSHA(filepath.Join(dir, m.File)); err != nil {
+			if sum, err = fsio.SHAFile(filepath.Join(dir, m.File)); err != nil {
 				os.RemoveAll(dir)
 				return "", fmt.Errorf("quarantine: %w", err)
 			}
@@ -153,20 +153,6 @@ func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.Read
 	}
 	m.Dir = dir
 	return dir, nil
-}
-
-// fileSHA is the hex sha256 of the file at path.
-func fileSHA(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // List returns every entry, oldest first.
