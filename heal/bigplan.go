@@ -99,17 +99,16 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		// app would, beside its judge: two passes over the salvage, on two CPUs where there
 		// are two. finished is closed once asIs and finErr are set.
 		fin, finishes := c.typ.(format.StreamFinisher)
+		finishes = finishes && keep != nil
 		var asIs bool
 		var finErr error
 		finished := make(chan struct{})
-		if finishes && keep != nil {
+		if finishes {
 			go func() {
 				defer close(finished)
 				asIs, finErr = fin.FinishesAsIs(c.path, f, size, keep.At(f), keep.Size())
 			}()
 			defer func() { <-finished }() // on every return, f is closed only after it
-		} else {
-			close(finished)
 		}
 		var v Verdict
 		var sum string
@@ -129,13 +128,12 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		default:
 			keepSHA = sum
 		}
-		if finishes && keep != nil {
+		if finishes {
 			<-finished
-			err := finErr
-			if (err != nil || !asIs) && size <= planLimit {
+			if (finErr != nil || !asIs) && size <= planLimit {
 				return e.planWhole(rule, in, f) // the app's finish changes the salvage
 			}
-			if err != nil || !asIs {
+			if finErr != nil || !asIs {
 				keep, keepSHA, keepWhy, keepFails = nil, "", whyNotStreamed, nil
 			}
 		}
