@@ -94,8 +94,13 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		}
 		var err error
 		if ed.big != nil {
-			// The old bytes are copied from the file, the version the plan was made from.
-			_, err = e.quarantineFile(m, ed.path, ed.oldID, ed.big.oldSHA, now)
+			// The old bytes are copied from the file, the version the plan was made from:
+			// of a tail cut, those it removes.
+			var keep int64
+			if ed.cutsInPlace() {
+				keep = ed.big.newSize
+			}
+			_, err = e.quarantineFile(m, ed.path, ed.oldID, ed.big.oldSHA, keep, ed.big.newSHA, now)
 		} else {
 			_, err = e.Quarantine.Put(m, ed.old, now)
 		}
@@ -236,6 +241,14 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 		}
 	} else {
 		mode, uid, gid = os.FileMode(ed.oldID.Mode)&os.ModePerm, int(ed.oldID.UID), int(ed.oldID.GID)
+	}
+	if ed.cutsInPlace() {
+		// A big file's tail cut is made in place under a write lease where one is granted:
+		// the file keeps its inode, nothing is written but the cut (its bytes are in
+		// quarantine), and no app can open it meanwhile.
+		if renamed, wrote, err := e.truncateLeased(d, ed, target); !errors.Is(err, fsio.ErrNoLease) {
+			return renamed, wrote, err
+		}
 	}
 	var old *os.File
 	if !ed.missing {
@@ -383,6 +396,70 @@ func (e *Engine) truncate(d *fsio.Dir, ed edit, target string) (bool, Identity, 
 	var wrote Identity
 	if fi, err := f.Stat(); err == nil {
 		wrote = fsio.IdentityOf(fi)
+	}
+	return true, wrote, nil
+}
+
+// truncateLeased cuts the file in place to the plan's prefix under a write lease
+// (fsio.WriteLease): granted only while no other descriptor has the file open, and holding
+// off any other open until it is released, it proves that nothing but the cut changes the
+// file between the identity check and the cut — where a rename would leave an app that
+// opened the file before it writing into the replaced inode, and an unleased cut would cut
+// off an append made after the check. An app that opens the file meanwhile waits (for a
+// truncate and its fsync: milliseconds) and appends after the cut. A file with other names
+// is never cut in place (the cut would show through every name: a file outside the tree
+// linked in). fsio.ErrNoLease when no lease is granted, or the file has other names: the
+// caller goes on as for any other plan. The fault seam is asked before the lease is taken
+// and after it is released (a hook that opened the file while it is held would wait for it).
+func (e *Engine) truncateLeased(d *fsio.Dir, ed edit, target string) (bool, Identity, error) {
+	if err := e.fs.Do("truncate", ed.path, func() error { return nil }); err != nil {
+		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
+	}
+	f, err := d.OpenFile(filepath.Base(ed.path), os.O_WRONLY, 0)
+	if err != nil {
+		return false, Identity{}, fsio.ErrNoLease
+	}
+	defer f.Close()
+	// The file's data written before now (the app's last appends) is flushed before the
+	// lease: under it, the fsync after the cut has only the cut to write, and an app's
+	// open waits for no more than that.
+	if err := f.Sync(); err != nil {
+		return false, Identity{}, fsio.ErrNoLease
+	}
+	if err := fsio.WriteLease(f); err != nil {
+		return false, Identity{}, err
+	}
+	fi, err := f.Stat()
+	if err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
+		fsio.ReleaseLease(f)
+		return false, Identity{}, busyErr("%s changed before the truncate", ed.path)
+	}
+	if fsio.IdentityOf(fi).Nlink != 1 {
+		fsio.ReleaseLease(f)
+		return false, Identity{}, fsio.ErrNoLease
+	}
+	e.step("leased", target)
+	if err := f.Truncate(ed.newSize()); err != nil {
+		fsio.ReleaseLease(f)
+		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
+	}
+	serr := f.Sync()
+	var wrote Identity
+	if fi, err := f.Stat(); err == nil {
+		wrote = fsio.IdentityOf(fi)
+	}
+	fsio.ReleaseLease(f)
+	if serr == nil {
+		serr = e.fs.Do("fsync", ed.path, func() error { return nil })
+	}
+	if serr != nil {
+		return true, Identity{}, fmt.Errorf("fsync %s: %w", ed.path, serr)
+	}
+	e.step("renamed", target)
+	// An app that opened the file meanwhile writes as soon as the lease is gone: what the
+	// heal left is its own only as long as the path still shows it.
+	if now, err := d.Stat(filepath.Base(ed.path)); err != nil || !now.SameWrite(wrote) {
+		wrote = Identity{}
 	}
 	return true, wrote, nil
 }

@@ -114,7 +114,7 @@ func healOnce(t *testing.T, c bigCase, threshold int64) (Report, []byte, os.File
 	var q []byte
 	if all, _ := e.Quarantine.List(); len(all) == 1 {
 		m = all[0]
-		if q, err = m.Bytes(); err != nil {
+		if q, err = original(t, m); err != nil {
 			t.Fatal(err)
 		}
 	} else if len(all) > 1 {
@@ -124,6 +124,30 @@ func healOnce(t *testing.T, c bigCase, threshold int64) (Report, []byte, os.File
 		t.Fatalf("%s: journal entries left", c.name)
 	}
 	return r, after, fi, m, q, big
+}
+
+// original is the whole original a quarantine entry keeps. The entry of a tail cut holds the
+// bytes the cut removed, and the file the bytes it left: exactly its first m.Prefix bytes
+// right after the heal (as every caller here reads it).
+func original(t *testing.T, m *Manifest) ([]byte, error) {
+	t.Helper()
+	if m.Prefix == 0 {
+		return m.Bytes()
+	}
+	if _, err := m.Bytes(); err == nil {
+		t.Fatalf("quarantine %s: Bytes of a tail entry gave bytes", m.ID)
+	}
+	cur, err := os.ReadFile(m.Path)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(cur)) != m.Prefix {
+		t.Fatalf("quarantine %s: a tail entry from offset %d, and the file holds %d bytes", m.ID, m.Prefix, len(cur))
+	}
+	if fi, err := os.Stat(filepath.Join(m.Dir, m.File)); err != nil || fi.Size() != m.Size-m.Prefix {
+		t.Fatalf("quarantine %s: a tail entry of %d bytes from offset %d holds %v (%v)", m.ID, m.Size, m.Prefix, fi, err)
+	}
+	return m.Join(cur)
 }
 
 // TestBigPathMatchesInMemory heals the same damaged inputs through the in-memory path and the
@@ -167,6 +191,13 @@ func compareBig(t *testing.T, c bigCase) {
 			}
 			r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote = "", "", nil, nil
 			r1.Path, r2.Path = "", ""
+			if m2 != nil && m2.Prefix > 0 {
+				// A streamed tail cut quarantines the bytes it removes; the file keeps the rest.
+				if r2.QuarantinedBytes != m2.Size-m2.Prefix || r1.QuarantinedBytes != m2.Size {
+					t.Fatalf("a tail cut from %d of %d quarantined %d bytes (held whole: %d)", m2.Prefix, m2.Size, r2.QuarantinedBytes, r1.QuarantinedBytes)
+				}
+				r2.QuarantinedBytes = r1.QuarantinedBytes
+			}
 			if r1.Strategy == "salvage+last-good" && big2 {
 				// The union is not planned for a big file (bigplan.go): the streamed heal
 				// is one of the other strategies, and heals all the same.
@@ -192,6 +223,14 @@ func compareBig(t *testing.T, c bigCase) {
 					t.Fatalf("quarantined bytes differ: %q %q", q1, q2)
 				}
 				a, b := *m1, *m2
+				if b.Prefix > 0 {
+					// The streamed tail cut's entry says where its bytes begin, and the sum
+					// of the bytes the cut left (the result's).
+					if b.PrefixSHA256 != b.NewSHA256 || int64(len(f2)) != b.Prefix {
+						t.Fatalf("tail entry from %d (prefix sum %s) of a result of %d bytes (sum %s)", b.Prefix, b.PrefixSHA256, len(f2), b.NewSHA256)
+					}
+					b.Prefix, b.PrefixSHA256 = 0, ""
+				}
 				for _, m := range []*Manifest{&a, &b} {
 					m.ID, m.Created, m.Dir, m.Path, m.Rule, m.Identity = "", time.Time{}, "", "", "", Identity{}
 				}
@@ -255,14 +294,15 @@ func TestBigTailCutBesideAWriter(t *testing.T) {
 }
 
 // TestBigAppWriteIsPutBack: an app that wrote into the old inode after the rename gets its
-// bytes put back, copied streaming from that inode.
+// bytes put back, copied streaming from that inode. (The app holds the file open from before
+// the cut: no lease is granted, and the tail cut is a replace.)
 func TestBigAppWriteIsPutBack(t *testing.T) {
 	e, root := bigEngine(t, 1)
 	tg := bigTarget(t, e, root, bigTorn)
 	newer := "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n{\"d\":4}\n"
 	var held *os.File
 	e.onStep = func(s, path string) {
-		if s == "temp-written" {
+		if s == "quarantined" {
 			held, _ = os.OpenFile(path, os.O_WRONLY, 0) // the app opened the old inode...
 		}
 		if s == "renamed" {
@@ -326,7 +366,7 @@ func TestBigCrashAtEveryStep(t *testing.T) {
 					if len(all) != 1 {
 						t.Fatalf("file changed but quarantine has %d entries", len(all))
 					}
-					if q, _ := all[0].Bytes(); string(q) != bigTorn {
+					if q, _ := original(t, all[0]); string(q) != bigTorn {
 						t.Fatal("quarantine does not hold the original bytes")
 					}
 				}

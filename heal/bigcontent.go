@@ -46,6 +46,22 @@ func (ed *edit) newSize() int64 {
 	return int64(len(ed.data))
 }
 
+// quarantined is what a heal of ed puts into quarantine: the whole original, or, of a big
+// file's tail cut, the bytes it removes (see Engine.quarantineFile).
+func (ed *edit) quarantined() int64 {
+	if ed.cutsInPlace() {
+		return ed.oldID.Size - ed.big.newSize
+	}
+	return ed.oldSize()
+}
+
+// cutsInPlace: a big file's tail cut, whose removed bytes alone are quarantined, and which is
+// made in place where a write lease proves no one else has the file open (see
+// Engine.truncateLeased).
+func (ed *edit) cutsInPlace() bool {
+	return !ed.missing && ed.big != nil && ed.big.prefix && ed.big.newSize > 0 && ed.big.newSize < ed.oldID.Size
+}
+
 // tailCut: the new bytes are the old ones cut short (allowed in place beside a writer).
 func (ed *edit) tailCut() bool {
 	if ed.big != nil {

@@ -67,8 +67,8 @@ type Options struct {
 	OpenWriters func(dev, ino uint64) []int
 
 	// Step, when set, is called at each step of the heal protocol ("path-busy", "locked",
-	// "journaled", "quarantined", "temp-written", "renamed", "done"); crash tests stop the
-	// process there.
+	// "journaled", "quarantined", "temp-written", "renamed", "done"; "leased" where a big
+	// file's tail cut holds its write lease); crash tests stop the process there.
 	Step func(step, path string)
 
 	// Now is the clock (nil: time.Now).
@@ -282,7 +282,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		r.Action, r.Quarantine = ActionHealed, q
 		r.CopyErr = errText(in.copyErr)
 		for _, ed := range p.edits {
-			r.QuarantinedBytes += ed.oldSize()
+			r.QuarantinedBytes += ed.quarantined()
 		}
 	case errors.Is(err, errBusy):
 		r.Verdict, r.Action, r.Reason = Busy, ActionNone, err.Error()

@@ -25,10 +25,17 @@ type Restored struct {
 // The restored file is then marked hands-off (a mark in heal/state): a daemon reports it but
 // does not heal it again until the app writes it or a heal names it. So is a file found
 // already holding the entry's bytes: the operator's restore stands as well.
+//
+// The entry of a tail cut holds only the bytes the cut removed: the original is the file's
+// prefix the cut left, then those bytes, and is restored only while the file still starts
+// with that prefix.
 func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (Restored, error) {
-	orig, err := m.Bytes()
-	if err != nil {
-		return Restored{}, err
+	var orig []byte
+	if m.Prefix == 0 {
+		var err error
+		if orig, err = m.Bytes(); err != nil {
+			return Restored{}, err
+		}
 	}
 	lk, err := e.lockPath(ctx, m.Path)
 	if err != nil {
@@ -55,6 +62,11 @@ func (e *Engine) restore(ctx context.Context, m *Manifest, t Target, orig []byte
 		verdict: Verdict{Status: Damaged, Kind: "restore", Offset: -1, Detail: "replaced by quarantine restore " + m.ID}}
 	if !missing && sha(cur) == m.SHA256 {
 		return Restored{Unchanged: true}, nil // already holds those bytes
+	}
+	if m.Prefix > 0 {
+		if orig, err = m.Join(cur); err != nil {
+			return Restored{}, err
+		}
 	}
 	p := &plan{strategy: "quarantine-restore", edits: []edit{{path: m.Path, old: cur, oldID: id, missing: missing, data: orig}}}
 	if missing {

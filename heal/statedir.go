@@ -30,7 +30,11 @@ func sha(b []byte) string {
 // quarantineFile quarantines a file too big to hold: its bytes are copied streaming from the
 // file at path, which must be the version id names, and hash to wantSHA (the bytes the plan
 // was made from). Anything else is busy: the file changed.
-func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA string, now time.Time) (string, error) {
+//
+// A tail cut (keep > 0: the plan keeps the file's first keep bytes, whose sha256 is keepSHA)
+// quarantines only the bytes it removes (see [state.Quarantine.PutTail]): the rest stay in the
+// file, untouched.
+func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA string, keep int64, keepSHA string, now time.Time) (string, error) {
 	f, err := fsio.OpenStable(path, id)
 	if errors.Is(err, fsio.ErrChanged) {
 		return "", busyErr("%s changed since it was read", path)
@@ -41,12 +45,16 @@ func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA s
 	defer f.Close()
 	// Copied by the kernel (no hash computed): the bytes are the version the plan read and
 	// hashed as long as the file is still that version once they are copied.
-	return e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, wantSHA, func(sum string) error {
+	still := func(sum string) error {
 		if (sum != "" && sum != wantSHA) || !fsio.StillSame(f, id) {
 			return busyErr("%s changed since it was read", path)
 		}
 		return nil
-	}, now)
+	}
+	if keep > 0 && keep < id.Size {
+		return e.Quarantine.PutTail(m, id.Size, keep, f, wantSHA, keepSHA, still, now)
+	}
+	return e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, wantSHA, still, now)
 }
 
 // lockPath takes the state directory's lock on path (see [state.LockPath]), and reports the

@@ -391,7 +391,11 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 				json.NewEncoder(stdout).Encode(m)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d bytes\t%s\n", m.ID, escapeText(m.Status), escapeText(m.Kind), escapeText(m.Strategy), m.Size, quoteName(m.Path))
+			size := fmt.Sprintf("%d bytes", m.Size)
+			if m.Prefix > 0 {
+				size = fmt.Sprintf("%d bytes (the tail of %d)", m.Holds(), m.Size)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, escapeText(m.Status), escapeText(m.Kind), escapeText(m.Strategy), size, quoteName(m.Path))
 		}
 		tw.Flush()
 		return exitOK, nil
@@ -408,7 +412,11 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return exitOK, json.NewEncoder(stdout).Encode(m)
 		}
 		b, _ := json.MarshalIndent(m, "", "  ")
-		fmt.Fprintf(stdout, "%s\nbytes: %s\nstatus: %s\n", b, quoteName(filepath.Join(m.Dir, m.File)), statusText(m.Status))
+		fmt.Fprintf(stdout, "%s\nbytes: %s\n", b, quoteName(filepath.Join(m.Dir, m.File)))
+		if m.Prefix > 0 {
+			fmt.Fprintf(stdout, "tail: the bytes are the original's from offset %d on (a tail cut); its first %d bytes were left in the file\n", m.Prefix, m.Prefix)
+		}
+		fmt.Fprintf(stdout, "status: %s\n", statusText(m.Status))
 		return exitOK, nil
 	case pos[0] == "restore" && len(pos) == 2:
 		m, err := eng.Quarantine.Get(pos[1])
@@ -423,7 +431,11 @@ func cmdQuarantine(ctx context.Context, args []string, stdout, stderr io.Writer)
 		// heal of it would be.
 		rule, _, ok := cfg.RuleFor(m.Path)
 		if !ok {
-			return 0, argError{fmt.Errorf("restore %s: %s is guarded by no rule of the current policy: a restore writes only where a rule guards (add a rule for it, or copy the bytes shown by 'quarantine show %s' by hand)", m.ID, m.Path, m.ID)}
+			by := fmt.Sprintf("copy the bytes shown by 'quarantine show %s' by hand", m.ID)
+			if m.Prefix > 0 {
+				by = fmt.Sprintf("put the bytes shown by 'quarantine show %s' back by hand after the file's first %d bytes", m.ID, m.Prefix)
+			}
+			return 0, argError{fmt.Errorf("restore %s: %s is guarded by no rule of the current policy: a restore writes only where a rule guards (add a rule for it, or %s)", m.ID, m.Path, by)}
 		}
 		r, err := eng.Restore(ctx, m, heal.Target{Path: m.Path, Rule: rule})
 		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {

@@ -40,6 +40,10 @@ func (fs FS) Do(name, path string, op func() error) error {
 // ErrBusy: the file (or the bytes to write) changed under a write; the write was abandoned.
 var ErrBusy = errors.New("busy")
 
+// ErrNoLease: a write lease was refused (another descriptor has the file open, the file
+// system has no leases, the process may not take one).
+var ErrNoLease = errors.New("no write lease")
+
 // Content is what a temp file receives: bytes in memory, or bytes read from an original.
 type Content interface {
 	// WriteOut writes the content to w, reading the original (when it needs it) from src,

@@ -38,7 +38,13 @@ type Manifest struct {
 	LostRecords int           `json:"lost_records"`
 	File        string        `json:"file"` // the bytes, next to this manifest
 	FileB64     string        `json:"file_b64,omitempty"`
-	Dir         string        `json:"-"`
+	// Prefix, when set, marks the entry of a tail cut (see PutTail): File holds the original's
+	// bytes from Prefix to Size, and its first Prefix bytes, whose sha256 is PrefixSHA256,
+	// are the ones the cut left where they were, in the file at Path. Size and SHA256 are
+	// the whole original's.
+	Prefix       int64  `json:"prefix,omitempty"`
+	PrefixSHA256 string `json:"prefix_sha256,omitempty"`
+	Dir          string `json:"-"`
 }
 
 // What became of the change a quarantine entry's bytes were kept for: a manifest is written
@@ -118,6 +124,25 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 // removes the entry and is returned as it is (the caller checks the bytes are the version it
 // planned from).
 func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.ReaderAt, known string, check func(sum string) error, now time.Time) (string, error) {
+	m.Prefix, m.PrefixSHA256 = 0, ""
+	return q.putFrom(m, size, c, src, known, check, now)
+}
+
+// PutTail stores what a tail cut removes from a file of size bytes whose sha256 is sum: the
+// bytes of src from prefix on. The first prefix bytes (whose sha256 is prefixSHA) stay in
+// the file, which the cut leaves holding exactly them: every byte of the original is then
+// either in the file, untouched, or in the entry, and a restore puts the two together (see
+// [Manifest.Join]). A cut's cost then follows what it removes, not the file's size. check is
+// as PutFrom's, asked with "" (the sum of the tail alone tells nothing of the whole).
+func (q Quarantine) PutTail(m *Manifest, size, prefix int64, src io.ReaderAt, sum, prefixSHA string, check func(sum string) error, now time.Time) (string, error) {
+	if prefix <= 0 || prefix > size || sum == "" || prefixSHA == "" {
+		return "", fmt.Errorf("quarantine: a tail entry needs a prefix within the file and both sums (prefix %d of %d)", prefix, size)
+	}
+	m.Prefix, m.PrefixSHA256 = prefix, prefixSHA
+	return q.putFrom(m, size, fsio.Range{Off: prefix, N: size - prefix}, src, sum, check, now)
+}
+
+func (q Quarantine) putFrom(m *Manifest, size int64, c fsio.Content, src io.ReaderAt, known string, check func(sum string) error, now time.Time) (string, error) {
 	dir := q.EntryDir(m, now)
 	m.Created = now.UTC()
 	m.Size = size
@@ -129,6 +154,9 @@ func (q Quarantine) PutFrom(m *Manifest, size int64, c fsio.Content, src io.Read
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("quarantine: %w", err)
+	}
+	if m.Prefix > 0 {
+		sum = "" // the tail's own: the manifest records the whole original's, known
 	}
 	if check != nil {
 		if err := check(sum); err != nil {
@@ -276,14 +304,48 @@ type idError struct{ msg string }
 func (e idError) Error() string        { return e.msg }
 func (e idError) Is(target error) bool { return target == ErrUnknownID }
 
-// Bytes reads an entry's original bytes and checks them against the manifest.
+// Bytes reads an entry's original bytes and checks them against the manifest. The entry of
+// a tail cut holds only the bytes the cut removed: see Join.
 func (m *Manifest) Bytes() ([]byte, error) {
+	if m.Prefix > 0 {
+		return nil, fmt.Errorf("quarantine %s holds the original's bytes from offset %d on (a tail cut); its first %d bytes are the file's: %w", m.ID, m.Prefix, m.Prefix, ErrTail)
+	}
 	b, err := os.ReadFile(filepath.Join(m.Dir, m.File))
 	if err != nil {
 		return nil, err
 	}
 	if sha(b) != m.SHA256 {
 		return nil, fmt.Errorf("quarantine %s: bytes do not match the manifest's sha256", m.ID)
+	}
+	return b, nil
+}
+
+// Holds is the number of the original's bytes the entry holds: all of them, or, of a tail
+// cut's entry, those from Prefix on.
+func (m *Manifest) Holds() int64 { return m.Size - m.Prefix }
+
+// ErrTail is what Bytes' error is (errors.Is) for the entry of a tail cut.
+var ErrTail = errors.New("the entry holds the tail a cut removed")
+
+// Join rebuilds the original of a tail cut's entry from cur, the file's bytes now: the cut
+// left its prefix there, and what the app appended since follows it. It fails, saying why,
+// when cur no longer starts with that prefix (the app or an operator rewrote the file since:
+// the tail is still in the entry, File). For any other entry it is Bytes.
+func (m *Manifest) Join(cur []byte) ([]byte, error) {
+	if m.Prefix <= 0 {
+		return m.Bytes()
+	}
+	if int64(len(cur)) < m.Prefix || sha(cur[:m.Prefix]) != m.PrefixSHA256 {
+		return nil, fmt.Errorf("quarantine %s holds the original's bytes from offset %d on (a tail cut), and the file no longer starts with the %d bytes the cut left (rewritten since): nothing restored; the removed bytes are in %s", m.ID, m.Prefix, m.Prefix, filepath.Join(m.Dir, m.File))
+	}
+	tail, err := os.ReadFile(filepath.Join(m.Dir, m.File))
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, m.Prefix+int64(len(tail)))
+	b = append(append(b, cur[:m.Prefix]...), tail...)
+	if sha(b) != m.SHA256 {
+		return nil, fmt.Errorf("quarantine %s: the file's prefix and the entry's bytes do not make the original the manifest's sha256 names", m.ID)
 	}
 	return b, nil
 }
@@ -305,7 +367,7 @@ func (q Quarantine) PruneBytes(now time.Time, maxAge time.Duration, maxBytes int
 	size := make([]int64, len(all))
 	var total int64
 	for i, m := range all {
-		size[i] = max(DiskUsage(m.Dir), m.Size)
+		size[i] = max(DiskUsage(m.Dir), m.Holds())
 		total += size[i]
 	}
 	for i, m := range all {

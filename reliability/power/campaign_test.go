@@ -224,7 +224,7 @@ func check(rc *recording, tr Tree, dir string, st *stats) []string {
 		if (ok != inO || !bytes.Equal(cur, o)) && (ok != inH || !bytes.Equal(cur, h)) {
 			bad = append(bad, fmt.Sprintf("after the power cut %s holds neither its old nor its healed bytes: %s", rel, describe(cur, ok)))
 		}
-		if inO && (!ok || !bytes.Equal(cur, o)) && !quarantined(stateDir, filepath.Join(caseDir, rel), o) {
+		if inO && (!ok || !bytes.Equal(cur, o)) && !quarantined(stateDir, filepath.Join(caseDir, rel), o, cur) {
 			bad = append(bad, fmt.Sprintf("after the power cut %s changed but the quarantine does not hold its original with a valid manifest", rel))
 		}
 		if a, want := attrs[rel], rc.attrs[rel]; ok && want.mode != 0 && a != want {
@@ -258,7 +258,7 @@ func check(rc *recording, tr Tree, dir string, st *stats) []string {
 		if !healed && !(ok && lost && (bytes.Equal(cur, rc.orig[rel]) || judgedHealthy(rc, dir, rel))) {
 			bad = append(bad, fmt.Sprintf("after the second start %s is not healed: %s, want %s; reports %s", rel, describe(cur, ok), describe(h, inH), brief(reports)))
 		}
-		if o, inO := rc.orig[rel]; inO && (!ok || !bytes.Equal(cur, o)) && !quarantined(stateDir, filepath.Join(caseDir, rel), o) {
+		if o, inO := rc.orig[rel]; inO && (!ok || !bytes.Equal(cur, o)) && !quarantined(stateDir, filepath.Join(caseDir, rel), o, cur) {
 			bad = append(bad, fmt.Sprintf("after the second start %s changed but the quarantine does not hold its original", rel))
 		}
 	}
@@ -374,7 +374,11 @@ func ownTemps(root string) []string {
 
 // quarantined reports whether the quarantine holds orig for path with a manifest that
 // names it and its sha256.
-func quarantined(stateDir, path string, orig []byte) bool {
+//
+// A tail cut's entry holds the bytes the cut removed, from its prefix on: it holds the
+// original where the file, cur, still starts with the rest (every byte of the original is
+// then in the file, untouched, or in the entry).
+func quarantined(stateDir, path string, orig, cur []byte) bool {
 	sum := sha256.Sum256(orig)
 	want := hex.EncodeToString(sum[:])
 	dirs, _ := filepath.Glob(filepath.Join(stateDir, "quarantine", "*", "*"))
@@ -383,11 +387,17 @@ func quarantined(stateDir, path string, orig []byte) bool {
 		if err != nil {
 			continue
 		}
-		var m struct{ Path, File, SHA256 string }
-		if json.Unmarshal(b, &m) != nil || m.Path != path || m.File != filepath.Base(path) || m.SHA256 != want {
+		var m struct {
+			Path, File, SHA256 string
+			Prefix             int64
+		}
+		if json.Unmarshal(b, &m) != nil || m.Path != path || m.File != filepath.Base(path) || m.SHA256 != want || m.Prefix < 0 || m.Prefix > int64(len(orig)) {
 			continue
 		}
-		if q, err := os.ReadFile(filepath.Join(d, m.File)); err == nil && bytes.Equal(q, orig) {
+		if m.Prefix > 0 && !bytes.HasPrefix(cur, orig[:m.Prefix]) {
+			continue
+		}
+		if q, err := os.ReadFile(filepath.Join(d, m.File)); err == nil && bytes.Equal(q, orig[m.Prefix:]) {
 			return true
 		}
 	}

@@ -1,0 +1,96 @@
+package heal
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/state"
+)
+
+// A big file's tail cut quarantines only the bytes it removes: the entry says from which
+// offset, and the sum of what the cut left in the file. A restore puts the two back together
+// while the file still starts with those bytes, whatever the app appended since, and refuses,
+// writing nothing, once the file was rewritten or the entry's bytes do not make the original.
+func TestTailCutQuarantinesWhatItRemoves(t *testing.T) {
+	const healed = "{\"a\":1}\n{\"b\":2}\n"
+	heal := func(t *testing.T) (*Engine, Target, *Manifest) {
+		e, root := bigEngine(t, 1)
+		tg := bigTarget(t, e, root, bigTorn)
+		r := e.Heal(context.Background(), tg, false)
+		if r.Action != ActionHealed || r.QuarantinedBytes != int64(len(bigTorn)-len(healed)) {
+			t.Fatalf("%+v", r)
+		}
+		if b, _ := os.ReadFile(tg.Path); string(b) != healed {
+			t.Fatalf("healed to %q", b)
+		}
+		m, err := e.Quarantine.Get(filepath.Base(r.Quarantine))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tail, _ := os.ReadFile(filepath.Join(m.Dir, m.File))
+		if m.Prefix != int64(len(healed)) || m.Size != int64(len(bigTorn)) || string(tail) != bigTorn[len(healed):] ||
+			m.PrefixSHA256 != sha([]byte(healed)) || m.SHA256 != sha([]byte(bigTorn)) {
+			t.Fatalf("entry %+v holds %q", m, tail)
+		}
+		if _, err := m.Bytes(); !errors.Is(err, state.ErrTail) {
+			t.Fatalf("Bytes of a tail entry: %v", err)
+		}
+		return e, tg, m
+	}
+	t.Run("restore after appends", func(t *testing.T) {
+		e, tg, m := heal(t)
+		appendFile(t, tg.Path, "{\"d\":4}\n")
+		rs, err := e.Restore(context.Background(), m, tg)
+		if err != nil || rs.Quarantine == "" {
+			t.Fatalf("restore: %+v %v", rs, err)
+		}
+		if b, _ := os.ReadFile(tg.Path); string(b) != bigTorn {
+			t.Fatalf("restored %q", b)
+		}
+		// What the restore replaced (the healed file and the append) is kept, whole.
+		q, err := e.Quarantine.Get(filepath.Base(rs.Quarantine))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := original(t, q); err != nil || string(b) != healed+"{\"d\":4}\n" {
+			t.Fatalf("the restore's own entry holds %q (%v)", b, err)
+		}
+	})
+	t.Run("refused once rewritten", func(t *testing.T) {
+		e, tg, m := heal(t)
+		rewritten := "{\"a\":9}\n{\"b\":2}\n"
+		os.WriteFile(tg.Path, []byte(rewritten), 0o600)
+		if _, err := e.Restore(context.Background(), m, tg); err == nil || !strings.Contains(err.Error(), "no longer starts with") {
+			t.Fatalf("restore over a rewritten file: %v", err)
+		}
+		if b, _ := os.ReadFile(tg.Path); string(b) != rewritten {
+			t.Fatalf("the refused restore wrote %q", b)
+		}
+	})
+	t.Run("refused when the tail is not the original's", func(t *testing.T) {
+		e, tg, m := heal(t)
+		os.WriteFile(filepath.Join(m.Dir, m.File), []byte("{\"c\":3}"), 0o600)
+		if _, err := e.Restore(context.Background(), m, tg); err == nil || !strings.Contains(err.Error(), "sha256") {
+			t.Fatalf("restore of a changed tail: %v", err)
+		}
+		if b, _ := os.ReadFile(tg.Path); string(b) != healed {
+			t.Fatalf("the refused restore wrote %q", b)
+		}
+	})
+}
+
+func appendFile(t *testing.T, path, s string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
