@@ -30,6 +30,11 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var backupWhy, lastGoodWhy string
 	doc := format.IsDocument(c.typ)
 	var fileBackup, fileLastGood *fileCand
+	// An app's log whose rule salvages before it falls back to the last-good copy: the copy
+	// is looked at once the salvage is planned, for a copy the salvage keeps whole (see
+	// lastGoodDominated) is neither judged nor measured.
+	appSalvage := !c.typ.Plain() && !doc && slices.Contains(rule.Strategies, policy.Salvage)
+	lgAfterSalvage := appSalvage && c.lastGood != nil && !crossFile && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy)
 	for _, s := range rule.Strategies {
 		if crossFile && (s == "backup" || s == "last-good") {
 			continue
@@ -47,6 +52,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			if doc && c.lastGood == nil {
 				data, fileLastGood, lastGoodWhy = e.docLastGood(c)
 				break
+			}
+			if lgAfterSalvage {
+				break // judged once the salvage is planned (below)
 			}
 			switch lg := c.lastGood; {
 			case lg == nil:
@@ -89,7 +97,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var keepFig format.KeepFigures
 	var keepSHA, keepWhy, oldSHA string
 	var keepFails *Verdict
-	if !c.typ.Plain() && !doc && slices.Contains(rule.Strategies, policy.Salvage) {
+	if appSalvage {
 		var err error
 		// The original is hashed in the same read (the journal's and the quarantine's sum).
 		if keep, keepFig, oldSHA, err = format.PlanKeepSum(c.typ, c.path, f, size); err != nil {
@@ -136,6 +144,21 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			if finErr != nil || !asIs {
 				keep, keepSHA, keepWhy, keepFails = nil, "", whyNotStreamed, nil
 			}
+		}
+	}
+	if lgAfterSalvage {
+		dominated, err := keepsWhole(f, keep, keepSHA, c.lastGood)
+		switch lg := c.lastGood; {
+		case err != nil:
+			return nil, nil, err
+		case dominated:
+			lastGoodWhy = whyLastGoodKept
+		case !candidateOK(c, lg):
+			lastGoodWhy = whyLastGoodFails
+		default:
+			mc := memCand{strategy: policy.LastGoodCopy, SurveyCand: &format.SurveyCand{Data: lg}}
+			cands = append(cands, mc)
+			surveyed = append(surveyed, mc.SurveyCand)
 		}
 	}
 	// An app document's salvage is its first value (the bytes before trailing garbage), as a
@@ -511,6 +534,31 @@ func unparsed(kind string) bool {
 		return true
 	}
 	return false
+}
+
+// keepsWhole reports whether the salvage keep (a plan: keepSHA set) keeps the last-good copy
+// lg whole, in place: lg is whole lines, and the file's first len(lg) bytes, which keep
+// keeps. Neither the copy nor its union with the salvage can then keep a record more than
+// the salvage does (the union is the copy's records and the salvaged records it lacks, no
+// more than the salvage's own), and the salvage, first in the rule, wins every tie: the
+// copy is neither judged nor measured, nor the union built.
+func keepsWhole(f *os.File, keep *format.Splice, keepSHA string, lg []byte) (bool, error) {
+	n := int64(len(lg))
+	if keep == nil || keepSHA == "" || n == 0 || lg[n-1] != '\n' || !keep.KeepsFirst(n) || n > keep.Size() {
+		return false, nil
+	}
+	buf := make([]byte, min(n, 1<<20))
+	for off := int64(0); off < n; {
+		m := min(int64(len(buf)), n-off)
+		if _, err := f.ReadAt(buf[:m], off); err != nil {
+			return false, err
+		}
+		if !bytes.Equal(buf[:m], lg[off:off+m]) {
+			return false, nil
+		}
+		off += m
+	}
+	return true, nil
 }
 
 // unionBudget is the most bytes of salvaged records a union adds to the last-good copy it

@@ -1,10 +1,12 @@
 package heal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,5 +94,53 @@ func appendFile(t *testing.T, path, s string) {
 	defer f.Close()
 	if _, err := f.WriteString(s); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A big app log torn at its end, whose last-good copy the salvage keeps whole (an older
+// prefix of the file, as an append-only log's copy is): the copy can keep no record more
+// than the salvage, and is neither judged nor united with it. A refusal says so, where it
+// would otherwise list the copy's and the union's losses.
+func TestLastGoodTheSalvageKeepsWholeIsNotPlanned(t *testing.T) {
+	healthy := jsonlSamples(t, "openclaw", "healthy")
+	var orig []byte
+	for _, h := range healthy {
+		if bytes.Count(h, []byte("\n")) > bytes.Count(orig, []byte("\n")) {
+			orig = h
+		}
+	}
+	lines := bytes.SplitAfter(orig, []byte("\n"))
+	if len(lines) < 4 {
+		t.Fatal("no OpenClaw sample of 4 lines")
+	}
+	lg := bytes.Join(lines[:len(lines)/2], nil)
+	data := append(bytes.Clone(orig), `{"type":"message","id":"x`...)
+	for _, maxLoss := range []float64{1, 0} {
+		e, root := bigEngine(t, 1)
+		rel := "state/agents/main/sessions/5dbda090-2ac0-44ad-b015-c3eca97cfdce.jsonl"
+		p := filepath.Join(root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, data, 0o600)
+		if err := e.LastGood.Put(p, lg); err != nil {
+			t.Fatal(err)
+		}
+		rule := appRule(t, "openclaw", root)
+		rule.Limits.MaxLoss = maxLoss
+		r := e.Heal(context.Background(), Target{Path: p, Rule: rule}, false)
+		after, _ := os.ReadFile(p)
+		if maxLoss == 1 {
+			if r.Action != ActionHealed || r.Strategy != "salvage" || !bytes.Equal(after, orig) {
+				t.Fatalf("%+v: %d bytes after", r, len(after))
+			}
+			continue
+		}
+		if r.Action != ActionRefused || !slices.Contains(r.Tried, "last-good: "+whyLastGoodKept) {
+			t.Fatalf("refused with max_loss 0: %+v", r)
+		}
+		for _, tr := range r.Tried {
+			if strings.HasPrefix(tr, "salvage+last-good") {
+				t.Fatalf("a union was planned: %q", r.Tried)
+			}
+		}
 	}
 }

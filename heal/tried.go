@@ -18,6 +18,7 @@ const (
 	whyNoSetAside    = "no copy the app set aside"
 	whyNoLastGood    = "no copy kept"
 	whyLastGoodFails = "the copy fails the checklist"
+	whyLastGoodKept  = "the salvage keeps the whole copy"
 	whyNoBackup      = "no backup found"
 	whyBackupsFail   = "no backup passes the checklist"
 	whyNoReconcile   = "nothing to reconcile"
