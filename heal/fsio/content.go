@@ -106,10 +106,13 @@ func (f *FirstNonWS) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// ContainsWriter reports (Found) whether Needle occurs in what is written to it.
+// ContainsWriter reports (Found) whether Needle occurs in what is written to it. It holds
+// no more than twice the needle's length, whatever is written: each write is searched where
+// it is, and the needle across writes in the bytes around their boundary.
 type ContainsWriter struct {
 	Needle []byte
-	carry  []byte
+	carry  []byte // the last len(Needle)-1 bytes written
+	edge   []byte // scratch: carry and the start of the next write
 	Found  bool
 }
 
@@ -117,14 +120,28 @@ func (c *ContainsWriter) Write(p []byte) (int, error) {
 	if c.Found {
 		return len(p), nil
 	}
-	buf := append(c.carry, p...)
-	if bytes.Contains(buf, c.Needle) {
+	k := len(c.Needle) - 1
+	if k < 0 {
 		c.Found = true
-		c.carry = nil
 		return len(p), nil
 	}
-	keep := min(len(buf), len(c.Needle)-1)
-	c.carry = append(c.carry[:0], buf[len(buf)-keep:]...)
+	if len(c.carry) > 0 {
+		c.edge = append(append(c.edge[:0], c.carry...), p[:min(len(p), k)]...)
+		if bytes.Contains(c.edge, c.Needle) {
+			c.Found, c.carry = true, nil
+			return len(p), nil
+		}
+	}
+	if bytes.Contains(p, c.Needle) {
+		c.Found, c.carry = true, nil
+		return len(p), nil
+	}
+	if len(p) >= k {
+		c.carry = append(c.carry[:0], p[len(p)-k:]...)
+	} else {
+		c.carry = append(c.carry, p...)
+		c.carry = c.carry[:copy(c.carry, c.carry[max(0, len(c.carry)-k):])]
+	}
 	return len(p), nil
 }
 
