@@ -32,9 +32,17 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var fileBackup, fileLastGood *fileCand
 	// An app's log whose rule salvages before it falls back to the last-good copy: the copy
 	// is looked at once the salvage is planned, for a copy the salvage keeps whole (see
-	// lastGoodDominated) is neither judged nor measured.
+	// keepsLastGood) is neither judged nor measured.
+	// Such a log's copy is not held until then (Engine.Heal leaves it on disk): loadLastGood
+	// reads it whole where a plan needs it so.
 	appSalvage := !c.typ.Plain() && !doc && slices.Contains(rule.Strategies, policy.Salvage)
-	lgAfterSalvage := appSalvage && c.lastGood != nil && !crossFile && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy)
+	lgAfterSalvage := appSalvage && !crossFile && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) &&
+		(c.lastGood != nil || e.LastGood.Has(c.path))
+	loadLastGood := func() {
+		if c.lastGood == nil && !doc {
+			c.lastGood = e.LastGood.Load(c.path)
+		}
+	}
 	for _, s := range rule.Strategies {
 		if crossFile && (s == "backup" || s == "last-good") {
 			continue
@@ -56,6 +64,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			if lgAfterSalvage {
 				break // judged once the salvage is planned (below)
 			}
+			loadLastGood()
 			switch lg := c.lastGood; {
 			case lg == nil:
 				lastGoodWhy = whyNoLastGood
@@ -147,12 +156,17 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 	}
 	if lgAfterSalvage {
-		dominated, err := keepsWhole(f, keep, keepSHA, c.lastGood)
+		dominated, err := e.keepsLastGood(f, keep, keepSHA, c)
+		if err == nil && !dominated {
+			loadLastGood()
+		}
 		switch lg := c.lastGood; {
 		case err != nil:
 			return nil, nil, err
 		case dominated:
 			lastGoodWhy = whyLastGoodKept
+		case lg == nil:
+			lastGoodWhy = whyNoLastGood
 		case !candidateOK(c, lg):
 			lastGoodWhy = whyLastGoodFails
 		default:
@@ -536,27 +550,53 @@ func unparsed(kind string) bool {
 	return false
 }
 
-// keepsWhole reports whether the salvage keep (a plan: keepSHA set) keeps the last-good copy
-// lg whole, in place: lg is whole lines, and the file's first len(lg) bytes, which keep
+// keepsLastGood reports whether the salvage keep (a plan: keepSHA set) keeps c's last-good
+// copy whole, in place: the copy is whole lines, and the file's first bytes, which keep
 // keeps. Neither the copy nor its union with the salvage can then keep a record more than
 // the salvage does (the union is the copy's records and the salvaged records it lacks, no
 // more than the salvage's own), and the salvage, first in the rule, wins every tie: the
-// copy is neither judged nor measured, nor the union built.
-func keepsWhole(f *os.File, keep *format.Splice, keepSHA string, lg []byte) (bool, error) {
-	n := int64(len(lg))
-	if keep == nil || keepSHA == "" || n == 0 || lg[n-1] != '\n' || !keep.KeepsFirst(n) || n > keep.Size() {
+// copy is neither judged nor measured, nor the union built — and a copy not held yet is
+// compared from its file, a block at a time, never held.
+func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, keepSHA string, c *fileCtx) (bool, error) {
+	if keep == nil || keepSHA == "" {
 		return false, nil
 	}
-	buf := make([]byte, min(n, 1<<20))
+	var lg io.ReaderAt
+	var n int64
+	if c.lastGood != nil {
+		lg, n = bytes.NewReader(c.lastGood), int64(len(c.lastGood))
+	} else {
+		cf, err := os.Open(e.LastGood.Path(c.path))
+		if err != nil {
+			return false, nil // none after all: loaded (and missed) as any other
+		}
+		defer cf.Close()
+		fi, err := cf.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return false, nil
+		}
+		lg, n = cf, fi.Size()
+	}
+	if n == 0 || !keep.KeepsFirst(n) || n > keep.Size() {
+		return false, nil
+	}
+	const block = 1 << 20
+	a, b := make([]byte, min(n, block)), make([]byte, min(n, block))
 	for off := int64(0); off < n; {
-		m := min(int64(len(buf)), n-off)
-		if _, err := f.ReadAt(buf[:m], off); err != nil {
+		m := min(int64(len(a)), n-off)
+		if _, err := f.ReadAt(a[:m], off); err != nil {
 			return false, err
 		}
-		if !bytes.Equal(buf[:m], lg[off:off+m]) {
+		if _, err := lg.ReadAt(b[:m], off); err != nil {
+			return false, nil // the copy changed under us: judged the usual way
+		}
+		if !bytes.Equal(a[:m], b[:m]) {
 			return false, nil
 		}
 		off += m
+		if off == n && b[m-1] != '\n' {
+			return false, nil // the copy ends inside a line
+		}
 	}
 	return true, nil
 }
@@ -606,6 +646,9 @@ func fallBack(rule *policy.Rule, c *fileCtx, size int64, out []*plan, notStreame
 // planWhole reads the file the big plans were made from whole (the version they were made
 // from, or busy) and plans on its bytes.
 func (e *Engine) planWhole(rule *policy.Rule, in *inspection, f *os.File) ([]*plan, []try, error) {
+	if in.ctx.lastGood == nil && appStreamed(in.ctx.typ) {
+		in.ctx.lastGood = e.LastGood.Load(in.ctx.path) // left on disk until a plan needs it
+	}
 	data := make([]byte, in.id.Size)
 	if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
 		return nil, nil, err

@@ -232,8 +232,9 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		r.Action, r.Reason = ActionRefused, tooLargeToPlan(in.id.Size)
 		return r
 	}
-	if in.ctx.lastGood == nil && !(in.big && format.IsDocument(in.ctx.typ)) {
-		// (A big document's copy is judged and copied from its file: bigplan.go.)
+	if in.ctx.lastGood == nil && !(in.big && (format.IsDocument(in.ctx.typ) || appStreamed(in.ctx.typ))) {
+		// (A big document's copy is judged and copied from its file, and an app log's is
+		// read when a plan needs it: bigplan.go.)
 		in.ctx.lastGood = e.LastGood.Load(t.Path)
 	}
 	plans, tries, err := e.plans(t.Rule, in)

@@ -93,8 +93,7 @@ func (e *Engine) inspect(t Target) *inspection {
 				}
 				e.inc.Drop(t.Path)
 				in.id, in.verdict, in.big, in.bigEnd = sid, v, true, -1
-				in.ctx.lastGood = e.LastGood.Get(t.Path)
-				return in
+				return in // its last-good copy is read when a plan needs it (bigplan.go)
 			case serr == nil && sid.Size > planLimit:
 				in.id, in.verdict, in.tooLarge = sid, v, true
 				e.inc.Drop(t.Path)
