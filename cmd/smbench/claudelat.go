@@ -160,8 +160,8 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 		}
 		f.size += int64(len(batch))
 		records += claudeBatchRecords
-		if i%claudeDamageEvery != claudeDamageEvery-1 {
-			continue
+		if i%claudeDamageEvery != claudeDamageEvery-1 || f.damages >= claudeDamagesPerFile {
+			continue // (a transcript left live when no spare replaces it is written, never damaged again)
 		}
 		var junk []byte
 		if (torn+nuls)%2 == 0 {
