@@ -123,28 +123,7 @@ func TestQuarantineStatusAfterCrash(t *testing.T) {
 				os.WriteFile(otherPolicy, fmt.Appendf(nil, rule, state, other), 0o644)
 
 				// The killed run.
-				args := []string{"heal", "-config", policyFile, "-json"}
-				if mode == "run" {
-					args = []string{"run", "-config", policyFile, "-log-format", "json"}
-				}
-				cmd := exec.Command(bin, args...)
-				cmd.Env = []string{"HOME=" + home, "XDG_STATE_HOME=" + state, "PATH=" + os.Getenv("PATH"), "SESSIONMEDIC_CRASH_AT=" + c.step}
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() { done <- cmd.Wait() }()
-				select {
-				case err := <-done:
-					if !killedBySIGKILL(err) {
-						t.Fatalf("%s did not die at %s: %v\n%s", mode, c.step, err, stderr.String())
-					}
-				case <-time.After(60 * time.Second):
-					cmd.Process.Kill()
-					t.Fatalf("%s never reached %s\n%s", mode, c.step, stderr.String())
-				}
+				crashAt(t, bin, mode, c.step, home, state, policyFile)
 				before := listStatuses(t, home, policyFile)
 				id := ""
 				for k := range before {
@@ -222,5 +201,33 @@ func TestQuarantineStatusAfterCrash(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// crashAt runs bin's heal (mode "heal") or daemon (mode "run") over policyFile with
+// SESSIONMEDIC_CRASH_AT=step, and fails the test unless it is killed there (within 60 s).
+func crashAt(t *testing.T, bin, mode, step, home, state, policyFile string) {
+	t.Helper()
+	args := []string{"heal", "-config", policyFile, "-json"}
+	if mode == "run" {
+		args = []string{"run", "-config", policyFile, "-log-format", "json"}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{"HOME=" + home, "XDG_STATE_HOME=" + state, "PATH=" + os.Getenv("PATH"), "SESSIONMEDIC_CRASH_AT=" + step}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if !killedBySIGKILL(err) {
+			t.Fatalf("%s did not die at %s: %v\n%s", mode, step, err, stderr.String())
+		}
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("%s never reached %s\n%s", mode, step, stderr.String())
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,28 +41,7 @@ func TestBigTailCutCrashAtEveryStep(t *testing.T) {
 				state := filepath.Join(home, "state")
 				policyFile := filepath.Join(home, "policy.yaml")
 				os.WriteFile(policyFile, fmt.Appendf(nil, "version: 1\nstate_dir: %s\nrules:\n  - {name: j, format: jsonl, paths: [%s], strategies: [salvage], settle: 50ms, lock: {protocol: none}}\n", state, dir), 0o644)
-				args := []string{"heal", "-config", policyFile, "-json"}
-				if mode == "run" {
-					args = []string{"run", "-config", policyFile, "-log-format", "json"}
-				}
-				cmd := exec.Command(bin, args...)
-				cmd.Env = []string{"HOME=" + home, "XDG_STATE_HOME=" + state, "PATH=" + os.Getenv("PATH"), "SESSIONMEDIC_CRASH_AT=" + step}
-				var stderr bytes.Buffer
-				cmd.Stderr = &stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				done := make(chan error, 1)
-				go func() { done <- cmd.Wait() }()
-				select {
-				case err := <-done:
-					if !killedBySIGKILL(err) {
-						t.Fatalf("%s did not die at %s: %v\n%s", mode, step, err, stderr.String())
-					}
-				case <-time.After(60 * time.Second):
-					cmd.Process.Kill()
-					t.Fatalf("%s never reached %s\n%s", mode, step, stderr.String())
-				}
+				crashAt(t, bin, mode, step, home, state, policyFile)
 				cur, _ := os.ReadFile(target)
 				if !bytes.Equal(cur, damaged) && !bytes.Equal(cur, healed) {
 					t.Fatalf("killed at %s: the file holds %d bytes, neither the damaged %d nor the healed %d", step, len(cur), len(damaged), len(healed))
