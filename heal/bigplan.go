@@ -68,7 +68,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			switch lg := c.lastGood; {
 			case lg == nil:
 				lastGoodWhy = whyNoLastGood
-			case !candidateOK(c, lg):
+			case !heldOK(c, lg):
 				lastGoodWhy = whyLastGoodFails
 			default:
 				data = lg
@@ -167,7 +167,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			lastGoodWhy = whyLastGoodKept
 		case lg == nil:
 			lastGoodWhy = whyNoLastGood
-		case !candidateOK(c, lg):
+		case !heldOK(c, lg):
 			lastGoodWhy = whyLastGoodFails
 		default:
 			mc := memCand{strategy: policy.LastGoodCopy, SurveyCand: &format.SurveyCand{Data: lg}}
@@ -609,7 +609,7 @@ const unionBudget = 16 << 20
 // checklist refuses it, or it changes bytes a fork points into), as the in-memory planner
 // makes it.
 func unionPlan(c *fileCtx, u *memCand, total int, bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) *plan {
-	if !candidateOK(c, u.Data) {
+	if !heldOK(c, u.Data) {
 		return nil
 	}
 	if k, ok := c.typ.(format.PrefixKeeper); ok {
@@ -659,6 +659,19 @@ func (e *Engine) planWhole(rule *policy.Rule, in *inspection, f *os.File) ([]*pl
 	in.data, in.big = data, false
 	plans, tries := makePlans(rule, in)
 	return plans, tries, nil
+}
+
+// heldOK is candidateOK of bytes held in memory (a last-good copy, a union), judged as a
+// big file is: an app log planned streaming, block by block from the bytes (no line table of
+// them beside them); anything else as candidateOK judges it.
+func heldOK(c *fileCtx, data []byte) bool {
+	if !appStreamed(c.typ) {
+		return candidateOK(c, data)
+	}
+	cc := *c
+	cc.lastGood = nil
+	v, err := judgeStreamed(&cc, bytes.NewReader(data), 0, int64(len(data)))
+	return err == nil && v.Status == Healthy
 }
 
 // judgeStreamed is the verdict on bytes [off, size) of r as the file at c's path, read in

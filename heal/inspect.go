@@ -50,17 +50,19 @@ func (e *Engine) inspect(t Target) *inspection {
 		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
 	if errors.Is(err, fsio.ErrBig) {
-		// Up to the streaming size, a log whose last-good copy is longer is read whole: it
-		// may be a strict line-aligned prefix of that copy (format.Inspect).
+		// Up to the streaming size, a log whose last-good copy is longer is read whole when
+		// its own bytes are sound: it may be a strict line-aligned prefix of that copy
+		// (format.Inspect). Damaged in its own bytes, it is judged as any other: the copy
+		// changes nothing of that verdict, and it is not held beside it.
 		held := streamed && id.Size <= streamThreshold && in.ctx.typ.JSONL() && e.copyLonger(t.Path, id.Size)
-		if held {
-			// read whole below
-		} else if streamed {
+		if streamed {
 			v, sid, serr := format.StreamInspect(t.Path, in.ctx.typ)
 			switch {
 			case errors.Is(serr, fsio.ErrChanged):
 				in.verdict = format.Wait("file changed while it was read")
 				return in
+			case held && serr == nil && v.Status == Healthy:
+				// read whole below
 			case serr == nil && v.Status == Healthy && !in.ctx.typ.AppendOnly():
 				// Rewritten whole by its app: its last-good copy is copied from the file.
 				in.id, in.verdict, in.copyFrom = sid, v, true
