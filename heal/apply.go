@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -255,7 +256,7 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 		// Keep the old inode open: an app without a lock that writes between our last check
 		// and the rename writes into it, and we must notice. It is also the identity check
 		// through the directory we hold.
-		f, err := d.OpenFile(name, os.O_RDONLY, 0)
+		f, err := d.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO swapped in never blocks the open
 		if err != nil {
 			return false, Identity{}, busyErr("%s: %v", ed.path, err)
 		}
@@ -375,7 +376,7 @@ func (e *Engine) probeBusy(ctx context.Context, t Target, in *inspection, p *pla
 // It reports whether the file was changed (the cut happened), even when a later step failed.
 func (e *Engine) truncate(d *fsio.Dir, ed edit, target string) (bool, Identity, error) {
 	size := ed.newSize()
-	f, err := d.OpenFile(filepath.Base(ed.path), os.O_WRONLY, 0)
+	f, err := d.OpenFile(filepath.Base(ed.path), os.O_WRONLY|syscall.O_NONBLOCK, 0) // nor a FIFO swapped in
 	if err != nil {
 		return false, Identity{}, busyErr("%s: %v", ed.path, err)
 	}
@@ -415,7 +416,7 @@ func (e *Engine) truncateLeased(d *fsio.Dir, ed edit, target string) (bool, Iden
 	if err := e.fs.Do("truncate", ed.path, func() error { return nil }); err != nil {
 		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
 	}
-	f, err := d.OpenFile(filepath.Base(ed.path), os.O_WRONLY, 0)
+	f, err := d.OpenFile(filepath.Base(ed.path), os.O_WRONLY|syscall.O_NONBLOCK, 0) // nor a FIFO swapped in
 	if err != nil {
 		return false, Identity{}, fsio.ErrNoLease
 	}
@@ -570,7 +571,7 @@ func appendsOnBoth(d *fsio.Dir, old *os.File, oldFi os.FileInfo, ed edit, now Id
 	if _, err := old.ReadAt(n1, 0); err != nil || !bytes.HasPrefix(n1, ed.old) {
 		return nil, false
 	}
-	f, err := d.OpenFile(filepath.Base(ed.path), os.O_RDONLY, 0)
+	f, err := d.OpenFile(filepath.Base(ed.path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, false
 	}

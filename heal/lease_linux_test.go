@@ -139,3 +139,36 @@ func waitLeaseBreaking(ino uint64) bool {
 	}
 	return false
 }
+
+// A FIFO swapped in for the file right before the cut's open never hangs the heal: the
+// opens do not wait for a peer, the identity check refuses what they find, and the heal
+// reports the file busy, leaving the FIFO as it is.
+func TestTailCutOpensNeverWaitOnAFIFO(t *testing.T) {
+	var p string
+	swapped := false
+	e, tg, _ := leaseEngine(t, nil)
+	p = tg.Path
+	e.fs.Faults = func(op, path string) error {
+		if op == "truncate" && path == p && !swapped {
+			swapped = true
+			os.Rename(p, p+".aside")
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}
+	done := make(chan Report, 1)
+	go func() { done <- e.Heal(context.Background(), tg, false) }()
+	select {
+	case r := <-done:
+		if !swapped || r.Verdict != Busy || r.Action == ActionHealed {
+			t.Fatalf("swapped %v: %+v", swapped, r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the heal hangs on a FIFO swapped in before its open")
+	}
+	if fi, err := os.Lstat(p); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was replaced: %v %v", fi, err)
+	}
+}
