@@ -32,9 +32,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var fileBackup, fileLastGood *fileCand
 	// An app's log whose rule salvages before it falls back to the last-good copy: the copy
 	// is looked at once the salvage is planned, for a copy the salvage keeps whole (see
-	// keepsLastGood) is neither judged nor measured.
-	// Such a log's copy is not held until then (Engine.Heal leaves it on disk): loadLastGood
-	// reads it whole where a plan needs it so.
+	// keepsLastGood) is neither judged nor measured. Until then it is not held (Engine.Heal
+	// leaves it on disk): loadLastGood reads it whole where a plan needs it so.
 	appSalvage := !c.typ.Plain() && !doc && slices.Contains(rule.Strategies, policy.Salvage)
 	lgAfterSalvage := appSalvage && !crossFile && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) &&
 		(c.lastGood != nil || e.LastGood.Has(c.path))
@@ -155,6 +154,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 		}
 	}
+	// The union of the copy and the salvage (the in-memory last-good planner's extra plan),
+	// held as a candidate beside the copy: the copy and the salvaged records it lacks, up to
+	// unionBudget of them.
+	var union *memCand
 	if lgAfterSalvage {
 		dominated, err := e.keepsLastGood(f, keep, keepSHA, c)
 		if err == nil && !dominated {
@@ -173,6 +176,18 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			mc := memCand{strategy: policy.LastGoodCopy, SurveyCand: &format.SurveyCand{Data: lg}}
 			cands = append(cands, mc)
 			surveyed = append(surveyed, mc.SurveyCand)
+			if keep == nil {
+				break
+			}
+			u, err := format.UnionFrom(c.typ, lg, keep.At(f), keep.Size(), unionBudget)
+			switch {
+			case errors.Is(err, format.ErrUnionTooLarge):
+			case err != nil:
+				return nil, nil, err
+			case u != nil && !bytes.Equal(u, lg):
+				union = &memCand{strategy: "salvage+last-good", SurveyCand: &format.SurveyCand{Data: u}}
+				surveyed = append(surveyed, union.SurveyCand)
+			}
 		}
 	}
 	// An app document's salvage is its first value (the bytes before trailing garbage), as a
@@ -185,21 +200,6 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			return nil, nil, err
 		}
 		valueV, valueRecords = &v, n
-	}
-	// The union of the last-good copy and an app's salvage (the in-memory last-good planner's
-	// extra plan, when salvage comes first in the rule), held as a candidate: the copy and the
-	// salvaged records it lacks, up to unionBudget of them.
-	var union *memCand
-	if keep != nil && c.lastGood != nil && lastGoodWhy == "" && !crossFile && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) {
-		u, err := format.UnionFrom(c.typ, c.lastGood, keep.At(f), keep.Size(), unionBudget)
-		switch {
-		case errors.Is(err, format.ErrUnionTooLarge):
-		case err != nil:
-			return nil, nil, err
-		case u != nil && !bytes.Equal(u, c.lastGood):
-			union = &memCand{strategy: "salvage+last-good", SurveyCand: &format.SurveyCand{Data: u}}
-			surveyed = append(surveyed, union.SurveyCand)
-		}
 	}
 	// One pass over the original measures what the plans need, unless an app's salvage
 	// pass already hashed it and nothing else needs measuring.

@@ -51,7 +51,7 @@ func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA s
 		}
 		return nil
 	}
-	if keep > 0 && keep < id.Size {
+	if keep > 0 {
 		return e.Quarantine.PutTail(m, id.Size, keep, f, wantSHA, keepSHA, still, now)
 	}
 	return e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, wantSHA, still, now)
