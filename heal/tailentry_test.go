@@ -45,7 +45,7 @@ func TestTailCutQuarantinesWhatItRemoves(t *testing.T) {
 	}
 	t.Run("restore after appends", func(t *testing.T) {
 		e, tg, m := heal(t)
-		appendFile(t, tg.Path, "{\"d\":4}\n")
+		appendTo(t, tg.Path, []byte("{\"d\":4}\n"))
 		rs, err := e.Restore(context.Background(), m, tg)
 		if err != nil || rs.Quarantine == "" {
 			t.Fatalf("restore: %+v %v", rs, err)
@@ -83,18 +83,6 @@ func TestTailCutQuarantinesWhatItRemoves(t *testing.T) {
 			t.Fatalf("the refused restore wrote %q", b)
 		}
 	})
-}
-
-func appendFile(t *testing.T, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(s); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // A big app log torn at its end, whose last-good copy the salvage keeps whole (an older
