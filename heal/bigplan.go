@@ -107,9 +107,21 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var keepFails *Verdict
 	if appSalvage {
 		var err error
-		// The original is hashed in the same read (the journal's and the quarantine's sum).
-		if keep, keepFig, oldSHA, err = format.PlanKeepSum(c.typ, c.path, f, size); err != nil {
-			return nil, nil, err
+		// A torn last line is cut from the file planned and judged in one pass
+		// (format.PlanTornCut); other damage is planned, the original hashed in the same
+		// read (the journal's and the quarantine's sum), and the result judged after.
+		var tc format.TornCut
+		cut := false
+		if in.verdict.Kind == format.KindTruncated && in.verdict.Offset > 0 {
+			if tc, cut, err = format.PlanTornCut(c.typ, c.path, f, size, in.verdict.Offset); err != nil {
+				return nil, nil, err
+			}
+			keep, keepFig, oldSHA = tc.Keep, tc.Fig, tc.OldSHA
+		}
+		if !cut {
+			if keep, keepFig, oldSHA, err = format.PlanKeepSum(c.typ, c.path, f, size); err != nil {
+				return nil, nil, err
+			}
 		}
 		// An app whose load finishes a salvage (format.StreamFinisher) has it replayed as the
 		// app would, beside its judge: two passes over the salvage, on two CPUs where there
@@ -126,9 +138,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}()
 			defer func() { <-finished }() // on every return, f is closed only after it
 		}
-		var v Verdict
-		var sum string
-		if keep != nil {
+		v, sum := tc.Verdict, tc.KeepSHA
+		if keep != nil && !cut {
 			// Judged, and hashed for the journal, in one read.
 			if v, sum, err = format.InspectSum(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
 				return nil, nil, err

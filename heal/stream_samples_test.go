@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,7 +198,107 @@ func planKeepDiff(typ format.Profile, path string, data []byte) (whole []byte, d
 	if err != nil || fig2 != fig || (s2 == nil) != (s == nil) || sum != fmt.Sprintf("%x", sha256.Sum256(data)) {
 		return whole, fmt.Sprintf("PlanKeepSum: %+v %q %v; PlanKeep %+v", fig2, sum, err, fig)
 	}
-	return whole, ""
+	_, diff = tornCutDiff(typ, path, data)
+	return whole, diff
+}
+
+// tornCutDiff says how the plan of a torn last line cut from the verdict (PlanTornCut)
+// differs from the salvage's walk (PlanKeepSum) and the judge of its result (InspectSum): the
+// same bytes, figures, sums and verdict ("" for none; cut says it planned one).
+func tornCutDiff(typ format.Profile, path string, data []byte) (cut bool, diff string) {
+	r := bytes.NewReader(data)
+	size := int64(len(data))
+	v, err := format.InspectAt(typ, path, r, size)
+	if err != nil || v.Kind != format.KindTruncated || v.Offset <= 0 {
+		return false, ""
+	}
+	tc, ok, err := format.PlanTornCut(typ, path, r, size, v.Offset)
+	if err != nil {
+		return false, "PlanTornCut: " + err.Error()
+	}
+	if !ok {
+		return false, ""
+	}
+	s, fig, sum, err := format.PlanKeepSum(typ, path, r, size)
+	if err != nil || s == nil {
+		return true, fmt.Sprintf("PlanTornCut planned %d bytes, PlanKeepSum %v (%v)", tc.Keep.Size(), s, err)
+	}
+	want, _ := s.Bytes(r)
+	got, _ := tc.Keep.Bytes(r)
+	kv, ksum, err := format.InspectSum(typ, path, s.At(r), s.Size())
+	switch {
+	case err != nil:
+		return true, err.Error()
+	case !bytes.Equal(got, want) || !tc.Keep.Prefix():
+		return true, fmt.Sprintf("PlanTornCut keeps %q (a prefix: %v), the walk %q", got, tc.Keep.Prefix(), want)
+	case tc.Fig != fig:
+		return true, fmt.Sprintf("PlanTornCut figures %+v, the walk's %+v", tc.Fig, fig)
+	case tc.OldSHA != sum:
+		return true, fmt.Sprintf("PlanTornCut's sum of the original %s, the walk's %s", tc.OldSHA, sum)
+	case tc.KeepSHA != ksum || fmt.Sprint(tc.Verdict) != fmt.Sprint(kv) || !slices.Equal(tc.Verdict.Warnings, kv.Warnings):
+		return true, fmt.Sprintf("PlanTornCut's result %v (sum %s), InspectSum's %v (sum %s)", tc.Verdict, tc.KeepSHA, kv, ksum)
+	}
+	return true, ""
+}
+
+// TestTornCutMatchesTheWalk: every app's healthy samples with their last line torn every 16
+// bytes, alone and with what a cut from the verdict must see: a blank line before it
+// (dropped by the walk), a record repeated (dropped by a profile that drops repeats), the
+// torn line a torn copy of an earlier record (whose whole version is then kept), a record
+// glued before the torn bytes (rebuilt by the walk), CRLF lines. Planned from the verdict
+// (PlanTornCut) or not, a cut is the walk's.
+func TestTornCutMatchesTheWalk(t *testing.T) {
+	reg := apps.Registry()
+	cuts, elsewhere := 0, 0
+	for _, a := range streamApps {
+		path := filepath.Join("/nonexistent", a.rel)
+		typ := reg.Profile(a.preset, path)
+		appCuts := 0
+		for _, healthy := range jsonlSamples(t, a.preset, "healthy") {
+			lines := bytes.SplitAfter(healthy, []byte("\n"))
+			if len(lines) < 3 || len(lines[len(lines)-1]) != 0 {
+				continue
+			}
+			lines = lines[:len(lines)-1]
+			body := bytes.Join(lines[:len(lines)-1], nil)
+			last := lines[len(lines)-1]
+			first := lines[0]
+			variants := map[string][]byte{
+				"alone":    body,
+				"blank":    append(append(bytes.Clone(lines[0]), "  \n"...), bytes.Join(lines[1:len(lines)-1], nil)...),
+				"repeated": append(bytes.Clone(body), lines[len(lines)-2]...),
+				"crlf":     bytes.ReplaceAll(body, []byte("\n"), []byte("\r\n")),
+			}
+			for name, pre := range variants {
+				tails := [][]byte{}
+				for i := 1; i < len(last)-1; i += 16 {
+					tails = append(tails, last[:i])
+				}
+				tails = append(tails, first[:len(first)/2], append(bytes.Clone(bytes.TrimSuffix(first, []byte("\n"))), last[:len(last)/2]...))
+				for _, tail := range tails {
+					data := append(bytes.Clone(pre), tail...)
+					cut, diff := tornCutDiff(typ, path, data)
+					if diff != "" {
+						t.Fatalf("%s, %s: %s\ninput %q", a.preset, name, diff, data)
+					}
+					if cut {
+						cuts++
+						appCuts++
+						if bytes.HasPrefix(first, tail) {
+							elsewhere++
+						}
+					}
+				}
+			}
+		}
+		t.Logf("%s: %d cuts planned from the verdict", a.preset, appCuts)
+		if appCuts == 0 {
+			t.Errorf("%s: no cut planned from the verdict", a.preset)
+		}
+	}
+	if cuts == 0 || elsewhere == 0 {
+		t.Fatalf("%d cuts planned from the verdict, %d of a torn copy of an earlier record", cuts, elsewhere)
+	}
 }
 
 // figuresDiff says how a streamed salvage's figures (fig) differ from those of the salvage

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash"
+	"io"
 	"sync"
 )
 
@@ -14,12 +15,16 @@ import (
 // bgHashBuf, 1 MiB, taken from a pool that the next hash reuses); the goroutine is
 // started by newBGHash and ended by Sum or Close, one of which the creator always calls.
 type bgHash struct {
-	work chan []byte
-	free chan []byte
-	done chan struct{}
-	h    hash.Hash
-	made int
-	shut bool
+	work  chan []byte
+	free  chan []byte
+	done  chan struct{}
+	h     hash.Hash
+	made  int
+	shut  bool
+	marks []string // the sums at each Mark, in order (read after Sum or Close)
+	// upToMark, when set before the first Write, is written what the hash is, on its
+	// goroutine, up to the first Mark.
+	upToMark io.Writer
 }
 
 // bgHashBufs buffers of bgHashBuf bytes: enough for the hash to keep pace, small enough that
@@ -36,7 +41,15 @@ func newBGHash() *bgHash {
 	go func() {
 		defer close(b.done)
 		for p := range b.work {
+			if p == nil {
+				b.marks = append(b.marks, hex.EncodeToString(b.h.Sum(nil)))
+				b.upToMark = nil
+				continue
+			}
 			b.h.Write(p)
+			if b.upToMark != nil {
+				b.upToMark.Write(p)
+			}
 			b.free <- p
 		}
 	}()
@@ -63,6 +76,10 @@ func (b *bgHash) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// Mark takes the sum of what was written so far (see marks); the hash goes on. A tail cut's
+// result is the original's first bytes: both sums come from one pass.
+func (b *bgHash) Mark() { b.work <- nil }
 
 // Sum waits for what was written to be hashed and returns its hex sha256.
 func (b *bgHash) Sum() string {

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"math/rand"
@@ -28,4 +29,36 @@ func TestBGHash(t *testing.T) {
 		h.Close()
 	}
 	newBGHash().Close()
+}
+
+// A Mark takes the sum of what was written before it, the hash going on; what is written to
+// upToMark is exactly those bytes.
+func TestBGHashMark(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	data := make([]byte, 3*StreamBuf+77)
+	r.Read(data)
+	for i := 0; i < 20; i++ {
+		at := r.Intn(len(data) + 1)
+		h := newBGHash()
+		var before bytes.Buffer
+		h.upToMark = &before
+		for j, part := range [][]byte{data[:at], data[at:]} {
+			for len(part) > 0 {
+				k := min(len(part), 1+r.Intn(StreamBuf))
+				h.Write(part[:k])
+				part = part[k:]
+			}
+			if j == 0 {
+				h.Mark()
+			}
+		}
+		whole := h.Sum()
+		pre, all := sha256.Sum256(data[:at]), sha256.Sum256(data)
+		if len(h.marks) != 1 || h.marks[0] != hex.EncodeToString(pre[:]) || whole != hex.EncodeToString(all[:]) {
+			t.Fatalf("round %d (mark at %d): marks %v, sum %s", i, at, h.marks, whole)
+		}
+		if !bytes.Equal(before.Bytes(), data[:at]) {
+			t.Fatalf("round %d: %d bytes written up to the mark at %d", i, before.Len(), at)
+		}
+	}
 }

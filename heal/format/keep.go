@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"crypto/sha256"
+	"hash/maphash"
 	"io"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -64,6 +65,103 @@ func PlanKeepSum(p Profile, path string, f io.ReaderAt, size int64) (*Splice, Ke
 	return s, fig, h.Sum(), nil
 }
 
+// TornCut is a salvage planned by [PlanTornCut]: the plan, its figures, the sums and the
+// verdict on its result.
+type TornCut struct {
+	Keep    *Splice
+	Fig     KeepFigures
+	OldSHA  string  // the original's
+	Verdict Verdict // the result's, judged as InspectSum judges it
+	KeepSHA string  // the result's: set when Verdict is healthy
+}
+
+// PlanTornCut is [PlanKeepSum] and [InspectSum] of its result, in one pass, for a file whose
+// last line, from x on, is torn (unterminated, not blank, not a record) and whose lines
+// before it are all records: the salvage then keeps exactly the bytes before x (plus what
+// the torn line's repair rebuilds, which PlanTornCut does not plan), so the walk that looks
+// for lines to keep is not needed — the judge of the result walks them, and its lines are
+// counted on the way. ok is false, and nothing planned, when the file is not such a file
+// or the salvage is not such a cut: a blank line before x (the salvage drops it), a
+// profile whose salvage drops repeated or superseded records, a torn line the salvage
+// rebuilds a record from or too long to hold, a result that is not healthy. The figures,
+// the sums and the verdict are the ones PlanKeepSum and InspectSum give.
+func PlanTornCut(p Profile, path string, f io.ReaderAt, size, x int64) (tc TornCut, ok bool, err error) {
+	if _, seq := p.(SequenceChecker); !seq || x <= 0 || x >= size || size-x >= int64(lineWindow)/2 {
+		return tc, false, nil
+	}
+	if _, ok := p.(Superseder); ok {
+		return tc, false, nil
+	}
+	// A profile that drops a repeated line: the cut is the walk's when no line repeats,
+	// which a set of the lines' hashes tells (a repeat, or two lines of one hash, or a line
+	// too long to hash in place: the walk decides).
+	var lineSet map[uint64]struct{}
+	var seed maphash.Seed
+	if d, ok := p.(DuplicateDropper); ok && d.DropsDuplicateLines() {
+		lineSet, seed = map[uint64]struct{}{}, maphash.MakeSeed()
+	}
+	torn := make([]byte, size-x+1) // with the byte before it
+	if _, err := f.ReadAt(torn, x-1); err != nil && err != io.EOF {
+		return tc, false, err
+	}
+	last := torn[1:]
+	if torn[0] != '\n' || bytes.IndexByte(last, '\n') >= 0 || ValidRecord(p, last) ||
+		len(bytes.TrimSpace(bytes.TrimSuffix(last, []byte("\r")))) == 0 {
+		return tc, false, nil
+	}
+	h := newBGHash()
+	defer h.Close()
+	// The torn line's whole version is looked for before it (see keeper.flush) by the
+	// hash's goroutine, in the bytes it hashes.
+	cw := &fsio.ContainsWriter{Needle: last}
+	h.upToMark = cw
+	ta := &teeAt{r: io.NewSectionReader(f, 0, size), w: h}
+	lines, blanks, repeats := 0, 0, 0
+	v, err := judgeAt(p, path, ta, x, func(line []byte, long *longLine) {
+		lines++
+		if long != nil && (long.blank || long.nul) || long == nil && len(bytes.TrimSpace(bytes.TrimSuffix(line, []byte("\r")))) == 0 {
+			blanks++
+		}
+		if lineSet != nil {
+			if long != nil {
+				repeats++
+				return
+			}
+			key := maphash.Bytes(seed, bytes.TrimRight(line, "\r"))
+			if _, ok := lineSet[key]; ok {
+				repeats++
+			}
+			lineSet[key] = struct{}{}
+		}
+	})
+	lineSet = nil
+	if err != nil || v.Status != Healthy || blanks > 0 || repeats > 0 {
+		return tc, false, err
+	}
+	if err := ta.through(x); err != nil {
+		return tc, false, err
+	}
+	h.Mark()
+	if err := ta.through(size); err != nil {
+		return tc, false, err
+	}
+	old := h.Sum()
+	// The torn line is the salvage's only damaged line: measured, and repaired, as its walk
+	// would have (see keeper.flush: its whole version may be anywhere before it).
+	k := newKeeper(p, path)
+	k.tornIn = func(raw []byte) (bool, bool) { return cw.Found, bytes.Equal(raw, last) }
+	k.s.AddRange(0, x)
+	k.fig.Keep, k.fig.Total = lines, lines
+	k.hunk, k.hunkN = last, 1
+	if err := k.flush(f); err != nil {
+		return tc, false, err
+	}
+	if !k.s.Prefix() {
+		return tc, false, nil // it rebuilt a record from the torn line: judged the usual way
+	}
+	return TornCut{Keep: k.s, Fig: k.fig, OldSHA: old, Verdict: v, KeepSHA: h.marks[0]}, true, nil
+}
+
 // planKeep is PlanKeep of the lines walk walks.
 func planKeep(p Profile, path string, f io.ReaderAt, size int64, walk walker) (*Splice, KeepFigures, error) {
 	k := newKeeper(p, path)
@@ -96,6 +194,10 @@ type keeper struct {
 
 	hunk  []byte // the damaged lines held, each with its '\n' when it had one
 	hunkN int    // ... and how many
+
+	// tornIn, when set, says whether the result so far holds the torn line given (known
+	// from a pass that searched it), and known whether it could tell.
+	tornIn func(raw []byte) (in, known bool)
 }
 
 func newKeeper(p Profile, path string) *keeper {
@@ -232,8 +334,13 @@ func (k *keeper) flush(f io.ReaderAt) error {
 	}
 	// A torn last line (the file's) may have its whole version anywhere in the result.
 	elsewhere := func(raw []byte) bool {
+		if k.tornIn != nil {
+			if in, known := k.tornIn(raw); known {
+				return in
+			}
+		}
 		cw := &fsio.ContainsWriter{Needle: raw}
-		_, err := k.s.WriteOut(cw, f)
+		err := k.s.writeTo(cw, f)
 		return err == nil && cw.Found
 	}
 	m := newLossMeter(k.p, out, false)

@@ -379,7 +379,7 @@ func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Ver
 		ta = &teeAt{r: io.NewSectionReader(r, 0, size), w: h}
 		r = ta
 	}
-	v, err := judgeAt(p, path, r, size)
+	v, err := judgeAt(p, path, r, size, nil)
 	if err != nil || v.Status != Healthy || !sum {
 		return v, "", err
 	}
@@ -389,7 +389,9 @@ func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Ver
 	return v, h.Sum(), nil
 }
 
-func judgeAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error) {
+// judgeAt is InspectAt; each, when set, is shown every line the walk reads (as the walk's
+// lineFunc is).
+func judgeAt(p Profile, path string, r io.ReaderAt, size int64, each func(line []byte, long *longLine)) (Verdict, error) {
 	if !StreamJudged(p) {
 		return Verdict{}, ErrNoStream
 	}
@@ -406,6 +408,13 @@ func judgeAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error)
 	v := judgeLines(p, path, size, false, func(maxHeld int, lj *longJudge) walker {
 		w := readWalker(r, size, StreamBuf, maxHeld, lj)
 		return func(from, limit int64, skip bool, fn lineFunc) error {
+			if each != nil {
+				judge := fn
+				fn = func(start int64, line []byte, terminated bool, long *longLine) error {
+					each(line, long)
+					return judge(start, line, terminated, long)
+				}
+			}
 			err := w(from, limit, skip, fn)
 			var tl *tooLong
 			if err != nil && err != errStop && !errors.Is(err, ErrNoStream) && !errors.As(err, &tl) {
