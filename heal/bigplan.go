@@ -107,36 +107,57 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var keepFails *Verdict
 	if appSalvage {
 		var err error
+		// An app whose load finishes a salvage (format.StreamFinisher) has it replayed as the
+		// app would, beside its judge: two passes over the salvage, on two CPUs where there
+		// are two. A finish's done is closed once asIs and err are set; every finish started
+		// is waited for on every return (f is closed only after it).
+		fin, finishes := c.typ.(format.StreamFinisher)
+		type finish struct {
+			asIs bool
+			err  error
+			done chan struct{}
+		}
+		var started []*finish
+		defer func() {
+			for _, fi := range started {
+				<-fi.done
+			}
+		}()
+		startFinish := func(k *format.Splice) *finish {
+			fi := &finish{done: make(chan struct{})}
+			started = append(started, fi)
+			go func() {
+				defer close(fi.done)
+				fi.asIs, fi.err = fin.FinishesAsIs(c.path, f, size, k.At(f), k.Size())
+			}()
+			return fi
+		}
 		// A torn last line is cut from the file planned and judged in one pass
-		// (format.PlanTornCut); other damage is planned, the original hashed in the same
-		// read (the journal's and the quarantine's sum), and the result judged after.
+		// (format.PlanTornCut), and replayed beside it: a cut it plans keeps exactly the
+		// bytes before the torn line. Other damage is planned, the original hashed in the
+		// same read (the journal's and the quarantine's sum), and the result judged after.
 		var tc format.TornCut
+		var fi *finish
 		cut := false
-		if in.verdict.Kind == format.KindTruncated && in.verdict.Offset > 0 {
-			if tc, cut, err = format.PlanTornCut(c.typ, c.path, f, size, in.verdict.Offset); err != nil {
+		if x := in.verdict.Offset; in.verdict.Kind == format.KindTruncated && x > 0 {
+			if finishes {
+				pre := &format.Splice{}
+				pre.AddRange(0, x)
+				fi = startFinish(pre)
+			}
+			if tc, cut, err = format.PlanTornCut(c.typ, c.path, f, size, x); err != nil {
 				return nil, nil, err
 			}
 			keep, keepFig, oldSHA = tc.Keep, tc.Fig, tc.OldSHA
 		}
 		if !cut {
+			fi = nil
 			if keep, keepFig, oldSHA, err = format.PlanKeepSum(c.typ, c.path, f, size); err != nil {
 				return nil, nil, err
 			}
-		}
-		// An app whose load finishes a salvage (format.StreamFinisher) has it replayed as the
-		// app would, beside its judge: two passes over the salvage, on two CPUs where there
-		// are two. finished is closed once asIs and finErr are set.
-		fin, finishes := c.typ.(format.StreamFinisher)
-		finishes = finishes && keep != nil
-		var asIs bool
-		var finErr error
-		finished := make(chan struct{})
-		if finishes {
-			go func() {
-				defer close(finished)
-				asIs, finErr = fin.FinishesAsIs(c.path, f, size, keep.At(f), keep.Size())
-			}()
-			defer func() { <-finished }() // on every return, f is closed only after it
+			if finishes && keep != nil {
+				fi = startFinish(keep)
+			}
 		}
 		v, sum := tc.Verdict, tc.KeepSHA
 		if keep != nil && !cut {
@@ -155,12 +176,12 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		default:
 			keepSHA = sum
 		}
-		if finishes {
-			<-finished
-			if (finErr != nil || !asIs) && size <= planLimit {
+		if fi != nil {
+			<-fi.done
+			if (fi.err != nil || !fi.asIs) && size <= planLimit {
 				return e.planWhole(rule, in, f) // the app's finish changes the salvage
 			}
-			if finErr != nil || !asIs {
+			if fi.err != nil || !fi.asIs {
 				keep, keepSHA, keepWhy, keepFails = nil, "", whyNotStreamed, nil
 			}
 		}
