@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
 // FinishesAsIs, read streaming, says true only where FinishSalvage leaves the salvage as it
@@ -72,4 +73,32 @@ func TestGeminiFinishesAsIs(t *testing.T) {
 		t.Fatalf("%d of %d said as-is: the test tells nothing", yes, n)
 	}
 	t.Logf("%d of %d salvages finished as they are", yes, n)
+}
+
+// geminiNoToolIDs passes a record whose texts name the tools' members but whose members do
+// not, and no record with such a member, written plain or escaped.
+func TestGeminiNoToolIDs(t *testing.T) {
+	for rec, want := range map[string]bool{
+		`{"id":"a","content":"a function Call of toolCalls, functionResponse"}`:         true,
+		`{"id":"a","content":"say \"functionCall\" and \"toolCalls\""}`:                 true,
+		`{"id":"a","content":"Calls Response \"Call\" C"}`:                              true,
+		`{"id":"a","toolCalls":[{"id":"t"}]}`:                                           false,
+		`{"id":"a","content":[{"functionCall":{"id":"c"}}]}`:                            false,
+		`{"id":"a","content":[{"x":{"functionResponse":{"id":"c"}}}]}`:                  false,
+		`{"id":"a","content":[{"func\u0074ionCall":{"id":"c"}}]}`:                       false,
+		`{"id":"a","tool\u0043alls":[{"id":"t"}]}`:                                      false,
+		`{"id":"a","content":"functionCall"}`:                                           false, // a text that is the name: taken for one
+		`{"id":"a","content":[{"functionCal":{"id":"c"}},{"oolCalls":[{"id":"t"}]}]}`:   true,
+		`{"id":"a","content":[{"functionResponses":{"id":"c"}},{"xfunctionCall":"c"}]}`: true,
+	} {
+		if got := geminiNoToolIDs([]byte(rec)); got != want {
+			t.Errorf("%s: geminiNoToolIDs %v, want %v", rec, got, want)
+		}
+		var results []string
+		calls := map[string]bool{}
+		geminiToolIDs(jsonv.ParseDepthValid([]byte(rec), nodeDialect, 0), "", calls, &results)
+		if want && (len(calls) > 0 || len(results) > 0) {
+			t.Errorf("%s: passed, but it holds %v and %v", rec, calls, results)
+		}
+	}
 }

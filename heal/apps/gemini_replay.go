@@ -716,10 +716,28 @@ func geminiDropOrphanResults(damaged, salvaged []byte) []byte {
 
 // geminiNoToolIDs: geminiToolIDs finds nothing in the valid record b, told from its bytes: no
 // member of b is named functionCall, functionResponse or toolCalls. A name is written as it
-// is unless it holds a \u escape (no other escape stands for a letter).
+// is, between its quotes, unless it holds a \u escape (no other escape stands for a letter).
+// The words alone are common in a chat's texts, the quoted names are not; they are looked for
+// by their capital letter, rare in a text.
 func geminiNoToolIDs(b []byte) bool {
-	return !bytes.Contains(b, []byte("function")) && !bytes.Contains(b, []byte("toolCalls")) &&
-		!bytes.Contains(b, []byte(`\u`))
+	return !geminiQuoted(b, "Call", `"functionCall"`, `"toolCalls"`) &&
+		!geminiQuoted(b, "Response", `"functionResponse"`) && !bytes.Contains(b, []byte(`\u`))
+}
+
+// geminiQuoted: b holds one of names, each found where it holds part.
+func geminiQuoted(b []byte, part string, names ...string) bool {
+	for i := 0; ; i++ {
+		j := bytes.Index(b[i:], []byte(part))
+		if j < 0 {
+			return false
+		}
+		i += j
+		for _, n := range names {
+			if k := i - strings.Index(n, part); k >= 0 && bytes.HasPrefix(b[k:], []byte(n)) {
+				return true
+			}
+		}
+	}
 }
 
 // geminiToolIDs walks v (under the member key) for the ids of the tool calls it makes (a
