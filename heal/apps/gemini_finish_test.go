@@ -2,9 +2,12 @@ package apps
 
 import (
 	"bytes"
+	"fmt"
+	"hash/maphash"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -73,6 +76,84 @@ func TestGeminiFinishesAsIs(t *testing.T) {
 		t.Fatalf("%d of %d said as-is: the test tells nothing", yes, n)
 	}
 	t.Logf("%d of %d salvages finished as they are", yes, n)
+}
+
+// FinishesAsIs, which replays only while a context-only checkpoint is pending, says what it
+// said replaying every record (gemRefFinishesAsIs, on whole trees) on random chats of
+// messages, checkpoints with and without a resumable message, records that are both (a
+// message holding a checkpoint), rewinds, metadata records with messages and tool calls and
+// results; some of them need the replay of every record (errGeminiReplayAll).
+func TestGeminiFinishesAsIsReplaysWhatItNeeds(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	pick := func(s ...string) string { return s[rng.Intn(len(s))] }
+	msg := func() string {
+		return `{"id":"` + pick("a", "b", "c", "d", "e") + `","type":"` + pick("user", "gemini") + `","content":` +
+			pick(`"hi"`, `" "`, `"<session_context>x"`, `[{"text":"\u0020ok"}]`, `"a function of it"`) + `}`
+	}
+	msgs := func() string {
+		var m []string
+		for n := rng.Intn(3); n > 0; n-- {
+			m = append(m, msg())
+		}
+		return `[` + strings.Join(m, ",") + `]`
+	}
+	record := func() string {
+		switch rng.Intn(12) {
+		case 0, 1:
+			return `{"$set":{"messages":` + msgs() + `}}`
+		case 2:
+			m := msg()
+			return m[:len(m)-1] + `,"$set":{"messages":` + msgs() + `}}` // a message holding a checkpoint
+		case 3:
+			return `{"$rewindTo":"` + pick("a", "b", "c", "z") + `"}`
+		case 4:
+			return `{"sessionId":"s","projectHash":"h","messages":` + msgs() + `}`
+		case 5:
+			return `{"id":"` + pick("f", "g") + `","type":"gemini","content":[{"functionCall":{"id":"` + pick("c1", "c2") + `"}}]}`
+		case 6:
+			return `{"id":"` + pick("r", "s") + `","type":"user","content":[{"functionResponse":{"id":"` + pick("c1", "c2", "c3") + `"}}]}`
+		case 7:
+			return `{"$set":{"lastUpdated":"2026-11-22T21:41:58.658Z"}}`
+		case 8:
+			return pick(`not json`, `[1]`, ``)
+		}
+		return msg()
+	}
+	path := filepath.Join(t.TempDir(), gemName)
+	counts := map[string]int{}
+	for i := 0; i < 300; i++ {
+		var b strings.Builder
+		b.WriteString(gemMeta(gemID, "h", "main"))
+		for n := 1 + rng.Intn(14); n > 0; n-- {
+			b.WriteString(record() + pick("\n", "\n", "\r\n"))
+		}
+		chat := []byte(b.String())
+		if rng.Intn(3) == 0 { // a line glued to the next
+			if k := bytes.IndexByte(chat[len(gemMeta(gemID, "h", "main")):], '\n'); k >= 0 {
+				chat = append(chat[:len(gemMeta(gemID, "h", "main"))+k:len(gemMeta(gemID, "h", "main"))+k], chat[len(gemMeta(gemID, "h", "main"))+k+1:]...)
+			}
+		}
+		salvaged := format.KeepLines(geminiLog{}, path, chat)
+		if salvaged == nil {
+			salvaged = chat
+		}
+		for _, s := range [][]byte{chat, salvaged} {
+			got, gerr := geminiLog{}.FinishesAsIs(path, bytes.NewReader(chat), int64(len(chat)), bytes.NewReader(s), int64(len(s)))
+			want, werr := gemRefFinishesAsIs(bytes.NewReader(chat), int64(len(chat)), bytes.NewReader(s), int64(len(s)))
+			if got != want || gerr != nil || werr != nil {
+				t.Fatalf("chat %q: FinishesAsIs %v (%v), replaying every record %v (%v)", s, got, gerr, want, werr)
+			}
+			f := geminiFinish{seed: maphash.MakeSeed()}
+			err := f.read(bytes.NewReader(s), int64(len(s)))
+			counts[fmt.Sprint(got, err == errGeminiReplayAll, f.pending)]++
+		}
+	}
+	t.Logf("as is, replayed again, pending: %v", counts)
+	for _, k := range []string{"true false false", "false false true", "true false true", "true true false"} {
+		if counts[k] == 0 {
+			t.Fatalf("no chat gave %q (as is, replayed again, pending): the test tells less than it should (%v)", k, counts)
+		}
+	}
 }
 
 // geminiNoToolIDs passes a record whose texts name the tools' members but whose members do

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -773,71 +774,24 @@ func geminiToolIDs(v *jsonv.Value, key string, calls map[string]bool, results *[
 // The ids and lines it must remember are kept as 64-bit hashes. false also when a drop is
 // possible but not certain: FinishSalvage, on the file held whole, decides.
 func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (bool, error) {
-	seed := maphash.MakeSeed()
-	lineKey := func(b []byte) uint64 { return maphash.Bytes(seed, bytes.TrimRight(b, "\r")) }
-	calls := map[uint64]bool{}
-	type answer struct {
-		line uint64
-		ids  []uint64
+	f := geminiFinish{seed: maphash.MakeSeed()}
+	err := f.read(salvaged, ssize)
+	if err == errGeminiReplayAll {
+		f = geminiFinish{seed: f.seed, all: true}
+		err = f.read(salvaged, ssize)
 	}
-	var answers []answer // the records holding tool results
-	var r geminiReplay
-	var arena jsonv.Arena // the trees of the records that make no tool call
-	first, pending := true, false
-	err := format.EachLine(io.NewSectionReader(salvaged, 0, ssize), func(_ int64, line []byte, _ bool) error {
-		if !format.ValidRecord(geminiLog{}, line) {
-			return nil
-		}
-		body := bytes.TrimRight(line, "\r")
-		var v *jsonv.Value
-		var src []byte // the replay's: nil for a whole tree
-		if geminiNoToolIDs(body) {
-			v, src = arena.ParseFieldsValid(body, nodeDialect, geminiFields), body
-		} else {
-			v = jsonv.ParseDepthValid(body, nodeDialect, 0) // the whole tree, as Parse builds it
-			var results []string
-			cs := map[string]bool{}
-			geminiToolIDs(v, "", cs, &results)
-			for id := range cs {
-				calls[maphash.String(seed, id)] = true
-			}
-			if len(results) > 0 {
-				a := answer{line: lineKey(line)}
-				for _, id := range results {
-					a.ids = append(a.ids, maphash.String(seed, id))
-				}
-				answers = append(answers, a)
-			}
-		}
-		if first {
-			first = false // the metadata record
-			return nil
-		}
-		r.apply(v, src)
-		// The checkpoints without a resumable message after the last resumable point.
-		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
-			resumable := false
-			for _, m := range arrOf(msgs) {
-				resumable = resumable || geminiResumable(m, src)
-			}
-			pending = !resumable
-		} else if isStr(v.Get("id")) && geminiResumable(v, src) {
-			pending = false
-		}
-		return nil
-	})
 	if err != nil {
 		return false, err
 	}
-	if !r.resumable() && pending {
+	if f.pending && !f.r.resumable() {
 		return false, nil // a checkpoint may be dropped
 	}
 	// Records answering a call no record makes: dropped unless the damaged file holds each
 	// as a whole line.
 	orphans := map[uint64]bool{}
-	for _, a := range answers {
+	for _, a := range f.answers {
 		for _, id := range a.ids {
-			if !calls[id] {
+			if !f.calls[id] {
 				orphans[a.line] = true
 			}
 		}
@@ -847,10 +801,140 @@ func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvag
 	}
 	whole := map[uint64]bool{}
 	err = format.EachLine(io.NewSectionReader(damaged, 0, dsize), func(_ int64, line []byte, _ bool) error {
-		if k := lineKey(line); orphans[k] && format.ValidRecord(geminiLog{}, line) {
+		if k := f.lineKey(line); orphans[k] && format.ValidRecord(geminiLog{}, line) {
 			whole[k] = true
 		}
 		return nil
 	})
 	return err == nil && len(whole) == len(orphans), err
+}
+
+// errGeminiReplayAll: a pass of FinishesAsIs that replayed only what it needed found it needs
+// a replay of every record (geminiFinish.read).
+var errGeminiReplayAll = errors.New("the salvage needs a replay of every record")
+
+// geminiFinish is what FinishesAsIs reads of the salvage, in one pass: the tool calls its
+// records make, the records holding tool results, and whether a context-only checkpoint after
+// its last resumable point is pending, with the replay that then tells whether the chat is
+// resumable all the same.
+//
+// The replay matters only while a checkpoint is pending: a record that makes the pending end
+// (a resumable message) leaves the replay unread until the next context-only checkpoint, and
+// that one empties the list before it adds its messages. So the records are replayed only
+// while one is pending (exact: the replay is that of every record so far). A record with a
+// string id is added as a message even where it holds a $set.messages checkpoint: when such a
+// one is pending and the replay is not exact, the pass stops with errGeminiReplayAll and is
+// made again with all, replaying every record.
+type geminiFinish struct {
+	seed    maphash.Seed
+	all     bool // replay every record
+	calls   map[uint64]bool
+	answers []geminiAnswer // the records holding tool results
+	r       geminiReplay
+	pending bool
+	inexact bool // records were left out of the replay since it was last emptied
+	arena   jsonv.Arena
+	keys    []int32
+}
+
+// geminiAnswer is a record holding tool results: its line's key and its results' ids.
+type geminiAnswer struct {
+	line uint64
+	ids  []uint64
+}
+
+// geminiCheckpointFields: what FinishesAsIs reads of a record while no checkpoint is pending:
+// whether it is a checkpoint (and a message: its id), and its messages.
+var geminiCheckpointFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"id":   geminiMessageFields.Members["id"],
+	"$set": {Members: map[string]*jsonv.Fields{"messages": {Items: geminiMessageFields}}},
+}}
+
+func (f *geminiFinish) lineKey(b []byte) uint64 {
+	return maphash.Bytes(f.seed, bytes.TrimRight(b, "\r"))
+}
+
+// read reads the records of salvaged.
+func (f *geminiFinish) read(salvaged io.ReaderAt, ssize int64) error {
+	f.calls = map[uint64]bool{}
+	first := true
+	return format.EachLine(io.NewSectionReader(salvaged, 0, ssize), func(_ int64, line []byte, _ bool) error {
+		// format.ValidRecord, with the keys of the record's members.
+		rec := bytes.TrimSuffix(line, []byte("\r"))
+		if jsonv.ValidTop(rec, nodeDialect, &f.keys) != nil || rec[skipJSONSpace(rec)] != '{' {
+			return nil
+		}
+		body := bytes.TrimRight(rec, "\r")
+		var v *jsonv.Value
+		var src []byte // the replay's: nil for a whole tree
+		if geminiNoToolIDs(body) {
+			fields := geminiFields
+			if !first && !f.pending && !f.all {
+				fields = geminiCheckpointFields
+			}
+			v, src = f.arena.ParseFieldsKeys(body, nodeDialect, fields, f.keys), body
+		} else {
+			v = jsonv.ParseDepthValid(body, nodeDialect, 0) // the whole tree, as Parse builds it
+			f.toolIDs(v, line)
+		}
+		if first {
+			first = false // the metadata record
+			return nil
+		}
+		// The checkpoints without a resumable message after the last resumable point.
+		msgs := v.Get("$set").Get("messages")
+		checkpoint, resumable := isArr(msgs), false
+		for _, m := range arrOf(msgs) {
+			resumable = resumable || geminiResumable(m, src)
+		}
+		if !f.all && !f.pending {
+			if !checkpoint || resumable {
+				f.inexact = true // none pending after it either: not replayed
+				return nil
+			}
+			// Pending from here: the replay must be exact after this record.
+			if isStr(v.Get("id")) { // added as a message, the list not emptied
+				if f.inexact {
+					return errGeminiReplayAll
+				}
+				if src != nil {
+					v = f.arena.ParseFieldsKeys(body, nodeDialect, geminiFields, f.keys) // its members as a message
+				}
+			}
+			f.inexact = false
+		}
+		f.r.apply(v, src)
+		if checkpoint {
+			f.pending = !resumable
+		} else if isStr(v.Get("id")) && geminiResumable(v, src) {
+			f.pending = false
+		}
+		return nil
+	})
+}
+
+// toolIDs adds the tool calls the whole tree v of line makes, and its tool results.
+func (f *geminiFinish) toolIDs(v *jsonv.Value, line []byte) {
+	var results []string
+	cs := map[string]bool{}
+	geminiToolIDs(v, "", cs, &results)
+	for id := range cs {
+		f.calls[maphash.String(f.seed, id)] = true
+	}
+	if len(results) > 0 {
+		a := geminiAnswer{line: f.lineKey(line)}
+		for _, id := range results {
+			a.ids = append(a.ids, maphash.String(f.seed, id))
+		}
+		f.answers = append(f.answers, a)
+	}
+}
+
+// skipJSONSpace is the index of the first byte of b that is not JSON whitespace.
+func skipJSONSpace(b []byte) int {
+	i := 0
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
