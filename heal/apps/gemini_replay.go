@@ -33,27 +33,46 @@ type geminiReplay struct {
 }
 
 // idTable finds a message's index in a replay's ids by its key: an open-addressed table of
-// the keys seen (64-bit hashes already, so their low bits place them), each with the index it
-// was last given. An entry is not deleted when its message goes (a rewind, a checkpoint): it
-// holds only while ids still has that key at that index (lookup), which is exactly while the
-// message is held, since a key is held at most once and its entry is set whenever it is
-// added.
+// the keys seen (64-bit hashes already, so their low bits place them), each entry 8 bytes,
+// the key's high 32 bits (its tag) and the index it was given: half the memory a whole key
+// takes, so that more of the table stays in the CPU's caches. An entry is not deleted when
+// its message goes (a rewind, a checkpoint): it holds only while ids still has that key at
+// that index (lookup compares the whole key there, only when the tag matches). An entry that
+// no longer holds (ids has no key of its tag at its index) is reused by a key of its tag
+// that meets it on its way, as a message re-added after a checkpoint meets its own, and is
+// dropped when the table grows.
 type idTable struct {
-	slots []idSlot // a power of two of them, at most 3/4 used
+	slots []uint64 // a power of two of them, at most 3/4 used; 0: an empty slot
 	used  int
 }
 
-type idSlot struct {
-	key uint64
-	at  int32 // the index + 1; 0: an empty slot
+// idEntry is the entry of key at index i of ids.
+func idEntry(key uint64, i int) uint64 { return key&^0xffffffff | uint64(uint32(i+1)) }
+
+// idHeld: entry e is the entry of a key ids holds, or at least of its tag.
+func idHeld(e uint64, ids []uint64) bool {
+	j := int(uint32(e)) - 1
+	return j < len(ids) && ids[j]>>32 == e>>32
 }
 
-// slot is the slot of key: its own, or the empty one where it would go.
-func (t *idTable) slot(key uint64) *idSlot {
+// find is the index of key in ids, where it is held; else the slot of its entry when it is
+// added: the first of its tag that no longer holds on its way, or the empty one where it
+// ends. The way is walked to its end: a key is held wherever its entry is on it.
+func (t *idTable) find(key uint64, ids []uint64) (i int, held bool, slot *uint64) {
 	mask := uint64(len(t.slots) - 1)
-	for i := key & mask; ; i = (i + 1) & mask {
-		if s := &t.slots[i]; s.at == 0 || s.key == key {
-			return s
+	for k := key & mask; ; k = (k + 1) & mask {
+		s := &t.slots[k]
+		switch {
+		case *s == 0:
+			if slot == nil {
+				slot = s
+			}
+			return 0, false, slot
+		case *s>>32 != key>>32:
+		case int(uint32(*s))-1 < len(ids) && ids[uint32(*s)-1] == key:
+			return int(uint32(*s)) - 1, true, nil
+		case slot == nil && !idHeld(*s, ids):
+			slot = s
 		}
 	}
 }
@@ -63,30 +82,51 @@ func (t *idTable) lookup(key uint64, ids []uint64) (int, bool) {
 	if len(t.slots) == 0 {
 		return 0, false
 	}
-	s := t.slot(key)
-	i := int(s.at) - 1
-	return i, s.at != 0 && i < len(ids) && ids[i] == key
+	i, held, _ := t.find(key, ids)
+	return i, held
 }
 
-// set gives key the index i in ids (the table grows first when it must, keeping the keys
-// ids holds).
-func (t *idTable) set(key uint64, i int, ids []uint64) {
-	if (t.used+1)*4 > len(t.slots)*3 {
+// add gives key, which ids holds at its last index and at no other, its entry; slot is
+// find's, of ids before key was appended (nil: none yet). The table grows first when it
+// must, keeping the entries that hold.
+func (t *idTable) add(key uint64, slot *uint64, ids []uint64) {
+	if slot != nil && *slot != 0 {
+		*slot = idEntry(key, len(ids)-1) // an entry of its tag that no longer held
+		return
+	}
+	if slot == nil || (t.used+1)*4 > len(t.slots)*3 {
 		old := t.slots
-		t.slots, t.used = make([]idSlot, max(1024, 2*len(old))), 0
-		for _, o := range old {
-			if j := int(o.at) - 1; o.at != 0 && j < len(ids) && ids[j] == o.key {
-				*t.slot(o.key) = o
+		held := 0
+		for _, e := range old {
+			if e != 0 && idHeld(e, ids) {
+				held++
+			}
+		}
+		n := 1024
+		for (held+1)*2 > n { // at most half used after it: twice the slots of a full table
+			n *= 2
+		}
+		t.slots, t.used = make([]uint64, n), 0
+		for _, e := range old {
+			if e != 0 && idHeld(e, ids) {
+				*t.empty(ids[uint32(e)-1]) = e // placed by the key it holds, not by its own bits
 				t.used++
 			}
 		}
+		slot = t.empty(key)
 	}
-	s := t.slot(key)
-	if s.at == 0 {
-		s.key = key
-		t.used++
+	*slot = idEntry(key, len(ids)-1)
+	t.used++
+}
+
+// empty is the empty slot where an entry of key goes.
+func (t *idTable) empty(key uint64) *uint64 {
+	mask := uint64(len(t.slots) - 1)
+	for k := key & mask; ; k = (k + 1) & mask {
+		if t.slots[k] == 0 {
+			return &t.slots[k]
+		}
 	}
-	s.at = int32(i + 1)
 }
 
 func (r *geminiReplay) key(id string) uint64 { return maphash.String(r.seed, id) }
@@ -230,12 +270,22 @@ func (r *geminiReplay) add(v *jsonv.Value, src []byte) {
 
 // addKey adds the message of key id, resumable or not.
 func (r *geminiReplay) addKey(id uint64, res bool) {
-	if i, ok := r.at.lookup(id, r.ids); ok {
-		r.res[i] = res // kept in its place
-		return
+	var slot *uint64
+	if len(r.at.slots) > 0 {
+		i, held, s := r.at.find(id, r.ids)
+		if held {
+			r.res[i] = res // kept in its place
+			return
+		}
+		slot = s
+	}
+	if len(r.ids) == cap(r.ids) {
+		// Doubled, not by the quarter append grows a long slice by: a long chat's list is
+		// copied a few times instead of thirty.
+		r.ids, r.res = slices.Grow(r.ids, max(len(r.ids), 1024)), slices.Grow(r.res, max(len(r.ids), 1024))
 	}
 	r.ids, r.res = append(r.ids, id), append(r.res, res)
-	r.at.set(id, len(r.ids)-1, r.ids)
+	r.at.add(id, slot, r.ids)
 }
 
 // resumable: the replay holds a resumable message.
