@@ -871,10 +871,11 @@ var errGeminiReplayAll = errors.New("the salvage needs a replay of every record"
 // The replay matters only while a checkpoint is pending: a record that makes the pending end
 // (a resumable message) leaves the replay unread until the next context-only checkpoint, and
 // that one empties the list before it adds its messages. So the records are replayed only
-// while one is pending (exact: the replay is that of every record so far). A record with a
-// string id is added as a message even where it holds a $set.messages checkpoint: when such a
-// one is pending and the replay is not exact, the pass stops with errGeminiReplayAll and is
-// made again with all, replaying every record.
+// while one is pending, and the replay is then that of every record (inexact says records
+// were left out since it was last emptied). A record with a string id is added as a message
+// even where it holds a $set.messages checkpoint: when such a one becomes pending and records
+// were left out, the pass stops with errGeminiReplayAll and is made again with all, replaying
+// every record.
 type geminiFinish struct {
 	seed    maphash.Seed
 	all     bool // replay every record
