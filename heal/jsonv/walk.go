@@ -78,7 +78,7 @@ var errWalk = errors.New("jsonv: walk: not a valid document")
 // [ErrTooLarge]. Offsets in every Value built are the
 // document's (a skeleton's cut strings included).
 func Walk(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
-	w := &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, walkChunk), shape: s}
+	w := &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, min(walkChunk, max(size, 0))), shape: s}
 	root, err := w.document(s)
 	return root, w.info, err
 }
@@ -140,8 +140,10 @@ func (w *walker) fill() bool {
 	if w.mark >= 0 {
 		w.mark -= from
 	}
-	if cap(w.buf)-len(w.buf) < walkChunk {
-		w.buf = slices.Grow(w.buf, walkChunk)
+	// Room for a chunk, or for the rest of a shorter input: a small document's window is
+	// its size.
+	if need := int(min(walkChunk, w.size-w.base-int64(len(w.buf)))); cap(w.buf)-len(w.buf) < need {
+		w.buf = slices.Grow(w.buf, need)
 	}
 	want := min(int64(cap(w.buf)-len(w.buf)), w.size-w.base-int64(len(w.buf)))
 	got, err := w.r.ReadAt(w.buf[len(w.buf):len(w.buf)+int(want)], w.base+int64(len(w.buf)))
