@@ -1,10 +1,12 @@
 package jsonv
 
+import "unsafe"
+
 // Arena holds the nodes of trees built one after another by a checklist that reads each tree
-// and drops it before the next is built (a record at a time): its nodes, member and element
-// lists are reused from one build to the next instead of allocated for each. Strings are
-// still copied out, so a checklist may keep those. The zero Arena is ready; it is not safe
-// for concurrent use.
+// and drops it before the next is built (a record at a time, or a document's history an
+// element at a time: [Arena.Walk]): its nodes, member and element lists are reused from one
+// build to the next instead of allocated for each. Strings are still copied out, so a
+// checklist may keep those. The zero Arena is ready; it is not safe for concurrent use.
 type Arena struct {
 	vals   [][]Value // chunks of nodes
 	vc, vn int       // the chunk in use and its next free node
@@ -58,6 +60,44 @@ func (a *Arena) ParseFieldsKeys(b []byte, d Dialect, f *Fields, keys []int32) *V
 	v.End = end // the object's '}' is b's last byte but whitespace
 	a.mstack, a.istack = p.members[:0], p.items[:0]
 	return v
+}
+
+// build is buildValid of b (the same tree: to depth levels, 0 whole, or as f says) in a: the
+// tree of the previous build from a is no longer valid. A whole tree's strings share one copy
+// of b, as parseValid's do; the others are copied out one by one.
+func (a *Arena) build(b []byte, d Dialect, depth int, f *Fields) *Value {
+	if f != nil {
+		return a.ParseFieldsValid(b, d, f)
+	}
+	a.reset()
+	p := builder{b: b, surr: d.Surrogates, d: d, max: MaxDepth, own: true, arena: a,
+		members: a.mstack[:0], items: a.istack[:0]}
+	switch {
+	case depth == 0:
+		p.src, p.own = string(b), false
+	case depth < MaxDepth:
+		p.max = depth
+	}
+	v, _ := p.value(skipWS(b, 0))
+	a.mstack, a.istack = p.members[:0], p.items[:0]
+	return v
+}
+
+// shallow is a node of a, of type t and bounds [start, end) only: the whole tree of a build
+// that reads no more of a container (the tree of the previous build is no longer valid).
+func (a *Arena) shallow(t Type, start, end int) *Value {
+	a.reset()
+	v := a.value()
+	v.Type, v.Start, v.End = t, start, end
+	return v
+}
+
+// Held is the bytes of nodes and lists a holds for reuse: what keeping a for later builds
+// costs.
+func (a *Arena) Held() int {
+	return len(a.vals)*arenaChunk*int(unsafe.Sizeof(Value{})) +
+		(cap(a.keys)+cap(a.mstack))*int(unsafe.Sizeof(Member{})) +
+		(cap(a.items)+cap(a.istack))*int(unsafe.Sizeof((*Value)(nil)))
 }
 
 func (a *Arena) reset() {

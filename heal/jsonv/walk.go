@@ -88,6 +88,28 @@ func WalkBytes(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo,
 	return Walk(bytes.NewReader(b), int64(len(b)), d, s, elem)
 }
 
+// Walk is [Walk] building each streamed element in a instead of in nodes of its own, for a
+// checklist that reads each element while elem has it and keeps none of its nodes: the
+// element and every node under it are valid until elem returns only (the next element is
+// built in the same nodes), its strings for good (they are copied out). The value returned
+// holds no node of a, so that a's next build leaves it whole; a keeps nothing of the
+// document once the walk ends.
+func (a *Arena) Walk(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
+	w := &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, min(walkChunk, max(size, 0))), shape: s, arena: a}
+	root, err := w.document(s)
+	a.reset()
+	return root, w.info, err
+}
+
+// WalkValid is [WalkValid] building each streamed element in a, as [Arena.Walk] does.
+func (a *Arena) WalkValid(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
+	w := &walker{r: bytes.NewReader(b), size: int64(len(b)), d: d, elem: elem, mark: -1, buf: b, shape: s, valid: true, arena: a}
+	w.info.Newline = bytes.IndexByte(b, '\n') >= 0
+	root, err := w.document(s)
+	a.reset()
+	return root, w.info, err
+}
+
 // WalkValid is [WalkBytes] of b that has passed Valid(b, d), which it does not run again: the
 // pass's window is b itself (nothing is copied, no window allocated) and the values up to
 // [WalkInline] bytes are built without being validated again. It builds and hands over what
@@ -117,6 +139,8 @@ type walker struct {
 	members int // members built into the objects on the path
 
 	valid bool // the window is the whole input, which Valid accepted (WalkValid)
+
+	arena *Arena // nil, or where each streamed element is built (Arena.Walk): never a node of the root
 }
 
 // fill reads the input's next bytes into the window, keeping the bytes from mark (or from
@@ -298,11 +322,11 @@ func (w *walker) skipString() error {
 }
 
 // capture builds the value at pos.
-func (w *walker) capture() (*Value, error) { return w.captureDepth(0, nil) }
+func (w *walker) capture() (*Value, error) { return w.captureDepth(0, nil, nil) }
 
 // captureDepth builds the value at pos to depth levels (0: whole), or as f says when f is
-// set.
-func (w *walker) captureDepth(depth int, f *Fields) (*Value, error) {
+// set, in a when it is not nil (a streamed element), else in nodes of its own.
+func (w *walker) captureDepth(depth int, f *Fields, a *Arena) (*Value, error) {
 	start := w.off()
 	w.mark = w.pos
 	err := w.skip()
@@ -316,11 +340,11 @@ func (w *walker) captureDepth(depth int, f *Fields) (*Value, error) {
 		b := w.buf[mark:w.pos]
 		if w.valid {
 			// A value of a valid document is valid on its own.
-			v := buildValid(b, w.d, depth, f)
+			v := buildValid(b, w.d, depth, f, a)
 			remap(v, int(start), nil)
 			return v, nil
 		}
-		v, err := w.parse(b, depth, f)
+		v, err := w.parse(b, depth, f, a)
 		if err != nil {
 			return nil, err
 		}
@@ -332,7 +356,7 @@ func (w *walker) captureDepth(depth int, f *Fields) (*Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := w.parse(sk, depth, f)
+	v, err := w.parse(sk, depth, f, a)
 	if err != nil {
 		return nil, err
 	}
@@ -340,8 +364,15 @@ func (w *walker) captureDepth(depth int, f *Fields) (*Value, error) {
 	return v, nil
 }
 
-// parse builds the value b holds to depth levels (0: whole), or as f says when f is set.
-func (w *walker) parse(b []byte, depth int, f *Fields) (*Value, error) {
+// parse builds the value b holds to depth levels (0: whole), or as f says when f is set, in
+// a when it is not nil.
+func (w *walker) parse(b []byte, depth int, f *Fields, a *Arena) (*Value, error) {
+	if a != nil {
+		if err := Valid(b, w.d); err != nil {
+			return nil, err
+		}
+		return a.build(b, w.d, depth, f), nil
+	}
 	switch {
 	case f != nil:
 		return ParseFields(b, w.d, f)
@@ -352,7 +383,10 @@ func (w *walker) parse(b []byte, depth int, f *Fields) (*Value, error) {
 }
 
 // buildValid is parse of b that has passed Valid(b, d): the same tree, not validated again.
-func buildValid(b []byte, d Dialect, depth int, f *Fields) *Value {
+func buildValid(b []byte, d Dialect, depth int, f *Fields, a *Arena) *Value {
+	if a != nil {
+		return a.build(b, d, depth, f)
+	}
 	switch {
 	case f != nil:
 		return ParseFieldsValid(b, d, f)
@@ -395,6 +429,18 @@ func (w *walker) shallow(t Type) (*Value, error) {
 	}
 	v.End = int(w.off())
 	return v, nil
+}
+
+// shallowIn is shallow, its node a's when a is not nil.
+func (w *walker) shallowIn(t Type, a *Arena) (*Value, error) {
+	if a == nil {
+		return w.shallow(t)
+	}
+	start := w.off()
+	if err := w.skip(); err != nil {
+		return nil, err
+	}
+	return a.shallow(t, int(start), int(w.off())), nil
 }
 
 func containerType(c byte) (Type, bool) {
@@ -544,12 +590,14 @@ func (w *walker) stream(v *Value) error {
 		if c, ok = w.peek(); !ok {
 			return errWalk
 		}
+		// The element is built in the walk's arena, if it has one: handed to elem alone,
+		// never linked into v (nor anywhere in the root).
 		if t, container := containerType(c); w.shape.ElemShallow && container {
-			val, err = w.shallow(t)
+			val, err = w.shallowIn(t, w.arena)
 		} else if w.shape.ElemShallow {
-			val, err = w.capture() // a scalar
+			val, err = w.captureDepth(0, nil, w.arena) // a scalar
 		} else {
-			val, err = w.captureDepth(w.shape.ElemDepth, w.shape.ElemFields)
+			val, err = w.captureDepth(w.shape.ElemDepth, w.shape.ElemFields, w.arena)
 		}
 		if err != nil {
 			return err
