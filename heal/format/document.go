@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
@@ -27,6 +28,10 @@ type DocChecker interface {
 type DocCheck interface {
 	// Elem is the next element of the shape's container (of every occurrence of it, when a
 	// member name on its path is duplicated: the checklist answers for the one the app reads).
+	// e.Val and every node under it are the pass's until Elem returns: the next element is
+	// built in the same nodes ([jsonv.Arena.Walk]), so a checklist keeps what it learns of
+	// them (offsets, counts, its own values, strings, which are copied out) and never a
+	// *jsonv.Value of e.Val's tree. e.In is the root's, and may be kept.
 	Elem(e jsonv.Elem)
 	// End is the verdict once the whole document was walked; root is built as the shape says.
 	End(root *jsonv.Value, info jsonv.WalkInfo) Verdict
@@ -38,27 +43,41 @@ type DocCheck interface {
 // checkDoc applies p's checklist to the valid document of size bytes r holds; records is 0
 // when it is not an object.
 func checkDoc(p Profile, f File, r io.ReaderAt, size int64) (v Verdict, records int, err error) {
-	return checkDocWith(p, f, func(s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
-		return jsonv.Walk(r, size, p.Dialect(), s, elem)
+	return checkDocWith(p, f, func(a *jsonv.Arena, s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
+		return a.Walk(r, size, p.Dialect(), s, elem)
 	})
 }
 
 // checkDocValid is checkDoc of data held whole that has passed jsonv.Valid with p's dialect:
-// it is walked in place and not validated again (jsonv.WalkValid).
+// it is walked in place and not validated again (jsonv.Arena.WalkValid).
 func checkDocValid(p Profile, f File, data []byte) (v Verdict, records int, err error) {
-	return checkDocWith(p, f, func(s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
-		return jsonv.WalkValid(data, p.Dialect(), s, elem)
+	return checkDocWith(p, f, func(a *jsonv.Arena, s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
+		return a.WalkValid(data, p.Dialect(), s, elem)
 	})
 }
 
-// checkDocWith is checkDoc with the pass walk makes.
-func checkDocWith(p Profile, f File, walk func(jsonv.Shape, func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error)) (v Verdict, records int, err error) {
+// docArenas hold the nodes the passes build the history's elements in, from one element to
+// the next and one document to the next: a check of many small documents allocates for
+// none of their elements.
+var docArenas = sync.Pool{New: func() any { return new(jsonv.Arena) }}
+
+// docArenaKeep: an arena that grew over this many bytes (a document with a huge element) is
+// left to the collector rather than kept for the next pass.
+const docArenaKeep = 1 << 20
+
+// checkDocWith is checkDoc with the pass walk makes, which builds each element in the arena
+// it is given.
+func checkDocWith(p Profile, f File, walk func(*jsonv.Arena, jsonv.Shape, func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error)) (v Verdict, records int, err error) {
 	dc, ok := p.(DocChecker)
 	if !ok || p.Plain() {
 		return OK(), 1, nil
 	}
 	c := dc.NewDocCheck(f)
-	root, info, err := walk(dc.DocShape(), c.Elem)
+	a := docArenas.Get().(*jsonv.Arena)
+	root, info, err := walk(a, dc.DocShape(), c.Elem)
+	if a.Held() <= docArenaKeep {
+		docArenas.Put(a)
+	}
 	if errors.Is(err, jsonv.ErrTooLarge) {
 		return Skip("not judged: one value's members and short strings alone are over %d bytes, or the objects around its history hold over %d members", jsonv.WalkLimit, jsonv.WalkMembers), 0, nil
 	}
