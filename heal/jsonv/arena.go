@@ -66,21 +66,33 @@ func (a *Arena) ParseFieldsKeys(b []byte, d Dialect, f *Fields, keys []int32) *V
 // tree of the previous build from a is no longer valid. A whole tree's strings share one copy
 // of b, as parseValid's do; the others are copied out one by one.
 func (a *Arena) build(b []byte, d Dialect, depth int, f *Fields) *Value {
-	if f != nil {
-		return a.ParseFieldsValid(b, d, f)
-	}
+	v, _ := a.buildAt(b, skipWS(b, 0), d, depth, f, depth == 0 && f == nil)
+	return v
+}
+
+// buildAt is build of the value at b[i] (b holds it, and may hold more: its offsets are b's),
+// with the offset just past it; shared: its strings share one copy of b, which is then the
+// value's bytes alone.
+func (a *Arena) buildAt(b []byte, i int, d Dialect, depth int, f *Fields, shared bool) (*Value, int) {
 	a.reset()
 	p := builder{b: b, surr: d.Surrogates, d: d, max: MaxDepth, own: true, arena: a,
 		members: a.mstack[:0], items: a.istack[:0]}
+	var v *Value
+	var end int
 	switch {
-	case depth == 0:
-		p.src, p.own = string(b), false
-	case depth < MaxDepth:
-		p.max = depth
+	case f != nil:
+		v, end = p.shaped(i, f)
+	default:
+		if shared {
+			p.src, p.own = string(b), false
+		}
+		if depth > 0 && depth < MaxDepth {
+			p.max = depth
+		}
+		v, end = p.value(i)
 	}
-	v, _ := p.value(skipWS(b, 0))
 	a.mstack, a.istack = p.members[:0], p.items[:0]
-	return v
+	return v, end
 }
 
 // shallow is a node of a, of type t and bounds [start, end) only: the whole tree of a build

@@ -327,6 +327,15 @@ func (w *walker) capture() (*Value, error) { return w.captureDepth(0, nil, nil) 
 // captureDepth builds the value at pos to depth levels (0: whole), or as f says when f is
 // set, in a when it is not nil (a streamed element), else in nodes of its own.
 func (w *walker) captureDepth(depth int, f *Fields, a *Arena) (*Value, error) {
+	if w.valid && a != nil && (f != nil || depth > 0) && len(w.buf)-w.pos <= WalkInline {
+		// The rest of the valid document is within the inline size, so the value is: it is
+		// built where it lies, its offsets the document's, and the build finds its end (no
+		// pass over it beforehand). Not a whole build, whose strings share one copy of the
+		// value's bytes alone.
+		v, end := a.buildAt(w.buf, w.pos, w.d, depth, f, false)
+		w.pos = end
+		return v, nil
+	}
 	start := w.off()
 	w.mark = w.pos
 	err := w.skip()
