@@ -89,8 +89,12 @@ func parseValid(b []byte, d Dialect) *Value {
 	// No deeper than MaxDepth: a dialect that accepts more (V8's) is not built into a tree
 	// past it, so the build's recursion stays bounded.
 	p := builder{b: b, src: string(b), surr: d.Surrogates, d: d, max: MaxDepth}
+	i := skipWS(b, 0)
 	p.chunk = min(max(len(b)/32, 8), 1024)
-	v, _ := p.value(skipWS(b, 0))
+	if b[i] != '{' && b[i] != '[' {
+		p.chunk = 1 // a scalar is one node
+	}
+	v, _ := p.value(i)
 	return v
 }
 
