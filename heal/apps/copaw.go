@@ -43,26 +43,31 @@ func (copaw) NewDocCheck(format.File) format.DocCheck { return &copawCheck{} }
 
 // copawCheck: copaw.md "What valid means" 2–5, the messages of each agent.memory.content
 // (every occurrence of a duplicated name: the last is the one the app reads) checked as
-// they come.
+// they come. A list's elements come one after another and the list never comes back once
+// they end: an element's list is the last one met, or a new one.
 type copawCheck struct {
-	problem map[*jsonv.Value]*format.Verdict // the first of each list
-	count   map[*jsonv.Value]int
+	lists   []copawList
 	records int
+}
+
+// copawList is what the check learnt of one list: its messages and the first problem.
+type copawList struct {
+	in      *jsonv.Value // the list, the root's
+	count   int
+	problem *format.Verdict
 }
 
 func (c *copawCheck) Elem(e jsonv.Elem) {
 	if e.In.Type != jsonv.Array {
 		return
 	}
-	if c.count == nil {
-		c.problem, c.count = map[*jsonv.Value]*format.Verdict{}, map[*jsonv.Value]int{}
+	if len(c.lists) == 0 || c.lists[len(c.lists)-1].in != e.In {
+		c.lists = append(c.lists, copawList{in: e.In})
 	}
-	c.count[e.In]++
-	if c.problem[e.In] != nil {
-		return
-	}
-	if v := copawMessageProblem(e.Index, e.Val); v != nil {
-		c.problem[e.In] = v
+	l := &c.lists[len(c.lists)-1]
+	l.count++
+	if l.problem == nil {
+		l.problem = copawMessageProblem(e.Index, e.Val)
 	}
 }
 
@@ -127,9 +132,14 @@ func (c *copawCheck) End(root *jsonv.Value, info jsonv.WalkInfo) format.Verdict 
 	if !isArr(content) {
 		return format.Damage(format.KindSchema, int64(content.Start), "agent.memory.content is not a list")
 	}
-	c.records = c.count[content]
-	if p := c.problem[content]; p != nil {
-		return *p
+	for _, l := range c.lists {
+		if l.in != content {
+			continue
+		}
+		c.records = l.count
+		if l.problem != nil {
+			return *l.problem
+		}
 	}
 	if info.Newline {
 		v.Warnings = append(v.Warnings, "not in CoPaw's one-line form")
