@@ -201,3 +201,53 @@ func FuzzWalkArena(f *testing.F) {
 		}
 	})
 }
+
+// Once a walk ends its arena holds no node of it (no string of the document is kept alive
+// by an arena kept for the next walk), and Held counts what it holds for reuse: more after
+// a history of a hundred thousand marks than after one of a few messages.
+func TestWalkArenaKeepsNothing(t *testing.T) {
+	fields := &Fields{Items: &Fields{Members: map[string]*Fields{"name": nil}, Items: &Fields{}}}
+	s := Shape{Items: []string{"content"}, ElemFields: fields}
+	var a Arena
+	small := []byte(`{"content": [[{"name": "a long enough name"}, ["x"]], [{"name": "b"}, []]]}`)
+	if _, _, err := a.WalkValid(small, Dialect{}, s, func(Elem) {}); err != nil {
+		t.Fatal(err)
+	}
+	held := a.Held()
+	var b bytes.Buffer
+	b.WriteString(`{"content": [[{"name": "a"}, [`)
+	for i := range 100_000 {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(`"m"`)
+	}
+	b.WriteString(`]]]}`)
+	if _, _, err := a.Walk(bytes.NewReader(b.Bytes()), int64(b.Len()), Dialect{}, s, func(Elem) {}); err != nil {
+		t.Fatal(err)
+	}
+	if held == 0 || a.Held() < 100_000*int(unsafe.Sizeof(Value{})) {
+		t.Fatalf("Held %d after a small history, %d after 100000 marks", held, a.Held())
+	}
+	for _, c := range a.vals {
+		for i := range c {
+			if !reflect.DeepEqual(c[i], Value{}) {
+				t.Fatalf("the arena holds %+v after the walk", c[i])
+			}
+		}
+	}
+	for _, l := range [][]Member{a.keys[:cap(a.keys)], a.mstack[:cap(a.mstack)]} {
+		for _, m := range l {
+			if m != (Member{}) {
+				t.Fatalf("the arena holds member %+v after the walk", m)
+			}
+		}
+	}
+	for _, l := range [][]*Value{a.items[:cap(a.items)], a.istack[:cap(a.istack)]} {
+		for _, v := range l {
+			if v != nil {
+				t.Fatal("the arena holds an element after the walk")
+			}
+		}
+	}
+}
