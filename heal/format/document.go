@@ -119,7 +119,9 @@ func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, Doc
 	if v, done, err := judgeFront(p, f, head, size, func() (bool, error) { return AllNULAt(r, 0, size) }); done || err != nil {
 		return v, j, err
 	}
-	end, err := jsonv.ValidReader(io.NewSectionReader(r, 0, size), p.Dialect(), StreamBuf, MaxLine)
+	// A document shorter than a block is read in one block of its size (and one more read,
+	// which finds its end).
+	end, err := jsonv.ValidReader(io.NewSectionReader(r, 0, size), p.Dialect(), int(min(StreamBuf, size+1)), MaxLine)
 	if errors.Is(err, jsonv.ErrTokenTooLong) {
 		return Verdict{}, j, ErrNoStream
 	}
