@@ -376,62 +376,11 @@ func FuzzGeminiFields(f *testing.F) {
 // keys that collide in their low bits, re-added, rewound to and dropped by checkpoints.
 func TestGeminiReplayTable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 9))
-	var r geminiReplay
-	r.init()
-	var ids []uint64
-	res := map[uint64]bool{}
-	at := map[uint64]int{}
-	key := func() uint64 {
+	replayAgainstMap(t, rng, func() uint64 {
 		k := uint64(rng.IntN(20000))
 		if rng.IntN(4) == 0 {
 			return k << 40 // the same low bits as many others
 		}
 		return k*0x9e3779b97f4a7c15 + 1
-	}
-	for step := 0; step < 120000; step++ {
-		switch n := rng.IntN(1000); {
-		case n < 3: // a checkpoint
-			r.reset()
-			ids, res, at = nil, map[uint64]bool{}, map[uint64]int{}
-		case n < 40: // a rewind
-			k := key()
-			if len(ids) > 0 && rng.IntN(2) == 0 {
-				k = ids[rng.IntN(len(ids))]
-			}
-			i, ok := at[k]
-			if got := r.rewind(k); got != ok {
-				t.Fatalf("step %d: rewind %x: %v, want %v", step, k, got, ok)
-			}
-			if ok {
-				for _, gone := range ids[i:] {
-					delete(at, gone)
-					delete(res, gone)
-				}
-				ids = ids[:i]
-			} else {
-				ids, res, at = nil, map[uint64]bool{}, map[uint64]int{}
-			}
-		default:
-			k, v := key(), rng.IntN(2) == 0
-			r.addKey(k, v)
-			if _, ok := at[k]; !ok {
-				at[k] = len(ids)
-				ids = append(ids, k)
-			}
-			res[k] = v
-		}
-		if step%997 == 0 || step == 119999 {
-			if len(r.ids) != len(ids) {
-				t.Fatalf("step %d: %d messages held, want %d", step, len(r.ids), len(ids))
-			}
-			for i, k := range ids {
-				if r.ids[i] != k || r.res[i] != res[k] {
-					t.Fatalf("step %d: message %d %x %v, want %x %v", step, i, r.ids[i], r.res[i], k, res[k])
-				}
-				if j, ok := r.at.lookup(k, r.ids); !ok || j != i {
-					t.Fatalf("step %d: lookup %x = %d %v, want %d", step, k, j, ok, i)
-				}
-			}
-		}
-	}
+	}, 120000, nil)
 }
