@@ -910,12 +910,10 @@ func (f *geminiFinish) read(salvaged io.ReaderAt, ssize int64) error {
 	f.calls = map[uint64]bool{}
 	first := true
 	return format.EachLine(io.NewSectionReader(salvaged, 0, ssize), func(_ int64, line []byte, _ bool) error {
-		// format.ValidRecord, with the keys of the record's members.
-		rec := bytes.TrimSuffix(line, []byte("\r"))
-		if jsonv.ValidTop(rec, nodeDialect, &f.keys) != nil || rec[skipJSONSpace(rec)] != '{' {
+		if !format.ValidRecordKeys(geminiLog{}, line, &f.keys) { // the keys of the record's members
 			return nil
 		}
-		body := bytes.TrimRight(rec, "\r")
+		body := bytes.TrimRight(line, "\r")
 		var v *jsonv.Value
 		var src []byte // the replay's: nil for a whole tree
 		if geminiNoToolIDs(body) {
@@ -979,13 +977,4 @@ func (f *geminiFinish) toolIDs(v *jsonv.Value, line []byte) {
 		}
 		f.answers = append(f.answers, a)
 	}
-}
-
-// skipJSONSpace is the index of the first byte of b that is not JSON whitespace.
-func skipJSONSpace(b []byte) int {
-	i := 0
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }

@@ -213,8 +213,18 @@ func Records(p Profile, data []byte) int {
 }
 
 // ValidRecord: a line (without its '\n') that Split gives a value: a valid object record.
-func ValidRecord(p Profile, line []byte) bool {
+func ValidRecord(p Profile, line []byte) bool { return ValidRecordKeys(p, line, nil) }
+
+// ValidRecordKeys is ValidRecord that, with keys, also gives the offsets in the line of the
+// keys of the record's members (jsonv.ValidTop), as a record's judge does (judgeLineKeys).
+func ValidRecordKeys(p Profile, line []byte, keys *[]int32) bool {
 	body := bytes.TrimSuffix(line, []byte("\r"))
 	trimmed := bytes.TrimSpace(body)
-	return len(trimmed) > 0 && (trimmed[0] == '{' || rulesOf(p).anyValue) && jsonv.Valid(body, p.Dialect()) == nil
+	if len(trimmed) == 0 || trimmed[0] != '{' && !rulesOf(p).anyValue {
+		return false
+	}
+	if keys != nil {
+		return jsonv.ValidTop(body, p.Dialect(), keys) == nil
+	}
+	return jsonv.Valid(body, p.Dialect()) == nil
 }
