@@ -106,7 +106,7 @@ func PlanTornCut(p Profile, path string, f io.ReaderAt, size, x int64) (tc TornC
 	}
 	last := torn[1:]
 	if torn[0] != '\n' || bytes.IndexByte(last, '\n') >= 0 || ValidRecord(p, last) ||
-		len(bytes.TrimSpace(bytes.TrimSuffix(last, []byte("\r")))) == 0 {
+		blankLine(last) {
 		return tc, false, nil
 	}
 	h := newBGHash()
@@ -119,7 +119,7 @@ func PlanTornCut(p Profile, path string, f io.ReaderAt, size, x int64) (tc TornC
 	lines, blanks, repeats := 0, 0, 0
 	v, err := judgeAt(p, path, ta, x, func(line []byte, long *longLine) {
 		lines++
-		if long != nil && (long.blank || long.nul) || long == nil && len(bytes.TrimSpace(bytes.TrimSuffix(line, []byte("\r")))) == 0 {
+		if long != nil && (long.blank || long.nul) || long == nil && blankLine(line) {
 			blanks++
 		}
 		if lineSet != nil {
@@ -214,7 +214,7 @@ func newKeeper(p Profile, path string) *keeper {
 // line takes a line held (without its '\n').
 func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) error {
 	if !ValidRecord(k.p, line) {
-		blank := len(bytes.TrimSpace(bytes.TrimSuffix(line, []byte("\r")))) == 0
+		blank := blankLine(line)
 		if blank && k.hunk == nil {
 			return nil // a blank line is no record, and not kept
 		}
@@ -251,6 +251,11 @@ func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) 
 	}
 	k.keep(start, int64(len(line)), terminated)
 	return nil
+}
+
+// blankLine: a line (without its '\n') holds no record, nor anything else: whitespace only.
+func blankLine(line []byte) bool {
+	return len(bytes.TrimSpace(bytes.TrimSuffix(line, []byte("\r")))) == 0
 }
 
 // keep keeps the record line of n bytes at start (given a '\n' when it had none).

@@ -120,7 +120,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 				ll++
 			}
 			if start == 0 && len(line) >= 3 {
-				res.Line1Blank = len(bytes.TrimSpace(bytes.TrimSuffix(line[3:], []byte("\r")))) == 0
+				res.Line1Blank = blankLine(line[3:])
 			}
 			valid := ValidRecord(p, line)
 			if valid {
