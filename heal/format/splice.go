@@ -91,35 +91,11 @@ func (s *Splice) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// writeTo writes the result to w, a block at a time, without hashing it (a search of it).
+// writeTo writes the result to w, read from src a block at a time (At), without hashing it
+// (a search of it).
 func (s *Splice) writeTo(w io.Writer, src io.ReaderAt) error {
-	var buf []byte
-	for _, p := range s.pieces {
-		if p.off < 0 {
-			if _, err := w.Write(p.data); err != nil {
-				return err
-			}
-			continue
-		}
-		if buf == nil {
-			buf = make([]byte, min(s.size, StreamBuf))
-		}
-		for done := int64(0); done < p.n; {
-			n := min(int64(len(buf)), p.n-done)
-			k, err := src.ReadAt(buf[:n], p.off+done)
-			if int64(k) < n {
-				if err == nil || err == io.EOF {
-					err = io.ErrUnexpectedEOF
-				}
-				return err
-			}
-			if _, err := w.Write(buf[:k]); err != nil {
-				return err
-			}
-			done += n
-		}
-	}
-	return nil
+	_, err := io.CopyBuffer(w, io.NewSectionReader(s.At(src), 0, s.size), make([]byte, min(max(s.size, 1), StreamBuf)))
+	return err
 }
 
 // CopyOut writes the result to dst, the original's ranges copied from src by the kernel (see
