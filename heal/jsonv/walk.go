@@ -78,8 +78,29 @@ var errWalk = errors.New("jsonv: walk: not a valid document")
 // [ErrTooLarge]. Offsets in every Value built are the
 // document's (a skeleton's cut strings included).
 func Walk(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
-	w := &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, min(walkChunk, max(size, 0))), shape: s}
-	root, err := w.document(s)
+	return newWalker(r, size, d, s, elem, nil).run()
+}
+
+// newWalker is the walker of Walk, which builds each streamed element in a when a is not
+// nil.
+func newWalker(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem), a *Arena) *walker {
+	return &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, min(walkChunk, max(size, 0))), shape: s, arena: a}
+}
+
+// newValidWalker is the walker of WalkValid, which builds each streamed element in a when a
+// is not nil.
+func newValidWalker(b []byte, d Dialect, s Shape, elem func(Elem), a *Arena) *walker {
+	w := &walker{r: bytes.NewReader(b), size: int64(len(b)), d: d, elem: elem, mark: -1, buf: b, shape: s, valid: true, arena: a}
+	w.info.Newline = bytes.IndexByte(b, '\n') >= 0 // fill, which finds it in each read, never runs
+	return w
+}
+
+// run makes the walk's pass; its arena, if it has one, keeps nothing of the document after.
+func (w *walker) run() (*Value, WalkInfo, error) {
+	root, err := w.document(w.shape)
+	if w.arena != nil {
+		w.arena.reset()
+	}
 	return root, w.info, err
 }
 
@@ -95,19 +116,12 @@ func WalkBytes(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo,
 // holds no node of a, so that a's next build leaves it whole; a keeps nothing of the
 // document once the walk ends.
 func (a *Arena) Walk(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
-	w := &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, min(walkChunk, max(size, 0))), shape: s, arena: a}
-	root, err := w.document(s)
-	a.reset()
-	return root, w.info, err
+	return newWalker(r, size, d, s, elem, a).run()
 }
 
 // WalkValid is [WalkValid] building each streamed element in a, as [Arena.Walk] does.
 func (a *Arena) WalkValid(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
-	w := &walker{r: bytes.NewReader(b), size: int64(len(b)), d: d, elem: elem, mark: -1, buf: b, shape: s, valid: true, arena: a}
-	w.info.Newline = bytes.IndexByte(b, '\n') >= 0
-	root, err := w.document(s)
-	a.reset()
-	return root, w.info, err
+	return newValidWalker(b, d, s, elem, a).run()
 }
 
 // WalkValid is [WalkBytes] of b that has passed Valid(b, d), which it does not run again: the
@@ -116,10 +130,7 @@ func (a *Arena) WalkValid(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value
 // WalkBytes does, with the same offsets and errors. It must be given nothing else: the build
 // of such values checks nothing.
 func WalkValid(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
-	w := &walker{r: bytes.NewReader(b), size: int64(len(b)), d: d, elem: elem, mark: -1, buf: b, shape: s, valid: true}
-	w.info.Newline = bytes.IndexByte(b, '\n') >= 0 // fill, which finds it in each read, never runs
-	root, err := w.document(s)
-	return root, w.info, err
+	return newValidWalker(b, d, s, elem, nil).run()
 }
 
 type walker struct {
