@@ -139,7 +139,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		var tc format.TornCut
 		var fi *finish
 		cut := false
-		if x := in.verdict.Offset; in.verdict.Kind == format.KindTruncated && x > 0 {
+		x := in.verdict.Offset // the torn line's start
+		if in.verdict.Kind == format.KindTruncated && x > 0 {
 			if finishes {
 				pre := &format.Splice{}
 				pre.AddRange(0, x)
@@ -151,11 +152,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			keep, keepFig, oldSHA = tc.Keep, tc.Fig, tc.OldSHA
 		}
 		if !cut {
-			fi = nil
 			if keep, keepFig, oldSHA, err = format.PlanKeepSum(c.typ, c.path, f, size); err != nil {
 				return nil, nil, err
 			}
-			if finishes && keep != nil {
+			// The replay started beside the cut is this salvage's when it is the same
+			// bytes, the ones before the torn line.
+			if fi != nil && (keep == nil || !keep.Prefix() || keep.Size() != x) {
+				fi = nil
+			}
+			if finishes && keep != nil && fi == nil {
 				fi = startFinish(keep)
 			}
 		}
