@@ -3,6 +3,7 @@ package heal
 import (
 	"errors"
 	"os"
+	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -34,7 +35,8 @@ func (e *Engine) inspect(t Target) *inspection {
 	if doc {
 		big = e.bigAbove()
 	}
-	var buf []byte // a pooled buffer the bytes were read into (readbuf.go)
+	var buf []byte      // a pooled buffer the bytes were read into (readbuf.go)
+	began := time.Now() // when the read of data began (the wall clock, as a file's ctime)
 	data, id, err := fsio.ReadStableInto(t.Path, t.Rule.Limits.MaxFileSize, big, func(n int) []byte { buf = readBuf(n); return buf })
 	if err != nil && buf != nil {
 		releaseRead(buf)
@@ -47,6 +49,7 @@ func (e *Engine) inspect(t Target) *inspection {
 		if e.inspectDoc(t, in) {
 			return in
 		}
+		began = time.Now()
 		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
 	if errors.Is(err, fsio.ErrBig) {
@@ -105,6 +108,7 @@ func (e *Engine) inspect(t Target) *inspection {
 			in.id, in.verdict, in.tooLarge = lid, v, true
 			return in
 		}
+		began = time.Now()
 		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
 	if in.ctx.typ.JSONL() {
@@ -115,7 +119,7 @@ func (e *Engine) inspect(t Target) *inspection {
 	switch {
 	case err == nil:
 		in.data, in.id, in.buf = data, id, buf
-		in.verdict = format.Inspect(in.ctx.typ, in.ctx.file(), data)
+		in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
 		if in.verdict.Status == Damaged && in.ctx.typ.Plain() && id.Size > e.bigAbove() {
 			// Planned streaming: the bytes read are let go, the plan reads the file again.
 			lastGood := in.ctx.lastGood
@@ -128,7 +132,7 @@ func (e *Engine) inspect(t Target) *inspection {
 			// damaged, such as a strict line-aligned prefix of the last-good copy).
 			in.ctx.lastGood = lastGood
 			in.data, in.id = data, id
-			in.verdict = format.Inspect(in.ctx.typ, in.ctx.file(), data)
+			in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
 		}
 		if in.ctx.typ.AppendOnly() {
 			e.inc.Full.Add(1)

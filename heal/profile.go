@@ -1,7 +1,10 @@
 package heal
 
 import (
+	"time"
+
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -19,6 +22,14 @@ type fileCtx struct {
 
 func (c *fileCtx) file() format.File {
 	return format.File{Path: c.path, LastGood: c.lastGood, MaxSize: c.maxSize}
+}
+
+// fileRead is file() for bytes that are the file's own, of identity id, read from it from
+// began on.
+func (c *fileCtx) fileRead(id fsio.Identity, began time.Time) format.File {
+	f := c.file()
+	f.Read, f.ReadBegan = id, began
+	return f
 }
 
 // DamageKinds lists the damage kinds a verdict on a file of rule r can name: those of the

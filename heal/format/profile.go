@@ -62,6 +62,11 @@ type File struct {
 	Path     string
 	LastGood []byte // nil when there is none
 	MaxSize  int64  // the rule's max_file_size (0: none)
+	// Read is the identity of the bytes judged and ReadBegan when their read began (the
+	// wall clock), when they are the file's own as read from it; zero when they are not (a
+	// repair's result, a copy): a checklist may then reuse nothing it learnt of the file.
+	Read      fsio.Identity
+	ReadBegan time.Time
 }
 
 // Reconciler is a Profile with cross-file repairs (DESIGN §6): the file's bytes made to
