@@ -179,7 +179,7 @@ func checkPraison(ix *praisonIndex, f format.File, root *jsonv.Value, badMsg *js
 		}
 	}
 	if isStr(sid) {
-		missing := praisonMissingChildren(ix, f.Path, sid.Str, root)
+		missing := praisonMissingChildren(ix, f, sid.Str, root)
 		if len(missing) > 0 {
 			if root.Get("children_ids") == nil && root.Get("snapshots") == nil && root.Get("title") == nil && root.Get("parent_id") == nil {
 				return format.Damage(format.KindDanglingReference, int64(root.End-1), "hierarchy wiped: %s names this session as its parent", strings.Join(missing, ", "))
@@ -202,7 +202,9 @@ func praisonSafeID(id string) string {
 	return b.String()
 }
 
-func praisonMissingChildren(ix *praisonIndex, path, sid string, root *jsonv.Value) []string {
+// praisonMissingChildren: the sessions naming sid, f's session, as their parent that f's
+// children_ids lacks.
+func praisonMissingChildren(ix *praisonIndex, f format.File, sid string, root *jsonv.Value) []string {
 	have := map[string]bool{}
 	if ch := root.Get("children_ids"); isArr(ch) {
 		for _, it := range ch.Items {
@@ -212,7 +214,7 @@ func praisonMissingChildren(ix *praisonIndex, path, sid string, root *jsonv.Valu
 		}
 	}
 	var missing []string
-	for _, k := range ix.children(path, sid) {
+	for _, k := range ix.childrenOf(f, sid) {
 		if !have[k] {
 			missing = append(missing, k)
 		}
@@ -248,7 +250,7 @@ func praisonReconcileEdit(ix *praisonIndex, path string, r io.ReaderAt, root *js
 	if !isStr(sid) {
 		return nil, nil
 	}
-	missing := praisonMissingChildren(ix, path, sid.Str, root)
+	missing := praisonMissingChildren(ix, format.File{Path: path}, sid.Str, root) // listed afresh
 	if len(missing) == 0 {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
@@ -48,10 +49,15 @@ type praisonIndex struct {
 	now  func() time.Time // the clock the racy window is measured on
 	racy time.Duration    // praisonRacy (a test on a file system of fine timestamps shortens it)
 
-	mu    sync.Mutex // guards dirs, n and bytes; never held across a read or stat
+	mu    sync.Mutex // guards dirs, n, bytes, snaps and snapBytes; never held across a read or stat
 	dirs  map[string]*praisonDirIndex
 	n     int // siblings kept in all of dirs
 	bytes int // what dirs costs (praisonCost), at most praisonIndexMax
+
+	snaps     map[string]*praisonSnap // each directory's last listing, by path (praisonai_snap.go)
+	snapBytes int                     // what snaps costs, at most snapMax
+	snapMax   int                     // praisonSnapMax (a test lowers it)
+	reused    int                     // checks answered from a snapshot
 }
 
 const (
@@ -68,7 +74,7 @@ func praisonCost(name string, s praisonSibling) int {
 }
 
 func newPraisonIndex() *praisonIndex {
-	return &praisonIndex{now: time.Now, racy: praisonRacy, dirs: map[string]*praisonDirIndex{}}
+	return &praisonIndex{now: time.Now, racy: praisonRacy, dirs: map[string]*praisonDirIndex{}, snaps: map[string]*praisonSnap{}, snapMax: praisonSnapMax}
 }
 
 // praisonDirIndex is what is known of a directory's sessions, valid while the directory
@@ -141,31 +147,57 @@ func praisonSessionName(name string) bool {
 	return true
 }
 
-// children lists the sibling sessions of path whose parent_id names sid, sorted. A nil
-// index reads every sibling.
+// childrenOf is children(f.Path, sid) for the check of f, answered from the directory's
+// last listing when that listing saw the very version of f that was judged (reuse), else
+// from a fresh listing.
+func (ix *praisonIndex) childrenOf(f format.File, sid string) []string {
+	if ix != nil && f.Read.Ino != 0 {
+		if kids, ok := ix.reuse(f, sid); ok {
+			return kids
+		}
+	}
+	return ix.children(f.Path, sid)
+}
+
+// children lists the sibling sessions of path whose parent_id names sid, sorted, from a
+// listing of its directory made now (a nil index reads every sibling). The listing is kept
+// as the directory's snapshot (praisonSnap).
 func (ix *praisonIndex) children(path, sid string) []string {
 	dir := filepath.Dir(path)
 	self := filepath.Base(path) // the one name whose filepath.Join(dir, name) may be path
 	if filepath.Join(dir, self) != path {
 		self = ""
 	}
+	var listed time.Time // when the listing began
+	if ix != nil {
+		listed = ix.now()
+	}
 	ents, did, err := fsio.ReadDirIdentities(dir, func(e fs.DirEntry) bool {
-		return e.Type().IsRegular() && praisonSessionName(e.Name()) && e.Name() != self
+		return e.Type().IsRegular() && praisonSessionName(e.Name())
 	})
 	if err != nil {
 		return nil
 	}
 	dk := praisonDirKey{did.Dev, did.Ino, did.Mode, did.UID, did.GID}
-	sibs := make([]praisonSib, len(ents))
-	for i, e := range ents {
-		sibs[i] = praisonSib{name: e.Name(), key: praisonKeyOf(e.ID), stat: e.Err == nil}
+	sibs := make([]praisonSib, 0, len(ents))
+	selfAt := -1 // where path's own entry goes in the listing's order
+	var selfKey praisonStatKey
+	for _, e := range ents {
+		if e.Name() == self {
+			selfAt = len(sibs)
+			if e.Err == nil {
+				selfKey = praisonKeyOf(e.ID)
+			}
+			continue
+		}
+		sibs = append(sibs, praisonSib{name: e.Name(), key: praisonKeyOf(e.ID), stat: e.Err == nil})
 	}
 	if ix != nil {
 		ix.mu.Lock()
 		if d := ix.dirs[dir]; d != nil && d.dir == dk {
 			for i := range sibs {
 				if c, ok := d.sibs[sibs[i].name]; ok && sibs[i].stat && c.key == sibs[i].key {
-					sibs[i].s, sibs[i].hit = c, true
+					sibs[i].s, sibs[i].hit, sibs[i].known = c, true, true
 				}
 			}
 			if len(d.sibs) > len(sibs)+1 { // entries of siblings gone (path's own may be there)
@@ -208,7 +240,7 @@ func (ix *praisonIndex) children(path, sid string) []string {
 		default:
 			s.s = praisonLink(data)
 		}
-		s.s.key = praisonKeyOf(id)
+		s.s.key, s.known = praisonKeyOf(id), true
 		if ix != nil && id.Ctime.Before(began.Add(-ix.racy)) &&
 			len(s.s.parent) <= praisonIDMax && len(s.s.session) <= praisonIDMax {
 			fresh = append(fresh, *s)
@@ -226,16 +258,20 @@ func (ix *praisonIndex) children(path, sid string) []string {
 		}
 	}
 	sort.Strings(kids)
+	if ix != nil && self != "" {
+		ix.snapshot(dir, listed, sibs, self, selfAt, selfKey)
+	}
 	return kids
 }
 
 // praisonSib is a sibling as a check sees it.
 type praisonSib struct {
-	name string
-	key  praisonStatKey // its identity now
-	stat bool           // key was stated
-	s    praisonSibling
-	hit  bool // s is the index's
+	name  string
+	key   praisonStatKey // its identity now
+	stat  bool           // key was stated
+	s     praisonSibling
+	hit   bool // s is the index's
+	known bool // s is known: the index's, or read (s.key is then the version read)
 }
 
 // keep puts what was read of the siblings fresh in dir (stated dk) in the index, within
