@@ -559,6 +559,87 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 	return out, nil
 }
 
+// UnionCounts is what [UnionFrom] and [Records] would say of the copy (copySize bytes of
+// lastGood) and of its union with the salvage (size bytes of salv), measured from both
+// without holding either: the copy's records, the union's records and whether a union is
+// made at all (false where UnionFrom refuses one, over budget). exact is false where the
+// counts of the bytes held could differ from those of the lines walked: a line over the
+// line window, or a record without its '\n' (which a union would glue to the next record
+// it holds) in either.
+func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.ReaderAt, size int64, budget int) (copyRecs, unionRecs int, union, exact bool, err error) {
+	if !p.JSONL() {
+		return 0, 0, false, false, nil
+	}
+	kp := newKeyParser(p)
+	lj := &longJudge{r: rulesOf(p), window: lineWindow}
+	inCopy := map[[16]byte]bool{}
+	exact = true
+	err = readWalker(lastGood, copySize, min(StreamBuf, lineWindow), MaxLine, lj)(0, copySize, false,
+		func(_ int64, line []byte, terminated bool, long *longLine) error {
+			if long != nil {
+				exact = false
+				return errStop
+			}
+			k, ok := kp.key(line)
+			if !ok {
+				return nil
+			}
+			if !terminated {
+				exact = false
+				return errStop
+			}
+			inCopy[k] = true
+			copyRecs++
+			return nil
+		})
+	if errors.Is(err, errStop) || !exact {
+		return 0, 0, false, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, false, err
+	}
+	added := map[[16]byte]int{} // the salvaged records the copy lacks: the newest one's size
+	held := 0
+	union = true
+	err = readWalker(salv, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
+		func(_ int64, line []byte, terminated bool, long *longLine) error {
+			if long != nil {
+				if long.record {
+					union = false // ErrUnionTooLarge
+				}
+				return nil
+			}
+			k, ok := kp.key(line)
+			if !ok {
+				return nil
+			}
+			if !terminated {
+				exact = false
+				return errStop
+			}
+			if inCopy[k] {
+				return nil // the copy's version stays, or the newest replaces it in place
+			}
+			n := len(line) + 1
+			old, seen := added[k]
+			if !seen {
+				unionRecs++
+			}
+			if held += n - old; budget > 0 && held > budget {
+				union = false // ErrUnionTooLarge
+			}
+			added[k] = n
+			return nil
+		})
+	if errors.Is(err, errStop) || !exact {
+		return 0, 0, false, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, false, err
+	}
+	return copyRecs, copyRecs + unionRecs, union, true, nil
+}
+
 // eachKeyed calls fn for each record of data in order: its bytes [start, end) (with its '\n'
 // when it has one) and the lineKey of its recordKey.
 func eachKeyed(kp *keyParser, data []byte, fn func(start, end int, k [16]byte)) {

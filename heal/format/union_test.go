@@ -139,3 +139,82 @@ func TestUnionFromMatchesWhole(t *testing.T) {
 		t.Fatalf("within budget: %q %v", u, err)
 	}
 }
+
+// TestUnionCountsMatchHeld: the counts UnionCounts takes from the copy's and the salvage's
+// lines are those Records gives of the copy and of UnionFrom's union held whole, and it says
+// a union is refused where UnionFrom refuses one; where it says it cannot count exactly
+// (an unterminated record, a line over the window), the held bytes are ones it could
+// miscount.
+func TestUnionCountsMatchHeld(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	rec := func(i, v int) string {
+		if i == 0 {
+			return fmt.Sprintf(`{"type":"session","id":"s","v":%d}`, v)
+		}
+		if i%7 == 0 {
+			return fmt.Sprintf(`{"type":"note","text":"n%d"}`, i)
+		}
+		return fmt.Sprintf(`{"type":"message","id":"m%d","v":%d}`, i, v)
+	}
+	const window = 512 // lines longer take the long lines' way (withWindow)
+	long := `{"type":"message","id":"long","text":"` + strings.Repeat("x", window+10) + `"}`
+	gen := func(n int) []byte {
+		var b []byte
+		for range n {
+			switch rng.Intn(40) {
+			case 0:
+				b = append(b, long...)
+			case 1:
+				b = append(b, "not json"...)
+			default:
+				b = append(b, rec(rng.Intn(12), rng.Intn(3))...)
+			}
+			if rng.Intn(9) == 0 {
+				b = append(b, "\r"...)
+			}
+			b = append(b, '\n')
+		}
+		if rng.Intn(6) == 0 {
+			b = bytes.TrimSuffix(b, []byte("\n"))
+		}
+		return b
+	}
+	exact, inexact, refused := 0, 0, 0
+	withWindow(window, func() {
+		for _, p := range []Profile{keyedLog{plain{jsonl: true}}, plain{jsonl: true}} {
+			for range 600 {
+				lg, salv := gen(rng.Intn(14)), gen(1+rng.Intn(14))
+				budget := []int{0, 60, 200, 1 << 20}[rng.Intn(4)]
+				c, u, union, ok, err := UnionCounts(p, bytes.NewReader(lg), int64(len(lg)), bytes.NewReader(salv), int64(len(salv)), budget)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held, herr := UnionFrom(p, lg, bytes.NewReader(salv), int64(len(salv)), budget)
+				if herr != nil && herr != ErrUnionTooLarge {
+					t.Fatal(herr)
+				}
+				if !ok {
+					inexact++
+					continue
+				}
+				exact++
+				if want := Records(p, lg); c != want {
+					t.Fatalf("%T: copy %q: %d records counted, Records says %d", p, lg, c, want)
+				}
+				if union != (herr == nil) {
+					t.Fatalf("%T: copy %q, salvage %q, budget %d: union %v, UnionFrom %v", p, lg, salv, budget, union, herr)
+				}
+				if !union {
+					refused++
+					continue
+				}
+				if want := Records(p, held); u != want {
+					t.Fatalf("%T: copy %q, salvage %q: union of %d records counted, Records of %q says %d", p, lg, salv, u, held, want)
+				}
+			}
+		}
+	})
+	if exact < 300 || inexact < 50 || refused < 20 {
+		t.Fatalf("cases: %d counted, %d not, %d refused", exact, inexact, refused)
+	}
+}
