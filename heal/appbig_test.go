@@ -29,7 +29,13 @@ func appRule(t *testing.T, preset, root string) *policy.Rule {
 // file after, the quarantined bytes, and whether the file was planned streaming.
 func healApp(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64) (Report, []byte, []byte, bool) {
 	t.Helper()
-	e, root := bigEngine(t, threshold)
+	return healAppWith(t, preset, rel, data, lastGood, threshold, Options{})
+}
+
+// healAppWith is healApp with the engine's options o.
+func healAppWith(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64, o Options) (Report, []byte, []byte, bool) {
+	t.Helper()
+	e, root := bigEngineWith(t, threshold, o)
 	p := filepath.Join(root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -113,4 +119,62 @@ func TestAppBigPathMatchesInMemory(t *testing.T) {
 		t.Fatalf("%d files took the streamed path, %d healed by a union", streamed, unions)
 	}
 	t.Logf("%d of %d files planned streaming, %d healed by the union of salvage and last-good", streamed, n*len(streamApps), unions)
+}
+
+// TestAppBigLastGoodOutkept: a big app log rewritten with two records glued, beside a copy
+// older than it, is planned streaming without its copy held: the salvage keeps as many
+// records as the copy and their union (counted from the files), and the heal is the one
+// planned on the bytes held whole. A copy holding records the file lacks (a write lost
+// since) is looked at as before, and heals by itself or its union, as in memory.
+func TestAppBigLastGoodOutkept(t *testing.T) {
+	outkept, looked, byCopy := 0, 0, 0
+	for _, a := range streamApps {
+		for _, orig := range jsonlSamples(t, a.preset, "healthy") {
+			lines := bytes.SplitAfter(orig, []byte("\n"))
+			if len(lines) < 6 || !bytes.HasSuffix(orig, []byte("\n")) {
+				continue
+			}
+			for _, lost := range []bool{false, true} {
+				// Rewritten with a record glued to the next in its first quarter, inside
+				// what the copy holds (so that the copy is no prefix the salvage keeps).
+				glued := func(ls [][]byte) []byte {
+					i := len(ls) / 4
+					out := bytes.Join(ls[:i], nil)
+					out = append(out, bytes.TrimSuffix(ls[i], []byte("\n"))...)
+					return append(out, bytes.Join(ls[i+1:], nil)...)
+				}
+				data, lg := glued(lines), bytes.Join(lines[:len(lines)/2], nil)
+				if lost { // the file lost its last third since the copy, which holds it
+					data, lg = glued(lines[:2*len(lines)/3]), orig
+				}
+				steps := 0
+				step := func(s, _ string) {
+					if s == "last-good-outkept" {
+						steps++
+					}
+				}
+				r1, f1, q1, _ := healApp(t, a.preset, a.rel, data, lg, 0)
+				r2, f2, q2, big2 := healAppWith(t, a.preset, a.rel, data, lg, 1, Options{Step: step})
+				r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
+				if !big2 || !equalReports(r1, r2) || !bytes.Equal(f1, f2) || !bytes.Equal(q1, q2) {
+					t.Fatalf("%s (lost %v, streamed %v):\nin memory %+v\nstreamed  %+v", a.preset, lost, big2, r1, r2)
+				}
+				switch {
+				case steps > 0 && lost:
+					t.Fatalf("%s: a copy holding records the file lost was not looked at", a.preset)
+				case steps > 0:
+					outkept++
+				case lost:
+					looked++
+					if r2.Strategy != "salvage" {
+						byCopy++
+					}
+				}
+			}
+		}
+	}
+	if outkept == 0 || looked == 0 || byCopy == 0 {
+		t.Fatalf("%d copies left unread, %d looked at, %d heals by the copy or the union", outkept, looked, byCopy)
+	}
+	t.Logf("%d copies left unread, %d looked at, %d heals by the copy or the union", outkept, looked, byCopy)
 }

@@ -197,7 +197,11 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var union *memCand
 	if lgAfterSalvage {
 		dominated, err := e.keepsLastGood(f, keep, keepSHA, c)
+		outkept := false
 		if err == nil && !dominated {
+			outkept, err = e.outkeepsLastGood(f, keep, keepSHA, keepFig.Keep, c)
+		}
+		if err == nil && !dominated && !outkept {
 			loadLastGood()
 		}
 		switch lg := c.lastGood; {
@@ -205,6 +209,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			return nil, nil, err
 		case dominated:
 			lastGoodWhy = whyLastGoodKept
+		case outkept:
+			lastGoodWhy = whyLastGoodFewer
+			e.step("last-good-outkept", c.path)
 		case lg == nil:
 			lastGoodWhy = whyNoLastGood
 		case !heldOK(c, lg):
@@ -598,22 +605,11 @@ func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, keepSHA string, 
 	if keep == nil || keepSHA == "" {
 		return false, nil
 	}
-	var lg io.ReaderAt
-	var n int64
-	if c.lastGood != nil {
-		lg, n = bytes.NewReader(c.lastGood), int64(len(c.lastGood))
-	} else {
-		cf, err := os.Open(e.LastGood.Path(c.path))
-		if err != nil {
-			return false, nil // none after all: loaded (and missed) as any other
-		}
-		defer cf.Close()
-		fi, err := cf.Stat()
-		if err != nil || !fi.Mode().IsRegular() {
-			return false, nil
-		}
-		lg, n = cf, fi.Size()
+	lg, n, done := e.lastGoodAt(c)
+	if lg == nil {
+		return false, nil // none after all: loaded (and missed) as any other
 	}
+	defer done()
 	if n == 0 || !keep.KeepsFirst(n) || n > keep.Size() {
 		return false, nil
 	}
@@ -636,6 +632,46 @@ func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, keepSHA string, 
 		}
 	}
 	return true, nil
+}
+
+// outkeepsLastGood reports whether the salvage keep (a plan of keepN records: keepSHA set)
+// keeps as many records as c's last-good copy and as their union (format.UnionCounts, both
+// counted from the files, neither held): the salvage, first in the rule, then wins (the plan
+// kept is the one that keeps the most records, ties going to the rule's order), and the copy
+// is neither held, judged nor measured, nor the union built. A copy it cannot count as the
+// held bytes would be counted is looked at the usual way.
+func (e *Engine) outkeepsLastGood(f *os.File, keep *format.Splice, keepSHA string, keepN int, c *fileCtx) (bool, error) {
+	if keep == nil || keepSHA == "" {
+		return false, nil
+	}
+	lg, n, done := e.lastGoodAt(c)
+	if lg == nil {
+		return false, nil
+	}
+	defer done()
+	copyN, unionN, union, exact, err := format.UnionCounts(c.typ, lg, n, keep.At(f), keep.Size(), unionBudget)
+	if err != nil || !exact {
+		return false, nil // looked at the usual way, which meets the same bytes
+	}
+	return copyN <= keepN && (!union || unionN <= keepN), nil
+}
+
+// lastGoodAt is c's last-good copy to read: held, or its file (done closes it); nil when
+// there is none.
+func (e *Engine) lastGoodAt(c *fileCtx) (lg io.ReaderAt, n int64, done func()) {
+	if c.lastGood != nil {
+		return bytes.NewReader(c.lastGood), int64(len(c.lastGood)), func() {}
+	}
+	cf, err := os.Open(e.LastGood.Path(c.path))
+	if err != nil {
+		return nil, 0, nil
+	}
+	fi, err := cf.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		cf.Close()
+		return nil, 0, nil
+	}
+	return cf, fi.Size(), func() { cf.Close() }
 }
 
 // unionBudget is the most bytes of salvaged records a union adds to the last-good copy it

@@ -19,6 +19,7 @@ const (
 	whyNoLastGood    = "no copy kept"
 	whyLastGoodFails = "the copy fails the checklist"
 	whyLastGoodKept  = "the salvage keeps the whole copy"
+	whyLastGoodFewer = "the salvage keeps as many records as the copy and their union"
 	whyNoBackup      = "no backup found"
 	whyBackupsFail   = "no backup passes the checklist"
 	whyNoReconcile   = "nothing to reconcile"
