@@ -198,8 +198,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	if lgAfterSalvage {
 		dominated, err := e.keepsLastGood(f, keep, keepSHA, c)
 		outkept := false
+		var uc format.UnionCount
 		if err == nil && !dominated {
-			outkept, err = e.outkeepsLastGood(f, keep, keepSHA, keepFig.Keep, c)
+			outkept, uc, err = e.outkeepsLastGood(f, keep, keepSHA, keepFig.Keep, c)
 		}
 		if err == nil && !dominated && !outkept {
 			loadLastGood()
@@ -220,8 +221,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			mc := memCand{strategy: policy.LastGoodCopy, SurveyCand: &format.SurveyCand{Data: lg}}
 			cands = append(cands, mc)
 			surveyed = append(surveyed, mc.SurveyCand)
-			if keep == nil {
-				break
+			if keep == nil || uc.Exact && (!uc.Made || uc.Same) {
+				break // no union, or the copy itself: not built
 			}
 			u, err := format.UnionFrom(c.typ, lg, keep.At(f), keep.Size(), unionBudget)
 			switch {
@@ -640,20 +641,23 @@ func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, keepSHA string, 
 // kept is the one that keeps the most records, ties going to the rule's order), and the copy
 // is neither held, judged nor measured, nor the union built. A copy it cannot count as the
 // held bytes would be counted is looked at the usual way.
-func (e *Engine) outkeepsLastGood(f *os.File, keep *format.Splice, keepSHA string, keepN int, c *fileCtx) (bool, error) {
+//
+// uc is what was counted (not Exact when nothing was): whether a union is made, and whether
+// it is the copy's bytes, which it then need not be built to tell.
+func (e *Engine) outkeepsLastGood(f *os.File, keep *format.Splice, keepSHA string, keepN int, c *fileCtx) (bool, format.UnionCount, error) {
 	if keep == nil || keepSHA == "" {
-		return false, nil
+		return false, format.UnionCount{}, nil
 	}
 	lg, n, done := e.lastGoodAt(c)
 	if lg == nil {
-		return false, nil
+		return false, format.UnionCount{}, nil
 	}
 	defer done()
-	copyN, unionN, union, exact, err := format.UnionCounts(c.typ, lg, n, keep.At(f), keep.Size(), unionBudget)
-	if err != nil || !exact {
-		return false, nil // looked at the usual way, which meets the same bytes
+	uc, err := format.UnionCounts(c.typ, lg, n, keep.At(f), keep.Size(), unionBudget)
+	if err != nil || !uc.Exact {
+		return false, format.UnionCount{}, nil // looked at the usual way, which meets the same bytes
 	}
-	return copyN <= keepN && (!union || unionN <= keepN), nil
+	return uc.Copy <= keepN && (!uc.Made || uc.Union <= keepN), uc, nil
 }
 
 // lastGoodAt is c's last-good copy to read: held, or its file (done closes it); nil when

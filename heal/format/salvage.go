@@ -559,22 +559,30 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 	return out, nil
 }
 
-// UnionCounts is what [UnionFrom] and [Records] would say of the copy (copySize bytes of
-// lastGood) and of its union with the salvage (size bytes of salv), measured from both
-// without holding either: the copy's records, the union's records and whether a union is
-// made at all (false where UnionFrom refuses one, over budget). exact is false where the
-// counts of the bytes held could differ from those of the lines walked: a line over the
-// line window, or a record without its '\n' (which a union would glue to the next record
-// it holds) in either.
-func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.ReaderAt, size int64, budget int) (copyRecs, unionRecs int, union, exact bool, err error) {
+// UnionCount is what [UnionFrom] and [Records] would say of a last-good copy and of its
+// union with a salvage (see [UnionCounts]).
+type UnionCount struct {
+	Copy, Union int  // the copy's records, the union's
+	Made        bool // a union is made (UnionFrom refuses one over its budget)
+	Same        bool // ... and it is the copy's bytes, no more, no less
+	Exact       bool // the figures are those of the bytes held (else none is given)
+}
+
+// UnionCounts measures the copy (copySize bytes of lastGood) and its union with the salvage
+// (size bytes of salv) from both, without holding either. The count is not Exact where the
+// bytes held could be counted otherwise than the lines walked: a line over the line window,
+// or a record without its '\n' (which a union would glue to the next record it holds), in
+// either.
+func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.ReaderAt, size int64, budget int) (UnionCount, error) {
+	var c UnionCount
 	if !p.JSONL() {
-		return 0, 0, false, false, nil
+		return c, nil
 	}
 	kp := newKeyParser(p)
 	lj := &longJudge{r: rulesOf(p), window: lineWindow}
 	inCopy := map[[16]byte]bool{}
-	exact = true
-	err = readWalker(lastGood, copySize, min(StreamBuf, lineWindow), MaxLine, lj)(0, copySize, false,
+	exact, clean := true, true // clean: every line of the copy a record with its '\n'
+	err := readWalker(lastGood, copySize, min(StreamBuf, lineWindow), MaxLine, lj)(0, copySize, false,
 		func(_ int64, line []byte, terminated bool, long *longLine) error {
 			if long != nil {
 				exact = false
@@ -582,6 +590,7 @@ func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 			}
 			k, ok := kp.key(line)
 			if !ok {
+				clean = false
 				return nil
 			}
 			if !terminated {
@@ -589,23 +598,23 @@ func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 				return errStop
 			}
 			inCopy[k] = true
-			copyRecs++
+			c.Copy++
 			return nil
 		})
 	if errors.Is(err, errStop) || !exact {
-		return 0, 0, false, false, nil
+		return UnionCount{}, nil
 	}
 	if err != nil {
-		return 0, 0, false, false, err
+		return UnionCount{}, err
 	}
 	added := map[[16]byte]int{} // the salvaged records the copy lacks: the newest one's size
-	held := 0
-	union = true
+	held, replaced := 0, false
+	c.Made = true
 	err = readWalker(salv, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
 		func(_ int64, line []byte, terminated bool, long *longLine) error {
 			if long != nil {
 				if long.record {
-					union = false // ErrUnionTooLarge
+					c.Made = false // ErrUnionTooLarge
 				}
 				return nil
 			}
@@ -618,26 +627,31 @@ func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 				return errStop
 			}
 			if inCopy[k] {
-				return nil // the copy's version stays, or the newest replaces it in place
+				// The copy's version stays, or the newest replaces it in place.
+				replaced = replaced || kp.replaced
+				return nil
 			}
 			n := len(line) + 1
 			old, seen := added[k]
 			if !seen {
-				unionRecs++
+				c.Union++
 			}
 			if held += n - old; budget > 0 && held > budget {
-				union = false // ErrUnionTooLarge
+				c.Made = false // ErrUnionTooLarge
 			}
 			added[k] = n
 			return nil
 		})
 	if errors.Is(err, errStop) || !exact {
-		return 0, 0, false, false, nil
+		return UnionCount{}, nil
 	}
 	if err != nil {
-		return 0, 0, false, false, err
+		return UnionCount{}, err
 	}
-	return copyRecs, copyRecs + unionRecs, union, true, nil
+	c.Union += c.Copy
+	c.Same = c.Made && clean && !replaced && c.Union == c.Copy
+	c.Exact = true
+	return c, nil
 }
 
 // eachKeyed calls fn for each record of data in order: its bytes [start, end) (with its '\n'
