@@ -72,9 +72,8 @@ func Loss(p Profile, path string, old, data []byte, keep int) (total, lostRecord
 // [Loss] counts.
 type lossMeter struct {
 	p      Profile
-	data   []byte
-	res    lineSet
-	long   map[[sha256.Size]byte][]int // the long lines of data by hash, when asked
+	res    repairLines                 // the repair's lines
+	long   map[[sha256.Size]byte][]int // the long lines of the repair by hash, when asked
 	a      aligner                     // damaged lines since the last line data holds in order
 	pieces [][]byte                    // the lines of the hunk split into records
 
@@ -84,13 +83,39 @@ type lossMeter struct {
 	// elsewhere, when set, looks for a torn last line's whole version in the rest of the
 	// result (data being the repair of one hunk of the file, see PlanKeep).
 	elsewhere func(raw []byte) bool
+
+	err error // the repair could not be read (or must be held: errHoldRepair)
 }
 
+// repairLines is a repair's non-blank lines (without '\r') as a lossMeter reads them: held
+// (heldLines) or read from its file (fileLines).
+type repairLines interface {
+	count() int
+	// indexFrom is the index of the first line at or after from equal to line (its '\r'
+	// aside), or -1.
+	indexFrom(line []byte, from int) int
+	line(i int) ([]byte, error)
+	// contains: b is anywhere in the repair's bytes.
+	contains(b []byte) (bool, error)
+}
+
+// heldLines is a repair held whole.
+type heldLines struct {
+	data []byte
+	set  lineSet
+}
+
+func (h *heldLines) count() int                          { return len(h.set.all) }
+func (h *heldLines) indexFrom(line []byte, from int) int { return h.set.indexFrom(line, from) }
+func (h *heldLines) line(i int) ([]byte, error)          { return h.set.all[i], nil }
+func (h *heldLines) contains(b []byte) (bool, error)     { return bytes.Contains(h.data, b), nil }
+
 func newLossMeter(p Profile, data []byte, long bool) *lossMeter {
-	m := &lossMeter{p: p, data: data, res: newLineSet(data)}
+	h := &heldLines{data: data, set: newLineSet(data)}
+	m := &lossMeter{p: p, res: h}
 	if long {
 		m.long = map[[sha256.Size]byte][]int{}
-		for i, l := range m.res.all {
+		for i, l := range h.set.all {
 			if len(l) > lineWindow/2 {
 				k := sha256.Sum256(l)
 				m.long[k] = append(m.long[k], i)
@@ -98,6 +123,18 @@ func newLossMeter(p Profile, data []byte, long bool) *lossMeter {
 		}
 	}
 	return m
+}
+
+// contains is m.res.contains, a failure kept in m.err (and the bytes then not found).
+func (m *lossMeter) contains(b []byte) bool {
+	if m.err != nil {
+		return false
+	}
+	found, err := m.res.contains(b)
+	if err != nil {
+		m.err = err
+	}
+	return found
 }
 
 // line measures a non-blank line of the damaged file, of ll bytes with its '\n': a valid
@@ -113,13 +150,13 @@ func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved
 	}
 	if valid {
 		m.total++
-		if !m.res.has(raw) && !preserved {
+		if m.res.indexFrom(raw, 0) < 0 && !preserved {
 			m.lost++
 			m.lostBytes += ll
 		}
 		return
 	}
-	if !terminated && (bytes.Contains(m.data, raw) || m.elsewhere != nil && m.elsewhere(raw)) {
+	if !terminated && (m.contains(raw) || m.elsewhere != nil && m.elsewhere(raw)) {
 		m.total += heldRecords(m.p, raw)
 		return // a torn last record whose whole version the result holds
 	}
@@ -131,7 +168,7 @@ func (m *lossMeter) line(raw []byte, valid, terminated bool, ll int64, preserved
 		var keptRecs [][]byte
 		for _, r := range recs {
 			m.total++
-			if bytes.Contains(m.data, r) {
+			if m.contains(r) {
 				keptRecs = append(keptRecs, r)
 			} else {
 				m.lost++
@@ -218,8 +255,23 @@ func (m *lossMeter) longLine(key [sha256.Size]byte, valid, obj bool, ll int64) {
 // result's lines in the hunk's place (but the pieces split out of its lines) may be whole
 // versions of its damaged records.
 func (m *lossMeter) settle(to int) {
+	// The aligner looks at most maxAhead lines past each one it matches, and matches each
+	// record of a pending line at most once: the gap's lines past those are never read (none
+	// when nothing is pending).
+	need := 0
+	if len(m.a.pending) > 0 {
+		need = maxAhead
+		for _, h := range m.a.pending {
+			need += h.records * maxAhead
+		}
+	}
 	var gap [][]byte
-	for _, r := range m.res.all[m.a.next:to] {
+	for i := m.a.next; i < to && len(gap) < need; i++ {
+		r, err := m.res.line(i)
+		if err != nil {
+			m.err = err
+			break
+		}
 		if !containedIn(m.pieces, r) {
 			gap = append(gap, r)
 		}
@@ -232,7 +284,7 @@ func (m *lossMeter) settle(to int) {
 
 // end ends the last hunk at the result's end.
 func (m *lossMeter) end() {
-	m.settle(len(m.res.all))
+	m.settle(m.res.count())
 }
 
 // docLostBytes is what a JSON document's repair (data) drops of the damaged one (old): the
@@ -429,10 +481,6 @@ func newLineSet(data []byte) lineSet {
 		return true
 	})
 	return s
-}
-
-func (s lineSet) has(line []byte) bool {
-	return s.indexFrom(line, 0) >= 0
 }
 
 // indexFrom is the index of the first line at or after from equal to line, or -1.
