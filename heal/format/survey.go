@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"hash"
 	"io"
 
@@ -30,11 +32,29 @@ type SurveyOptions struct {
 // measured against the original by [Survey].
 type SurveyCand struct {
 	Data []byte
+	// File, when Data is nil, holds a JSONL candidate instead, Size bytes of it, measured
+	// from it without holding it (Survey's error is errors.Is ErrHoldCandidate when it
+	// cannot be: the caller holds it then).
+	File io.ReaderAt
+	Size int64
 	// Filled by Survey:
 	PrefixN   int64 // how much of Data the original starts with
 	SuffixN   int64 // JSON: how much of Data past PrefixN the original ends with
 	Lost      int   // JSONL: the original's records Data does not hold
 	LostBytes int64 // ... and their bytes, each with its '\n'
+}
+
+// ErrHoldCandidate: a candidate given by its file (SurveyCand.File) could not be measured
+// from it (a line over the line window, too many searches of its bytes, a read that
+// failed): the caller measures it held.
+var ErrHoldCandidate = errors.New("the candidate is measured held whole")
+
+// holdErr is err said as ErrHoldCandidate (err kept in the chain).
+func holdErr(err error) error {
+	if errors.Is(err, errHoldRepair) {
+		return ErrHoldCandidate
+	}
+	return fmt.Errorf("%w: %w", ErrHoldCandidate, err)
 }
 
 // SurveyResult is what one pass over an original gives for planning its repair.
@@ -75,10 +95,20 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	ws := []io.Writer{oldH}
 	for i, c := range cands {
 		prefix[i] = &fsio.PrefixMatch{Data: c.Data}
-		ws = append(ws, prefix[i])
-		if p.JSONL() {
+		if c.Data == nil && c.File != nil {
+			if !p.JSONL() {
+				return SurveyResult{}, ErrHoldCandidate
+			}
+			prefix[i].At, prefix[i].Size = c.File, c.Size
+			m, err := newFileLossMeter(p, c.File, c.Size, true)
+			if err != nil {
+				return SurveyResult{}, holdErr(err)
+			}
+			meters[i] = m
+		} else if p.JSONL() {
 			meters[i] = newLossMeter(p, c.Data, true)
 		}
+		ws = append(ws, prefix[i])
 	}
 	normH := fsio.NewRangeHash(3, size)
 	normFirst := &fsio.FirstNonWS{From: 3}
@@ -185,6 +215,9 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	}
 	for i, c := range cands {
 		c.PrefixN = prefix[i].N
+		if prefix[i].Err != nil {
+			return SurveyResult{}, holdErr(prefix[i].Err)
+		}
 		if !p.JSONL() {
 			if c.SuffixN, err = commonSuffix(f, size, c.Data, c.PrefixN); err != nil {
 				return SurveyResult{}, err
@@ -192,6 +225,9 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		}
 		if m := meters[i]; m != nil {
 			m.end()
+			if m.err != nil {
+				return SurveyResult{}, holdErr(m.err)
+			}
 			c.Lost, c.LostBytes = m.lost, m.lostBytes
 		}
 	}

@@ -39,15 +39,37 @@ func (c Range) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 // common prefix so far.
 type PrefixMatch struct {
 	Data []byte
+	// At, when Data is nil, holds the bytes instead: Size bytes of it, read as they are
+	// compared. A read that fails ends the match (Err).
+	At   io.ReaderAt
+	Size int64
 	N    int64 // common prefix so far
+	Err  error
 	done bool
+	buf  []byte
 }
 
 func (m *PrefixMatch) Write(p []byte) (int, error) {
 	if m.done {
 		return len(p), nil
 	}
-	rest := m.Data[min(int64(len(m.Data)), m.N):]
+	var rest []byte
+	if m.At != nil && m.Data == nil {
+		want := min(int64(len(p)), m.Size-m.N)
+		if int64(cap(m.buf)) < want {
+			m.buf = make([]byte, want)
+		}
+		rest = m.buf[:want]
+		if n, err := m.At.ReadAt(rest, m.N); int64(n) < want {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			m.Err, m.done = err, true
+			return len(p), nil
+		}
+	} else {
+		rest = m.Data[min(int64(len(m.Data)), m.N):]
+	}
 	k := CommonPrefix(p, rest)
 	m.N += int64(k)
 	if k < len(p) {

@@ -1,0 +1,142 @@
+package format
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"io"
+	"slices"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+)
+
+// errHoldRepair: a repair read from its file cannot be measured from it (a line over the
+// line window; more searches of its bytes than fileLinePasses): the caller holds it.
+var errHoldRepair = errors.New("the repair is measured held whole")
+
+// fileLinePasses is how many searches of a repair's bytes a loss meter makes from its file
+// (each a pass over it) before it asks for the repair held instead.
+const fileLinePasses = 8
+
+// fileLines is a repair read from its file (size bytes of r), never held: each non-blank
+// line's place and the first 16 bytes of the sha256 of its bytes ('\r' aside), by which
+// lines are compared; a line's bytes are read back when a hunk of the damaged file needs
+// them, and a search of the repair's bytes is a pass over the file.
+type fileLines struct {
+	r      io.ReaderAt
+	size   int64
+	off    []int64
+	n      []int32
+	sum    [][16]byte
+	byKey  []lineKeyAt // sorted by key, then index
+	passes int
+}
+
+type lineKeyAt struct {
+	k uint64
+	i int32
+}
+
+// newFileLines reads the repair's lines, and, with long, the sha256 of each line longer than
+// half the line window, as newLossMeter keeps them.
+func newFileLines(p Profile, r io.ReaderAt, size int64, long bool) (*fileLines, map[[sha256.Size]byte][]int, error) {
+	fl := &fileLines{r: r, size: size}
+	var longs map[[sha256.Size]byte][]int
+	if long {
+		longs = map[[sha256.Size]byte][]int{}
+	}
+	lj := &longJudge{r: rulesOf(p), window: lineWindow}
+	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
+		func(start int64, line []byte, _ bool, ll *longLine) error {
+			if ll != nil {
+				return errHoldRepair
+			}
+			line = bytes.TrimRight(line, "\r")
+			if len(bytes.TrimSpace(line)) == 0 {
+				return nil
+			}
+			full := sha256.Sum256(line)
+			i := len(fl.off)
+			fl.off = append(fl.off, start)
+			fl.n = append(fl.n, int32(len(line)))
+			fl.sum = append(fl.sum, [16]byte(full[:16]))
+			fl.byKey = append(fl.byKey, lineKeyAt{binary.LittleEndian.Uint64(full[:8]), int32(i)})
+			if long && len(line) > lineWindow/2 {
+				longs[full] = append(longs[full], i)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(fl.byKey, func(a, b lineKeyAt) int {
+		if a.k != b.k {
+			if a.k < b.k {
+				return -1
+			}
+			return 1
+		}
+		return int(a.i - b.i)
+	})
+	return fl, longs, nil
+}
+
+func (fl *fileLines) count() int { return len(fl.off) }
+
+func (fl *fileLines) indexFrom(line []byte, from int) int {
+	full := sha256.Sum256(bytes.TrimRight(line, "\r"))
+	k := binary.LittleEndian.Uint64(full[:8])
+	j, _ := slices.BinarySearchFunc(fl.byKey, k, func(e lineKeyAt, k uint64) int {
+		switch {
+		case e.k < k:
+			return -1
+		case e.k > k:
+			return 1
+		}
+		return 0
+	})
+	for ; j < len(fl.byKey) && fl.byKey[j].k == k; j++ {
+		if i := int(fl.byKey[j].i); i >= from && fl.sum[i] == [16]byte(full[:16]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (fl *fileLines) line(i int) ([]byte, error) {
+	b := make([]byte, fl.n[i])
+	if n, err := fl.r.ReadAt(b, fl.off[i]); n < len(b) {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+func (fl *fileLines) contains(b []byte) (bool, error) {
+	if len(b) == 0 {
+		return true, nil
+	}
+	if b[len(b)-1] != '\r' && fl.indexFrom(b, 0) >= 0 {
+		return true, nil // one of its lines
+	}
+	if fl.passes++; fl.passes > fileLinePasses {
+		return false, errHoldRepair
+	}
+	cw := &fsio.ContainsWriter{Needle: b}
+	if _, err := io.Copy(cw, io.NewSectionReader(fl.r, 0, fl.size)); err != nil {
+		return false, err
+	}
+	return cw.Found, nil
+}
+
+// newFileLossMeter is newLossMeter of the repair read from its file (size bytes of r).
+func newFileLossMeter(p Profile, r io.ReaderAt, size int64, long bool) (*lossMeter, error) {
+	fl, longs, err := newFileLines(p, r, size, long)
+	if err != nil {
+		return nil, err
+	}
+	return &lossMeter{p: p, res: fl, long: longs}, nil
+}
