@@ -29,13 +29,15 @@ func appRule(t *testing.T, preset, root string) *policy.Rule {
 // file after, the quarantined bytes, and whether the file was planned streaming.
 func healApp(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64) (Report, []byte, []byte, bool) {
 	t.Helper()
-	return healAppWith(t, preset, rel, data, lastGood, threshold, Options{})
+	return healAppWith(t, preset, rel, data, lastGood, threshold, 0, Options{})
 }
 
-// healAppWith is healApp with the engine's options o.
-func healAppWith(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64, o Options) (Report, []byte, []byte, bool) {
+// healAppWith is healApp with the engine's options o, and its logs judged streaming over
+// hold bytes (0: the default).
+func healAppWith(t *testing.T, preset, rel string, data, lastGood []byte, threshold, hold int64, o Options) (Report, []byte, []byte, bool) {
 	t.Helper()
 	e, root := bigEngineWith(t, threshold, o)
+	e.holdThreshold = hold
 	p := filepath.Join(root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -125,9 +127,10 @@ func TestAppBigPathMatchesInMemory(t *testing.T) {
 // older than it, is planned streaming without its copy held: the salvage keeps as many
 // records as the copy and their union (counted from the files), and the heal is the one
 // planned on the bytes held whole. A copy holding records the file lacks (a write lost
-// since) is looked at as before, and heals by itself or its union, as in memory.
+// since) is looked at — judged and measured from its file when no union is to be built —
+// and heals by itself or its union, as in memory.
 func TestAppBigLastGoodOutkept(t *testing.T) {
-	outkept, looked, byCopy := 0, 0, 0
+	outkept, looked, byCopy, fromFile := 0, 0, 0, 0
 	for _, a := range streamApps {
 		for _, orig := range jsonlSamples(t, a.preset, "healthy") {
 			lines := bytes.SplitAfter(orig, []byte("\n"))
@@ -149,12 +152,16 @@ func TestAppBigLastGoodOutkept(t *testing.T) {
 				}
 				steps := 0
 				step := func(s, _ string) {
-					if s == "last-good-outkept" {
+					switch s {
+					case "last-good-outkept":
 						steps++
+					case "last-good-from-file":
+						fromFile++
 					}
 				}
 				r1, f1, q1, _ := healApp(t, a.preset, a.rel, data, lg, 0)
-				r2, f2, q2, big2 := healAppWith(t, a.preset, a.rel, data, lg, 1, Options{Step: step})
+				// Streamed, its copy not read whole with it (as a log over the hold size).
+				r2, f2, q2, big2 := healAppWith(t, a.preset, a.rel, data, lg, 1, 1, Options{Step: step})
 				r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
 				if !big2 || !equalReports(r1, r2) || !bytes.Equal(f1, f2) || !bytes.Equal(q1, q2) {
 					t.Fatalf("%s (lost %v, streamed %v):\nin memory %+v\nstreamed  %+v", a.preset, lost, big2, r1, r2)
@@ -173,8 +180,8 @@ func TestAppBigLastGoodOutkept(t *testing.T) {
 			}
 		}
 	}
-	if outkept == 0 || looked == 0 || byCopy == 0 {
-		t.Fatalf("%d copies left unread, %d looked at, %d heals by the copy or the union", outkept, looked, byCopy)
+	if outkept == 0 || looked == 0 || byCopy == 0 || fromFile == 0 {
+		t.Fatalf("%d copies left unread, %d looked at (%d from their file), %d heals by the copy or the union", outkept, looked, fromFile, byCopy)
 	}
-	t.Logf("%d copies left unread, %d looked at, %d heals by the copy or the union", outkept, looked, byCopy)
+	t.Logf("%d copies left unread, %d looked at (%d from their file), %d heals by the copy or the union", outkept, looked, fromFile, byCopy)
 }

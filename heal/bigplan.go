@@ -17,6 +17,7 @@ import (
 type memCand struct {
 	strategy policy.Strategy
 	*format.SurveyCand
+	file *fileCand // the candidate measured from its file (SurveyCand.File), not held
 }
 
 // makeBigPlans is makePlans for a big file: the same strategies in the same order, with the
@@ -198,11 +199,26 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	if lgAfterSalvage {
 		dominated, err := e.keepsLastGood(f, keep, keepSHA, c)
 		outkept := false
-		var uc format.UnionCount
+		var uc countedCopy
 		if err == nil && !dominated {
 			outkept, uc, err = e.outkeepsLastGood(f, keep, keepSHA, keepFig.Keep, c)
 		}
-		if err == nil && !dominated && !outkept {
+		// A copy that makes no union to build (the counts say) is judged and measured from
+		// its file, never held.
+		var lgFile *os.File
+		if err == nil && !dominated && !outkept && c.lastGood == nil && appStreamed(c.typ) && uc.Exact && (!uc.Made || uc.Same) {
+			var fc *fileCand
+			var why string
+			if lgFile, fc, why = e.lastGoodFile(c, uc.Copy, uc.id); lgFile != nil {
+				defer lgFile.Close()
+				mc := memCand{strategy: policy.LastGoodCopy, SurveyCand: &format.SurveyCand{File: lgFile, Size: fc.id.Size}, file: fc}
+				cands = append(cands, mc)
+				surveyed = append(surveyed, mc.SurveyCand)
+				e.step("last-good-from-file", c.path)
+			}
+			lastGoodWhy = why
+		}
+		if err == nil && !dominated && !outkept && lgFile == nil && lastGoodWhy == "" {
 			loadLastGood()
 		}
 		switch lg := c.lastGood; {
@@ -213,6 +229,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		case outkept:
 			lastGoodWhy = whyLastGoodFewer
 			e.step("last-good-outkept", c.path)
+		case lgFile != nil || lastGoodWhy != "":
+			// measured from its file, or said why not
 		case lg == nil:
 			lastGoodWhy = whyNoLastGood
 		case !heldOK(c, lg):
@@ -255,12 +273,29 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			err = fsio.ErrChanged
 		}
 	} else {
-		sv, err = format.Survey(f, size, c.typ, format.SurveyOptions{
-			FirstValueEnd: in.bigEnd,
-			BOMLess:       bomLess,
-			Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
-			OwnSalvage:    !c.typ.Plain() && !doc,
-		}, surveyed)
+		survey := func() (format.SurveyResult, error) {
+			return format.Survey(f, size, c.typ, format.SurveyOptions{
+				FirstValueEnd: in.bigEnd,
+				BOMLess:       bomLess,
+				Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
+				OwnSalvage:    !c.typ.Plain() && !doc,
+			}, surveyed)
+		}
+		sv, err = survey()
+		if errors.Is(err, format.ErrHoldCandidate) {
+			// A copy its file could not measure (a line over the window, many searches of
+			// it) is measured held, as it was before.
+			loadLastGood()
+			if c.lastGood == nil {
+				return nil, nil, busyErr("the last-good copy of %s changed while it was measured", in.ctx.path)
+			}
+			for i := range cands {
+				if cands[i].file != nil {
+					cands[i].Data, cands[i].File, cands[i].file = c.lastGood, nil, nil
+				}
+			}
+			sv, err = survey()
+		}
 	}
 	if errors.Is(err, format.ErrNoStream) {
 		return nil, nil, fmt.Errorf("%s: a number or literal is over %d bytes: not repaired streaming", in.ctx.path, maxLine)
@@ -368,6 +403,18 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 			for _, mc := range cands {
 				if mc.strategy != s {
+					continue
+				}
+				if mc.file != nil {
+					// Measured from its file: written from it.
+					src := fsio.FileAt{Path: mc.file.path, ID: mc.file.id}
+					sum, err := src.WriteOut(io.Discard, nil)
+					if err != nil {
+						continue // changed since it was judged: no plan
+					}
+					n := mc.file.id.Size
+					p = bigPlan(s, src, sum, n, mc.PrefixN == n)
+					p.keep, p.total, p.lostRecords, p.lostBytes = mc.file.records, sv.Total, mc.Lost, mc.LostBytes
 					continue
 				}
 				p = bigPlan(s, fsio.Bytes(mc.Data), sha(mc.Data), int64(len(mc.Data)), mc.PrefixN == int64(len(mc.Data)))
@@ -595,6 +642,32 @@ func unparsed(kind string) bool {
 	return false
 }
 
+// lastGoodFile opens c's last-good copy to be measured from its file: judged streaming (as
+// heldOK judges it held), of records records (counted by format.UnionCounts from its version
+// counted). why says why not (no copy, or one that fails the checklist), f is nil then; f
+// and why are both empty for a copy not the version counted.
+func (e *Engine) lastGoodFile(c *fileCtx, records int, counted Identity) (f *os.File, fc *fileCand, why string) {
+	p := e.LastGood.Path(c.path)
+	if p == "" {
+		return nil, nil, whyNoLastGood
+	}
+	f, id, err := fsio.OpenRegular(p)
+	if err != nil {
+		return nil, nil, whyNoLastGood
+	}
+	if !id.Same(counted) {
+		f.Close()
+		return nil, nil, "" // another copy than the one counted: held, as before
+	}
+	cc := *c
+	cc.lastGood = nil
+	if v, err := judgeStreamed(&cc, f, 0, id.Size); err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
+		f.Close()
+		return nil, nil, whyLastGoodFails
+	}
+	return f, &fileCand{path: p, id: id, records: records}, ""
+}
+
 // keepsLastGood reports whether the salvage keep (a plan: keepSHA set) keeps c's last-good
 // copy whole, in place: the copy is whole lines, and the file's first bytes, which keep
 // keeps. Neither the copy nor its union with the salvage can then keep a record more than
@@ -644,20 +717,33 @@ func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, keepSHA string, 
 //
 // uc is what was counted (not Exact when nothing was): whether a union is made, and whether
 // it is the copy's bytes, which it then need not be built to tell.
-func (e *Engine) outkeepsLastGood(f *os.File, keep *format.Splice, keepSHA string, keepN int, c *fileCtx) (bool, format.UnionCount, error) {
+func (e *Engine) outkeepsLastGood(f *os.File, keep *format.Splice, keepSHA string, keepN int, c *fileCtx) (bool, countedCopy, error) {
 	if keep == nil || keepSHA == "" {
-		return false, format.UnionCount{}, nil
+		return false, countedCopy{}, nil
 	}
 	lg, n, done := e.lastGoodAt(c)
 	if lg == nil {
-		return false, format.UnionCount{}, nil
+		return false, countedCopy{}, nil
 	}
 	defer done()
 	uc, err := format.UnionCounts(c.typ, lg, n, keep.At(f), keep.Size(), unionBudget)
 	if err != nil || !uc.Exact {
-		return false, format.UnionCount{}, nil // looked at the usual way, which meets the same bytes
+		return false, countedCopy{}, nil // looked at the usual way, which meets the same bytes
 	}
-	return uc.Copy <= keepN && (!uc.Made || uc.Union <= keepN), uc, nil
+	cc := countedCopy{UnionCount: uc}
+	if cf, ok := lg.(*os.File); ok {
+		if fi, err := cf.Stat(); err == nil {
+			cc.id = fsio.IdentityOf(fi)
+		}
+	}
+	return uc.Copy <= keepN && (!uc.Made || uc.Union <= keepN), cc, nil
+}
+
+// countedCopy is what outkeepsLastGood counted of the copy, and the version of its file it
+// counted (zero when it was held).
+type countedCopy struct {
+	format.UnionCount
+	id Identity
 }
 
 // lastGoodAt is c's last-good copy to read: held, or its file (done closes it); nil when
