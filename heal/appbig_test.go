@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/policy"
@@ -130,14 +131,15 @@ func TestAppBigPathMatchesInMemory(t *testing.T) {
 // since) is looked at — judged and measured from its file when no union is to be built —
 // and heals by itself or its union, as in memory.
 func TestAppBigLastGoodOutkept(t *testing.T) {
-	outkept, looked, byCopy, fromFile := 0, 0, 0, 0
+	outkept, looked, byCopy, fromFile, unionFromFile, byUnion := 0, 0, 0, 0, 0, 0
 	for _, a := range streamApps {
 		for _, orig := range jsonlSamples(t, a.preset, "healthy") {
 			lines := bytes.SplitAfter(orig, []byte("\n"))
 			if len(lines) < 6 || !bytes.HasSuffix(orig, []byte("\n")) {
 				continue
 			}
-			for _, lost := range []bool{false, true} {
+			for _, shape := range []string{"glued", "lost", "destroyed"} {
+				lost := shape != "glued" // the copy holds records the file lacks
 				// Rewritten with a record glued to the next in its first quarter, inside
 				// what the copy holds (so that the copy is no prefix the salvage keeps).
 				glued := func(ls [][]byte) []byte {
@@ -147,8 +149,14 @@ func TestAppBigLastGoodOutkept(t *testing.T) {
 					return append(out, bytes.Join(ls[i+1:], nil)...)
 				}
 				data, lg := glued(lines), bytes.Join(lines[:len(lines)/2], nil)
-				if lost { // the file lost its last third since the copy, which holds it
+				switch shape {
+				case "lost": // the file lost its last third since the copy, which holds it
 					data, lg = glued(lines[:2*len(lines)/3]), orig
+				case "destroyed": // a record the copy holds turned to NULs since: their union
+					ls := slices.Clone(lines)
+					i := len(ls)/4 + 1
+					ls[i] = append(bytes.Repeat([]byte{0}, len(ls[i])-1), '\n')
+					data = glued(ls)
 				}
 				steps := 0
 				step := func(s, _ string) {
@@ -157,6 +165,8 @@ func TestAppBigLastGoodOutkept(t *testing.T) {
 						steps++
 					case "last-good-from-file":
 						fromFile++
+					case "union-from-file":
+						unionFromFile++
 					}
 				}
 				r1, f1, q1, _ := healApp(t, a.preset, a.rel, data, lg, 0)
@@ -167,7 +177,7 @@ func TestAppBigLastGoodOutkept(t *testing.T) {
 					t.Fatalf("%s (lost %v, streamed %v):\nin memory %+v\nstreamed  %+v", a.preset, lost, big2, r1, r2)
 				}
 				switch {
-				case steps > 0 && lost:
+				case steps > 0 && shape == "lost":
 					t.Fatalf("%s: a copy holding records the file lost was not looked at", a.preset)
 				case steps > 0:
 					outkept++
@@ -176,12 +186,15 @@ func TestAppBigLastGoodOutkept(t *testing.T) {
 					if r2.Strategy != "salvage" {
 						byCopy++
 					}
+					if r2.Strategy == "salvage+last-good" && shape == "destroyed" {
+						byUnion++
+					}
 				}
 			}
 		}
 	}
-	if outkept == 0 || looked == 0 || byCopy == 0 || fromFile == 0 {
-		t.Fatalf("%d copies left unread, %d looked at (%d from their file), %d heals by the copy or the union", outkept, looked, fromFile, byCopy)
+	if outkept == 0 || looked == 0 || byCopy == 0 || fromFile == 0 || unionFromFile == 0 || byUnion == 0 {
+		t.Fatalf("%d copies left unread, %d looked at (%d from their file, %d unions of it), %d heals by the copy or the union (%d by a union)", outkept, looked, fromFile, unionFromFile, byCopy, byUnion)
 	}
-	t.Logf("%d copies left unread, %d looked at (%d from their file), %d heals by the copy or the union", outkept, looked, fromFile, byCopy)
+	t.Logf("%d copies left unread, %d looked at (%d from their file, %d unions of it), %d heals by the copy or the union (%d by a union)", outkept, looked, fromFile, unionFromFile, byCopy, byUnion)
 }

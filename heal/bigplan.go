@@ -17,7 +17,8 @@ import (
 type memCand struct {
 	strategy policy.Strategy
 	*format.SurveyCand
-	file *fileCand // the candidate measured from its file (SurveyCand.File), not held
+	file   *fileCand      // the candidate measured from its file (SurveyCand.File), not held
+	splice *format.Splice // ... a union: a splice of that file (records file.records)
 }
 
 // makeBigPlans is makePlans for a big file: the same strategies in the same order, with the
@@ -196,6 +197,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	// held as a candidate beside the copy: the copy and the salvaged records it lacks, up to
 	// unionBudget of them.
 	var union *memCand
+	var lgFile *os.File // the copy, measured from its file
 	if lgAfterSalvage {
 		dominated, err := e.keepsLastGood(f, keep, keepSHA, c)
 		outkept := false
@@ -203,10 +205,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		if err == nil && !dominated {
 			outkept, uc, err = e.outkeepsLastGood(f, keep, keepSHA, keepFig.Keep, c)
 		}
-		// A copy that makes no union to build (the counts say) is judged and measured from
-		// its file, never held.
-		var lgFile *os.File
-		if err == nil && !dominated && !outkept && c.lastGood == nil && appStreamed(c.typ) && uc.Exact && (!uc.Made || uc.Same) {
+		// A copy the counts measured is judged and measured from its file, never held, and
+		// its union with the salvage is a splice of that file and the records it adds.
+		if err == nil && !dominated && !outkept && c.lastGood == nil && appStreamed(c.typ) && uc.Exact {
 			var fc *fileCand
 			var why string
 			if lgFile, fc, why = e.lastGoodFile(c, uc.Copy, uc.id); lgFile != nil {
@@ -215,6 +216,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				cands = append(cands, mc)
 				surveyed = append(surveyed, mc.SurveyCand)
 				e.step("last-good-from-file", c.path)
+				if uc.Made && !uc.Same {
+					if union, err = fileUnion(c, lgFile, fc, keep.At(f), keep.Size(), uc.Union); err != nil {
+						return nil, nil, err
+					}
+					if union != nil {
+						surveyed = append(surveyed, union.SurveyCand)
+						e.step("union-from-file", c.path)
+					}
+				}
 			}
 			lastGoodWhy = why
 		}
@@ -283,8 +293,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 		sv, err = survey()
 		if errors.Is(err, format.ErrHoldCandidate) {
-			// A copy its file could not measure (a line over the window, many searches of
-			// it) is measured held, as it was before.
+			// A copy its file could not measure (many searches of it) is measured held, as
+			// it was before, and so is its union.
 			loadLastGood()
 			if c.lastGood == nil {
 				return nil, nil, busyErr("the last-good copy of %s changed while it was measured", in.ctx.path)
@@ -293,6 +303,13 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				if cands[i].file != nil {
 					cands[i].Data, cands[i].File, cands[i].file = c.lastGood, nil, nil
 				}
+			}
+			if union != nil && union.splice != nil {
+				b, err := union.splice.Bytes(lgFile)
+				if err != nil {
+					return nil, nil, err
+				}
+				union.Data, union.File, union.file, union.splice = b, nil, nil, nil
 			}
 			sv, err = survey()
 		}
@@ -772,6 +789,9 @@ const unionBudget = 16 << 20
 // checklist refuses it, or it changes bytes a fork points into), as the in-memory planner
 // makes it.
 func unionPlan(c *fileCtx, u *memCand, total int, bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) *plan {
+	if u.splice != nil {
+		return fileUnionPlan(c, u, total, bigPlan)
+	}
 	if !heldOK(c, u.Data) {
 		return nil
 	}
@@ -785,6 +805,86 @@ func unionPlan(c *fileCtx, u *memCand, total int, bigPlan func(policy.Strategy, 
 	p.keep, p.total = format.Records(c.typ, u.Data), total
 	p.lostRecords, p.lostBytes = u.Lost, u.LostBytes
 	return p
+}
+
+// fileUnion is the union of the copy lg (fc, counted to hold records records in a union)
+// with the salvage (size bytes of salv) as a splice of lg, measured from it: nil when it is
+// the copy's bytes (as no union is offered then) or refused over its budget.
+func fileUnion(c *fileCtx, lg *os.File, fc *fileCand, salv io.ReaderAt, size int64, records int) (*memCand, error) {
+	sp, err := format.UnionSplice(c.typ, lg, fc.id.Size, salv, size, unionBudget)
+	switch {
+	case errors.Is(err, format.ErrUnionTooLarge):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case sp == nil:
+		return nil, nil
+	}
+	if sp.Size() == fc.id.Size {
+		same, err := fsio.SameBytes(sp.At(lg), lg, sp.Size())
+		if err != nil {
+			return nil, err
+		}
+		if same {
+			return nil, nil
+		}
+	}
+	u := &fileCand{path: fc.path, id: fc.id, records: records}
+	return &memCand{strategy: "salvage+last-good", SurveyCand: &format.SurveyCand{File: sp.At(lg), Size: sp.Size()}, file: u, splice: sp}, nil
+}
+
+// fileUnionPlan is unionPlan of a union measured from the copy's file (fileUnion): judged
+// and written from there.
+func fileUnionPlan(c *fileCtx, u *memCand, total int, bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) *plan {
+	lg, err := fsio.OpenStable(u.file.path, u.file.id)
+	if err != nil {
+		return nil // changed since it was judged: no plan
+	}
+	defer lg.Close()
+	cc := *c
+	cc.lastGood = nil
+	if v, err := judgeStreamed(&cc, u.splice.At(lg), 0, u.splice.Size()); err != nil || v.Status != Healthy {
+		return nil
+	}
+	n := u.splice.Size()
+	if k, ok := c.typ.(format.PrefixKeeper); ok {
+		if kp := k.KeptPrefix(c.path); kp > 0 && (n < kp || u.PrefixN < kp) {
+			return nil
+		}
+	}
+	src := copySplice{s: u.splice, path: u.file.path, id: u.file.id}
+	sum, err := src.WriteOut(io.Discard, nil)
+	if err != nil {
+		return nil
+	}
+	p := bigPlan(u.strategy, src, sum, n, u.PrefixN == n)
+	p.keep, p.total = u.file.records, total
+	p.lostRecords, p.lostBytes = u.Lost, u.LostBytes
+	return p
+}
+
+// copySplice is a splice of a last-good copy (path, of identity id) as the content of a
+// heal: written from the copy, which must still be that version.
+type copySplice struct {
+	s    *format.Splice
+	path string
+	id   Identity
+}
+
+func (c copySplice) WriteOut(w io.Writer, _ io.ReaderAt) (string, error) {
+	f, err := fsio.OpenStable(c.path, c.id)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sum, err := c.s.WriteOut(w, f)
+	if err != nil {
+		return "", err
+	}
+	if !fsio.StillSame(f, c.id) {
+		return "", fsio.ErrChanged
+	}
+	return sum, nil
 }
 
 // before: strategy a comes before b in the rule's list (both in it).

@@ -542,47 +542,13 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 		inCopy[k] = true
 		recs = append(recs, copyRec{start, end, k})
 	})
-	newest := map[[16]byte][]byte{} // the copy's "\x00" records' newest salvaged versions
-	added := map[[16]byte][]byte{}  // the salvaged records the copy lacks, newest version
-	var order [][16]byte            // ... in the order first salvaged
-	held := 0
-	lj := &longJudge{r: rulesOf(p), window: lineWindow}
-	walk := readWalker(salv, size, min(StreamBuf, lineWindow), MaxLine, lj)
-	err := walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
-		if long != nil {
-			if long.record {
-				return ErrUnionTooLarge
-			}
-			return nil
-		}
-		k, ok := kp.key(line)
-		if !ok {
-			return nil
-		}
-		if inCopy[k] && !kp.replaced {
-			return nil // the copy's version stays: nothing to hold
-		}
-		rec := append(bytes.Clone(line), '\n')
-		if !terminated {
-			rec = rec[:len(rec)-1] // as the salvage has it
-		}
-		switch {
-		case inCopy[k]:
-			newest[k] = rec
-		default:
-			old, seen := added[k]
-			if !seen {
-				order = append(order, k)
-			}
-			if held += len(rec) - len(old); budget > 0 && held > budget {
-				return ErrUnionTooLarge
-			}
-			added[k] = rec
-		}
-		return nil
-	})
+	newest, added, order, err := unionAdds(kp, &longJudge{r: rulesOf(p), window: lineWindow}, inCopy, salv, size, budget)
 	if err != nil {
 		return nil, err
+	}
+	held := 0
+	for _, b := range added {
+		held += len(b)
 	}
 	// The result is allocated once, at its size.
 	n := held
@@ -605,6 +571,61 @@ func UnionFrom(p Profile, lastGood []byte, salv io.ReaderAt, size int64, budget 
 		out = append(out, added[k]...)
 	}
 	return out, nil
+}
+
+// UnionSplice is UnionFrom of a copy read from its file (copySize bytes of lastGood), said as
+// a splice of that file: the copy's records as ranges of it, the newer versions and the
+// records the salvage adds (within budget, as UnionFrom) held. Its bytes, read with the copy
+// (Splice.At(lastGood)), are UnionFrom's. The copy is read three times: for its keys, then,
+// once the salvage is read, for its records' places. A line of the copy over the line window
+// is errHoldRepair (ErrHoldCandidate): the copy is to be held.
+func UnionSplice(p Profile, lastGood io.ReaderAt, copySize int64, salv io.ReaderAt, size int64, budget int) (*Splice, error) {
+	if !p.JSONL() {
+		return nil, nil
+	}
+	kp := newKeyParser(p)
+	lj := &longJudge{r: rulesOf(p), window: lineWindow}
+	copyLines := func(fn func(start, end int64, k [16]byte)) error {
+		err := readWalker(lastGood, copySize, min(StreamBuf, lineWindow), MaxLine, lj)(0, copySize, false,
+			func(start int64, line []byte, terminated bool, long *longLine) error {
+				if long != nil {
+					return ErrHoldCandidate
+				}
+				k, ok := kp.key(line)
+				if !ok {
+					return nil
+				}
+				end := start + int64(len(line))
+				if terminated {
+					end++
+				}
+				fn(start, end, k)
+				return nil
+			})
+		return err
+	}
+	inCopy := map[[16]byte]bool{}
+	if err := copyLines(func(_, _ int64, k [16]byte) { inCopy[k] = true }); err != nil {
+		return nil, err
+	}
+	newest, added, order, err := unionAdds(kp, lj, inCopy, salv, size, budget)
+	if err != nil {
+		return nil, err
+	}
+	sp := &Splice{}
+	if err := copyLines(func(start, end int64, k [16]byte) {
+		if b, ok := newest[k]; ok {
+			sp.AddData(b)
+		} else {
+			sp.AddRange(start, end-start)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	for _, k := range order {
+		sp.AddData(added[k])
+	}
+	return sp, nil
 }
 
 // UnionCount is what [UnionFrom] and [Records] would say of a last-good copy and of its
@@ -700,6 +721,54 @@ func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 	c.Same = c.Made && clean && !replaced && c.Union == c.Copy
 	c.Exact = true
 	return c, nil
+}
+
+// unionAdds reads the salvage (size bytes of salv) against the copy's record keys (inCopy),
+// as a union takes it: the newest salvaged version of each of the copy's records replaced in
+// place ("\x00" keys), and the salvaged records the copy lacks (the newest version of each,
+// in the order first salvaged), within budget (ErrUnionTooLarge).
+func unionAdds(kp *keyParser, lj *longJudge, inCopy map[[16]byte]bool, salv io.ReaderAt, size int64, budget int) (newest, added map[[16]byte][]byte, order [][16]byte, err error) {
+	newest = map[[16]byte][]byte{}
+	added = map[[16]byte][]byte{}
+	held := 0
+	walk := readWalker(salv, size, min(StreamBuf, lineWindow), MaxLine, lj)
+	err = walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
+		if long != nil {
+			if long.record {
+				return ErrUnionTooLarge
+			}
+			return nil
+		}
+		k, ok := kp.key(line)
+		if !ok {
+			return nil
+		}
+		if inCopy[k] && !kp.replaced {
+			return nil // the copy's version stays: nothing to hold
+		}
+		rec := append(bytes.Clone(line), '\n')
+		if !terminated {
+			rec = rec[:len(rec)-1] // as the salvage has it
+		}
+		switch {
+		case inCopy[k]:
+			newest[k] = rec
+		default:
+			old, seen := added[k]
+			if !seen {
+				order = append(order, k)
+			}
+			if held += len(rec) - len(old); budget > 0 && held > budget {
+				return ErrUnionTooLarge
+			}
+			added[k] = rec
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return newest, added, order, nil
 }
 
 // eachKeyed calls fn for each record of data in order: its bytes [start, end) (with its '\n'

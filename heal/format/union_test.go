@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -179,7 +180,7 @@ func TestUnionCountsMatchHeld(t *testing.T) {
 		}
 		return b
 	}
-	exact, inexact, refused, same := 0, 0, 0, 0
+	exact, inexact, refused, same, spliced := 0, 0, 0, 0, 0
 	withWindow(window, func() {
 		for _, p := range []Profile{keyedLog{plain{jsonl: true}}, plain{jsonl: true}} {
 			for range 600 {
@@ -201,6 +202,24 @@ func TestUnionCountsMatchHeld(t *testing.T) {
 				held, herr := UnionFrom(p, lg, bytes.NewReader(salv), int64(len(salv)), budget)
 				if herr != nil && herr != ErrUnionTooLarge {
 					t.Fatal(herr)
+				}
+				// The union said as a splice of the copy is the union held.
+				sp, serr := UnionSplice(p, bytes.NewReader(lg), int64(len(lg)), bytes.NewReader(salv), int64(len(salv)), budget)
+				switch {
+				case errors.Is(serr, ErrHoldCandidate):
+					if !bytes.Contains(lg, []byte(`"long"`)) {
+						t.Fatalf("%T: copy %q: refused as over the window", p, lg)
+					}
+				case serr != nil || herr != nil:
+					if serr != herr {
+						t.Fatalf("%T: copy %q, salvage %q, budget %d: splice %v, UnionFrom %v", p, lg, salv, budget, serr, herr)
+					}
+				default:
+					b, err := sp.Bytes(bytes.NewReader(lg))
+					if err != nil || !bytes.Equal(b, held) || sp.Size() != int64(len(held)) {
+						t.Fatalf("%T: copy %q, salvage %q: splice %q (%v), UnionFrom %q", p, lg, salv, b, err, held)
+					}
+					spliced++
 				}
 				if !ok {
 					inexact++
@@ -231,7 +250,7 @@ func TestUnionCountsMatchHeld(t *testing.T) {
 			}
 		}
 	})
-	if exact < 300 || inexact < 50 || refused < 20 || same < 20 {
-		t.Fatalf("cases: %d counted, %d not, %d refused, %d unions the copy", exact, inexact, refused, same)
+	if exact < 300 || inexact < 50 || refused < 20 || same < 20 || spliced < 500 {
+		t.Fatalf("cases: %d counted, %d not, %d refused, %d unions the copy, %d spliced", exact, inexact, refused, same, spliced)
 	}
 }

@@ -189,3 +189,31 @@ func (c FileAt) WriteOut(w io.Writer, _ io.ReaderAt) (string, error) {
 	}
 	return sum, nil
 }
+
+// SameBytes reports whether the first n bytes of a and b are the same, read a block at a time.
+func SameBytes(a, b io.ReaderAt, n int64) (bool, error) {
+	const block = 1 << 20
+	x, y := make([]byte, min(max(n, 1), block)), make([]byte, min(max(n, 1), block))
+	for off := int64(0); off < n; {
+		m := min(int64(len(x)), n-off)
+		if k, err := a.ReadAt(x[:m], off); int64(k) < m {
+			return false, readErr(err)
+		}
+		if k, err := b.ReadAt(y[:m], off); int64(k) < m {
+			return false, readErr(err)
+		}
+		if !bytes.Equal(x[:m], y[:m]) {
+			return false, nil
+		}
+		off += m
+	}
+	return true, nil
+}
+
+// readErr is the error of a read that came short (io.ErrUnexpectedEOF when it said none).
+func readErr(err error) error {
+	if err == nil || err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
