@@ -360,90 +360,123 @@ func TestPraisonIndexDifferential(t *testing.T) {
 
 func praisonDifferential(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	dir := t.TempDir()
-	ids := []string{"pp", "qq", "a/b", "a_b", "zz", "rr", "s-1", "s-2"}
-	for i := range rng.IntN(12) {
-		ids = append(ids, fmt.Sprintf("x%d", i))
-	}
-	path := func(id string) string { return filepath.Join(dir, praisonSafeID(id)+".json") }
-	body := func() []byte {
-		id, parent := ids[rng.IntN(len(ids))], ids[rng.IntN(len(ids))]
-		if rng.IntN(3) > 0 {
-			return praisonDoc(id, parent)
-		}
-		return praisonVariants[rng.IntN(len(praisonVariants))](id, parent)
-	}
-	for _, id := range ids {
-		if rng.IntN(4) > 0 {
-			os.WriteFile(path(id), body(), 0o600)
-		}
-	}
+	tr := newPraisonTree(t, rng, rng.IntN(12), 4)
 	ix := testIndex()
 	kept := 0
 	for round := range 16 {
 		// Checks of every session, in a random order, before the edits are older than the
 		// racy window and after.
 		for pass := range 2 {
-			ents, _ := os.ReadDir(dir)
-			rng.Shuffle(len(ents), func(i, j int) { ents[i], ents[j] = ents[j], ents[i] })
-			for _, e := range ents {
-				for _, sid := range []string{strings.TrimSuffix(e.Name(), ".json"), ids[rng.IntN(len(ids))]} {
-					p := filepath.Join(dir, e.Name())
-					got, want := ix.children(p, sid), praisonChildrenRef(p, sid)
-					if !reflect.DeepEqual(got, want) {
-						t.Fatalf("seed %d round %d pass %d: children of %s (%q): %q, uncached %q", seed, round, pass, e.Name(), sid, got, want)
-					}
+			tr.eachSession(func(p, sid string) {
+				got, want := ix.children(p, sid), praisonChildrenRef(p, sid)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("seed %d round %d pass %d: children of %s (%q): %q, uncached %q", seed, round, pass, filepath.Base(p), sid, got, want)
 				}
-			}
+			})
 			if pass == 0 {
 				age()
 			}
 		}
 		kept = max(kept, ix.n)
 		indexAccounted(t, ix)
-		// Edits.
 		for range 1 + rng.IntN(3) {
-			p := path(ids[rng.IntN(len(ids))])
-			switch rng.IntN(7) {
-			case 0, 1: // in place
-				if isRegular(p) {
-					rewriteInPlace(t, p, body())
-				}
-			case 2: // renamed over
-				tmp := filepath.Join(dir, "tmp12345678.tmp")
-				os.WriteFile(tmp, body(), 0o600)
-				if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && rng.IntN(2) == 0 {
-					os.Chtimes(tmp, fi.ModTime(), fi.ModTime())
-				}
-				os.RemoveAll(p)
-				os.Rename(tmp, p)
-			case 3: // added or rewritten whole
-				os.RemoveAll(p)
-				os.WriteFile(p, body(), 0o600)
-			case 4: // removed
-				os.RemoveAll(p)
-			case 5: // a symlink to another session, or a directory
-				os.RemoveAll(p)
-				if rng.IntN(2) == 0 {
-					os.Symlink(path(ids[rng.IntN(len(ids))]), p)
-				} else {
-					os.Mkdir(p, 0o700)
-				}
-			case 6: // grown or shrunk in place (a new size)
-				if isRegular(p) {
-					b, _ := os.ReadFile(p)
-					if rng.IntN(2) == 0 {
-						b = append(b, ' ')
-					} else if len(b) > 0 {
-						b = b[:len(b)-1]
-					}
-					rewriteInPlace(t, p, b)
-				}
-			}
+			tr.edit()
 		}
 	}
 	if kept == 0 {
 		t.Fatalf("seed %d: the index kept nothing", seed)
+	}
+}
+
+// praisonTree is a directory of random sessions (the ids, some without a file), and the
+// random bodies and edits the differential tests make of it.
+type praisonTree struct {
+	t   *testing.T
+	rng *rand.Rand
+	dir string
+	ids []string
+}
+
+// newPraisonTree is a tree of the fixed ids and extra more, each written but one in every
+// skip.
+func newPraisonTree(t *testing.T, rng *rand.Rand, extra, skip int) *praisonTree {
+	tr := &praisonTree{t: t, rng: rng, dir: t.TempDir(), ids: []string{"pp", "qq", "a/b", "a_b", "zz", "rr", "s-1", "s-2"}}
+	for i := range extra {
+		tr.ids = append(tr.ids, fmt.Sprintf("x%d", i))
+	}
+	for _, id := range tr.ids {
+		if rng.IntN(skip) > 0 {
+			os.WriteFile(tr.path(id), tr.body(), 0o600)
+		}
+	}
+	return tr
+}
+
+func (tr *praisonTree) path(id string) string {
+	return filepath.Join(tr.dir, praisonSafeID(id)+".json")
+}
+
+// body is a session naming random ids, as the app writes it or as praisonVariants.
+func (tr *praisonTree) body() []byte {
+	id, parent := tr.ids[tr.rng.IntN(len(tr.ids))], tr.ids[tr.rng.IntN(len(tr.ids))]
+	if tr.rng.IntN(3) > 0 {
+		return praisonDoc(id, parent)
+	}
+	return praisonVariants[tr.rng.IntN(len(praisonVariants))](id, parent)
+}
+
+// eachSession calls fn for every entry of the directory, in a random order, with its own
+// id and with a random one.
+func (tr *praisonTree) eachSession(fn func(path, sid string)) {
+	ents, _ := os.ReadDir(tr.dir)
+	tr.rng.Shuffle(len(ents), func(i, j int) { ents[i], ents[j] = ents[j], ents[i] })
+	for _, e := range ents {
+		for _, sid := range []string{strings.TrimSuffix(e.Name(), ".json"), tr.ids[tr.rng.IntN(len(tr.ids))]} {
+			fn(filepath.Join(tr.dir, e.Name()), sid)
+		}
+	}
+}
+
+// edit makes one random edit: in place, renamed over, added, removed, made a symlink or a
+// directory, grown or shrunk.
+func (tr *praisonTree) edit() {
+	rng, t := tr.rng, tr.t
+	p := tr.path(tr.ids[rng.IntN(len(tr.ids))])
+	switch rng.IntN(7) {
+	case 0, 1: // in place
+		if isRegular(p) {
+			rewriteInPlace(t, p, tr.body())
+		}
+	case 2: // renamed over
+		tmp := filepath.Join(tr.dir, "tmp12345678.tmp")
+		os.WriteFile(tmp, tr.body(), 0o600)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && rng.IntN(2) == 0 {
+			os.Chtimes(tmp, fi.ModTime(), fi.ModTime())
+		}
+		os.RemoveAll(p)
+		os.Rename(tmp, p)
+	case 3: // added or rewritten whole
+		os.RemoveAll(p)
+		os.WriteFile(p, tr.body(), 0o600)
+	case 4: // removed
+		os.RemoveAll(p)
+	case 5: // a symlink to another session, or a directory
+		os.RemoveAll(p)
+		if rng.IntN(2) == 0 {
+			os.Symlink(tr.path(tr.ids[rng.IntN(len(tr.ids))]), p)
+		} else {
+			os.Mkdir(p, 0o700)
+		}
+	case 6: // grown or shrunk in place (a new size)
+		if isRegular(p) {
+			b, _ := os.ReadFile(p)
+			if rng.IntN(2) == 0 {
+				b = append(b, ' ')
+			} else if len(b) > 0 {
+				b = b[:len(b)-1]
+			}
+			rewriteInPlace(t, p, b)
+		}
 	}
 }
 

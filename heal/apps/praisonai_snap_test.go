@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -63,24 +62,7 @@ func TestPraisonSnapshotDifferential(t *testing.T) {
 
 func praisonSnapDifferential(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 11))
-	dir := t.TempDir()
-	ids := []string{"pp", "qq", "a/b", "a_b", "zz", "rr", "s-1", "s-2"}
-	for i := range 4 + rng.IntN(16) {
-		ids = append(ids, fmt.Sprintf("x%d", i))
-	}
-	path := func(id string) string { return filepath.Join(dir, praisonSafeID(id)+".json") }
-	body := func() []byte {
-		id, parent := ids[rng.IntN(len(ids))], ids[rng.IntN(len(ids))]
-		if rng.IntN(3) > 0 {
-			return praisonDoc(id, parent)
-		}
-		return praisonVariants[rng.IntN(len(praisonVariants))](id, parent)
-	}
-	for _, id := range ids {
-		if rng.IntN(5) > 0 {
-			os.WriteFile(path(id), body(), 0o600)
-		}
-	}
+	tr := newPraisonTree(t, rng, 4+rng.IntN(16), 5)
 	ix := testIndex()
 	checks := 0
 	for round := range 12 {
@@ -88,40 +70,17 @@ func praisonSnapDifferential(t *testing.T, seed uint64) {
 		if rng.IntN(4) > 0 {
 			age() // versions older than the racy window: the listing may answer
 		}
-		ents, _ := os.ReadDir(dir)
-		rng.Shuffle(len(ents), func(i, j int) { ents[i], ents[j] = ents[j], ents[i] })
-		for _, e := range ents {
-			p := filepath.Join(dir, e.Name())
-			for _, sid := range []string{strings.TrimSuffix(e.Name(), ".json"), ids[rng.IntN(len(ids))]} {
-				got, want := ix.childrenOf(judged(t, p), sid), praisonChildrenRef(p, sid)
-				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("seed %d round %d: children of %s (%q): %q, uncached %q", seed, round, e.Name(), sid, got, want)
-				}
-				checks++
+		tr.eachSession(func(p, sid string) {
+			got, want := ix.childrenOf(judged(t, p), sid), praisonChildrenRef(p, sid)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d round %d: children of %s (%q): %q, uncached %q", seed, round, filepath.Base(p), sid, got, want)
 			}
-		}
+			checks++
+		})
 		snapsAccounted(t, ix)
 		indexAccounted(t, ix)
 		for range 1 + rng.IntN(4) {
-			p := path(ids[rng.IntN(len(ids))])
-			switch rng.IntN(5) {
-			case 0, 1:
-				if isRegular(p) {
-					rewriteInPlace(t, p, body())
-				}
-			case 2:
-				os.RemoveAll(p)
-				os.WriteFile(p, body(), 0o600)
-			case 3:
-				os.RemoveAll(p)
-			case 4:
-				os.RemoveAll(p)
-				if rng.IntN(2) == 0 {
-					os.Symlink(path(ids[rng.IntN(len(ids))]), p)
-				} else {
-					os.Mkdir(p, 0o700)
-				}
-			}
+			tr.edit()
 		}
 	}
 	if ix.reused == 0 || ix.reused*2 < checks/3 {

@@ -68,20 +68,24 @@ func unionRef(p Profile, lastGood, salvaged []byte) []byte {
 	return out
 }
 
+// unionRec is record i of a keyed log in its version v: the session header (i 0, one key for
+// every version), a note without an id (keyed by its bytes), or a message keyed by its id.
+func unionRec(i, v int) string {
+	if i == 0 {
+		return fmt.Sprintf(`{"type":"session","id":"s","v":%d}`, v)
+	}
+	if i%7 == 0 {
+		return fmt.Sprintf(`{"type":"note","text":"n%d"}`, i)
+	}
+	return fmt.Sprintf(`{"type":"message","id":"m%d","v":%d}`, i, v)
+}
+
 // TestUnionFromMatchesWhole: the union planned a salvaged line at a time is the one planned on
 // the salvage held whole, for keyed and unkeyed logs, over last-good copies and salvages that
 // share, repeat, update and lack records; over its budget it says so.
 func TestUnionFromMatchesWhole(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	rec := func(i, v int) string {
-		if i == 0 {
-			return fmt.Sprintf(`{"type":"session","id":"s","v":%d}`, v)
-		}
-		if i%7 == 0 {
-			return fmt.Sprintf(`{"type":"note","text":"n%d"}`, i) // no id: keyed by its bytes
-		}
-		return fmt.Sprintf(`{"type":"message","id":"m%d","v":%d}`, i, v)
-	}
+	rec := unionRec
 	gen := func(n int) []byte {
 		var b []byte
 		for range n {
@@ -148,15 +152,7 @@ func TestUnionFromMatchesWhole(t *testing.T) {
 // miscount.
 func TestUnionCountsMatchHeld(t *testing.T) {
 	rng := rand.New(rand.NewSource(5))
-	rec := func(i, v int) string {
-		if i == 0 {
-			return fmt.Sprintf(`{"type":"session","id":"s","v":%d}`, v)
-		}
-		if i%7 == 0 {
-			return fmt.Sprintf(`{"type":"note","text":"n%d"}`, i)
-		}
-		return fmt.Sprintf(`{"type":"message","id":"m%d","v":%d}`, i, v)
-	}
+	rec := unionRec
 	const window = 512 // lines longer take the long lines' way (withWindow)
 	long := `{"type":"message","id":"long","text":"` + strings.Repeat("x", window+10) + `"}`
 	gen := func(n int) []byte {
