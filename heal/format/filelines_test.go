@@ -150,3 +150,52 @@ func TestSurveyFileCandidateHeld(t *testing.T) {
 		t.Fatalf("a read that fails: %v", err)
 	}
 }
+
+// FuzzSurveyFileCandidate: for any damaged file and candidate, the candidate measured from its
+// file gets the figures of the same bytes held (or asks to be held); and the union of the
+// candidate, as a copy, with the file, as a salvage, said as a splice of the copy is the
+// union held.
+func FuzzSurveyFileCandidate(f *testing.F) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for i := range 24 {
+		d, cand := damagedPair(r)
+		f.Add(d, cand, uint8(i))
+	}
+	profiles := []Profile{plain{jsonl: true}, keyedLog{plain{jsonl: true}}, rejoiner{plain{jsonl: true}}}
+	f.Fuzz(func(t *testing.T, d, cand []byte, which uint8) {
+		if len(d) > 1<<16 || len(cand) > 1<<16 {
+			return
+		}
+		p := profiles[int(which)%len(profiles)]
+		withWindow(256, func() {
+			a := &SurveyCand{Data: cand}
+			want, err := Survey(bytes.NewReader(d), int64(len(d)), p, SurveyOptions{}, []*SurveyCand{a})
+			if err != nil {
+				return // not surveyed streaming (a number over MaxLine): nothing to compare
+			}
+			b := &SurveyCand{File: bytes.NewReader(cand), Size: int64(len(cand))}
+			got, err := Survey(bytes.NewReader(d), int64(len(d)), p, SurveyOptions{}, []*SurveyCand{b})
+			switch {
+			case errors.Is(err, ErrHoldCandidate):
+			case err != nil:
+				t.Fatal(err)
+			case got != want || a.PrefixN != b.PrefixN || a.Lost != b.Lost || a.LostBytes != b.LostBytes:
+				t.Fatalf("damaged %q, candidate %q:\nfrom its file %+v %d %d %d\nheld          %+v %d %d %d",
+					d, cand, got, b.PrefixN, b.Lost, b.LostBytes, want, a.PrefixN, a.Lost, a.LostBytes)
+			}
+			held, herr := UnionFrom(p, cand, bytes.NewReader(d), int64(len(d)), 200)
+			sp, serr := UnionSplice(p, bytes.NewReader(cand), int64(len(cand)), bytes.NewReader(d), int64(len(d)), 200)
+			switch {
+			case errors.Is(serr, ErrHoldCandidate):
+			case serr != nil || herr != nil:
+				if serr != herr {
+					t.Fatalf("copy %q, salvage %q: splice %v, held %v", cand, d, serr, herr)
+				}
+			default:
+				if b, err := sp.Bytes(bytes.NewReader(cand)); err != nil || !bytes.Equal(b, held) {
+					t.Fatalf("copy %q, salvage %q: splice %q (%v), held %q", cand, d, b, err, held)
+				}
+			}
+		})
+	})
+}
