@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,8 @@ import (
 // with another write's bytes after it, of 100 MB (and Claude's of 300 MB; -quick: 16 MB
 // each), are checked and healed by
 // the CLI (`check -json`, `heal -json`: wall time and peak RSS, sampled), beside the
-// physical reference of one `cp` of the file with an fsync. Then the daemon's first scan of
+// physical reference of one `cp` of the file with an fsync. Then a Claude Code transcript
+// healed beside a last-good copy, in three shapes (appsLastGood). Then the daemon's first scan of
 // a healthy 20 MB OpenClaw transcript under the sidecar's GOMEMLIMIT, as a Kubernetes
 // sidecar meets it. Peak RSS is given above the idle size of the same command on an empty
 // tree.
@@ -100,11 +102,101 @@ func (b *bench) appsBench(ctx context.Context) ([]Row, error) {
 			return rows, err
 		}
 	}
+	lg, err := b.appsLastGood(ctx, dir, idle)
+	rows = append(rows, lg...)
+	if err != nil {
+		return rows, err
+	}
 	r, err := b.appsFirstScan(ctx, dir, idle)
 	if err != nil {
 		return rows, err
 	}
 	return append(rows, r), nil
+}
+
+// appsLastGood: a Claude Code transcript of 50 MB (-quick: 8 MB) healed beside the last-good
+// copy a heal of an older version of it kept, in three shapes: rewritten with a record glued
+// (the copy is the version before: the salvage keeps as much), cut short by a lost write (the
+// copy holds what it lost: healed from the copy), and with a record turned to NULs since a
+// copy of its first 80 % (healed by the union of the copy and the salvage).
+func (b *bench) appsLastGood(ctx context.Context, dir string, idle int64) ([]Row, error) {
+	size := int64(50e6)
+	if b.o.quick {
+		size = 8e6
+	}
+	run := filepath.Join(dir, "last-good")
+	defer os.RemoveAll(run)
+	path, healthy, _, err := writeAppTranscript(run, "claude-code", size)
+	if err != nil {
+		return nil, err
+	}
+	lines := bytes.SplitAfter(healthy, []byte("\n"))
+	lines = lines[:len(lines)-1]        // the empty piece after the last '\n'
+	glued := func(ls [][]byte) []byte { // the record at a quarter glued to the next
+		i := len(ls) / 4
+		out := bytes.Join(ls[:i], nil)
+		out = append(out, bytes.TrimSuffix(ls[i], []byte("\n"))...)
+		return append(out, bytes.Join(ls[i+1:], nil)...)
+	}
+	nuled := slices.Clone(lines)
+	i := len(nuled)/4 + 1
+	nuled[i] = append(bytes.Repeat([]byte{0}, len(nuled[i])-1), '\n')
+	shapes := []struct {
+		what          string
+		copy, damaged []byte
+		want          []byte // the file healed
+	}{
+		{"rewritten with a record glued, beside the version before", healthy, glued(lines), healthy},
+		{"cut short by a lost write (its last third) and a record glued, beside the version before", healthy, glued(lines[:2*len(lines)/3]), healthy},
+		{"with a record turned to NULs and one glued, beside a copy of its first 80 %", bytes.Join(lines[:4*len(lines)/5], nil), glued(nuled), healthy},
+	}
+	cp, err := cpFsync(path, filepath.Join(run, "cp-reference"))
+	if err != nil {
+		return nil, err
+	}
+	var rows []Row
+	for k, sh := range shapes {
+		state := filepath.Join(run, fmt.Sprintf("state-%d", k))
+		env := childEnv(filepath.Join(run, "home"), state)
+		if err := os.WriteFile(path, sh.copy, 0o600); err != nil {
+			return rows, err
+		}
+		if res, err := runTimed(ctx, run, env, b.bin, "heal", "-json", "-preset", "claude-code", path); err != nil {
+			return rows, fmt.Errorf("heal of the healthy version: %w (stderr: %s)", err, res.Stderr)
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, sh.damaged, 0o600); err != nil {
+			return rows, err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return rows, err
+		}
+		every := 5 * time.Millisecond
+		resetPeakRSS()
+		res, peaks, err := runSampled(ctx, run, env, &every, b.bin, "heal", "-json", "-preset", "claude-code", path)
+		if err != nil {
+			return rows, fmt.Errorf("heal %s: %w (stderr: %s)", sh.what, err, res.Stderr)
+		}
+		action, strategy := firstField(res.Stdout.text(), "action"), firstField(res.Stdout.text(), "strategy")
+		got, _ := os.ReadFile(path)
+		same := bytes.Equal(got, sh.want)
+		got = nil
+		what := fmt.Sprintf("a %s Claude Code transcript %s", fmtMB(size), sh.what)
+		r := Row{Workload: "apps", Goal: "healing " + what, Sessionmedic: fmt.Sprintf("%s, peak RSS %s (%s above idle)", fmtDur(res.Wall), fmtBytes(peaks.HWM), fmtBytes(peaks.HWM-idle)),
+			Peers: "cp + fsync " + fmtDur(cp), Target: "≤ idle + 64 MiB",
+			Met: metIf(action == "healed" && same && peaks.HWM-idle <= 64<<20)}
+		r.setRatio(res.Wall.Seconds() / cp.Seconds())
+		r.addNote("%s %s; the result %s the transcript before the damage", action, strategy, map[bool]string{true: "is byte for byte", false: "differs from"}[same])
+		r.metric("max_rss_bytes", float64(peaks.HWM))
+		r.metric("wall_s", res.Wall.Seconds())
+		r.metric("cp_fsync_s", cp.Seconds())
+		rows = append(rows, r)
+		b.logf("[apps] %s: %s %s (%s, %s)", what, action, strategy, fmtDur(res.Wall), fmtBytes(peaks.HWM))
+		if err := ctx.Err(); err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
 }
 
 // idleRSS is the peak RSS of `check -json` of an empty tree: the process's own size.
