@@ -162,7 +162,11 @@ func (e *Engine) verify(t Target, in *inspection, wrote Identity, newSHA string)
 	if !t.Rule.KeepLastGood {
 		return // the verdict would keep no copy
 	}
-	if id, err := fsio.StatIdentity(t.Path); err == nil && (c.typ.Plain() || appStreamed(c.typ) || format.IsDocument(c.typ)) && id.Size > e.bigAbove() {
+	big := e.bigAbove()
+	if appStreamed(c.typ) {
+		big = e.appBigAbove()
+	}
+	if id, err := fsio.StatIdentity(t.Path); err == nil && (c.typ.Plain() || appStreamed(c.typ) || format.IsDocument(c.typ)) && id.Size > big {
 		if lg := e.LastGood.MaxFileBytes; (lg > 0 && id.Size > lg) || id.Size > planLimit {
 			return // no copy of a file this large
 		}

@@ -79,7 +79,7 @@ func (e *Engine) inspect(t Target) *inspection {
 					e.inc.RememberFile(t.Path, in.ctx.typ, sid)
 				}
 				return in
-			case serr == nil && v.Status == Damaged && sid.Size <= streamThreshold && !(appStreamed(in.ctx.typ) && sid.Size > e.bigAbove()):
+			case serr == nil && v.Status == Damaged && sid.Size <= streamThreshold && !(appStreamed(in.ctx.typ) && sid.Size > e.appBigAbove()):
 				// Read whole below, and planned as such.
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v
@@ -142,7 +142,7 @@ func (e *Engine) inspect(t Target) *inspection {
 				e.inc.Drop(t.Path)
 			}
 		}
-		if in.verdict.Status == Damaged && appStreamed(in.ctx.typ) && id.Size > e.bigAbove() {
+		if in.verdict.Status == Damaged && appStreamed(in.ctx.typ) && id.Size > e.appBigAbove() {
 			// Planned streaming (bigplan.go): the bytes read are let go.
 			in.data, in.big, in.bigEnd = nil, true, -1
 		}
