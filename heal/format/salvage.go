@@ -612,10 +612,11 @@ func UnionSplice(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 	if err != nil {
 		return nil, err
 	}
+	// The versions and records held are the splice's own (each its own piece, not copied).
 	sp := &Splice{}
 	if err := copyLines(func(start, end int64, k [16]byte) {
 		if b, ok := newest[k]; ok {
-			sp.AddData(b)
+			sp.addHeld(b)
 		} else {
 			sp.AddRange(start, end-start)
 		}
@@ -623,7 +624,7 @@ func UnionSplice(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 		return nil, err
 	}
 	for _, k := range order {
-		sp.AddData(added[k])
+		sp.addHeld(added[k])
 	}
 	return sp, nil
 }

@@ -60,6 +60,16 @@ func (s *Splice) AddData(b []byte) {
 	s.size += int64(len(b))
 }
 
+// addHeld appends bytes held in memory without copying them: b is the splice's from then on
+// (the caller never writes it again).
+func (s *Splice) addHeld(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	s.pieces = append(s.pieces, piece{at: s.size, off: -1, n: int64(len(b)), data: b})
+	s.size += int64(len(b))
+}
+
 // Prefix: the result is the original's first Size bytes (a tail cut).
 func (s *Splice) Prefix() bool {
 	return len(s.pieces) == 0 || len(s.pieces) == 1 && s.pieces[0].off == 0
