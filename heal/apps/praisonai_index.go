@@ -197,7 +197,7 @@ func (ix *praisonIndex) children(path, sid string) []string {
 		if d := ix.dirs[dir]; d != nil && d.dir == dk {
 			for i := range sibs {
 				if c, ok := d.sibs[sibs[i].name]; ok && sibs[i].stat && c.key == sibs[i].key {
-					sibs[i].s, sibs[i].hit, sibs[i].known = c, true, true
+					sibs[i].s, sibs[i].known = c, true
 				}
 			}
 			if len(d.sibs) > len(sibs)+1 { // entries of siblings gone (path's own may be there)
@@ -224,8 +224,8 @@ func (ix *praisonIndex) children(path, sid string) []string {
 	var fresh []praisonSib
 	for i := range sibs {
 		s := &sibs[i]
-		if s.hit {
-			continue
+		if s.known {
+			continue // the index's
 		}
 		var began time.Time
 		if ix != nil {
@@ -270,7 +270,6 @@ type praisonSib struct {
 	key   praisonStatKey // its identity now
 	stat  bool           // key was stated
 	s     praisonSibling
-	hit   bool // s is the index's
 	known bool // s is known: the index's, or read (s.key is then the version read)
 }
 

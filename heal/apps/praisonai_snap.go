@@ -72,10 +72,13 @@ func (ix *praisonIndex) snapshot(dir string, began time.Time, sibs []praisonSib,
 		sn.keys = append(sn.keys, key)
 		sn.cost += 64 + len(name)
 	}
+	addSelf := func() { // its link is not read: the check that listed has its bytes
+		sn.unknown = append(sn.unknown, len(sn.names))
+		add(self, selfKey)
+	}
 	for i, s := range sibs {
 		if i == selfAt {
-			sn.unknown = append(sn.unknown, len(sn.names))
-			add(self, selfKey)
+			addSelf()
 		}
 		key := s.key
 		if !s.stat || s.known && s.s.key != s.key {
@@ -90,8 +93,7 @@ func (ix *praisonIndex) snapshot(dir string, began time.Time, sibs []praisonSib,
 		}
 	}
 	if selfAt == len(sibs) {
-		sn.unknown = append(sn.unknown, len(sn.names))
-		add(self, selfKey)
+		addSelf()
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
