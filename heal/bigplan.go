@@ -423,14 +423,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 					continue
 				}
 				if mc.file != nil {
-					// Measured from its file: written from it.
-					src := fsio.FileAt{Path: mc.file.path, ID: mc.file.id}
-					sum, err := src.WriteOut(io.Discard, nil)
-					if err != nil {
-						continue // changed since it was judged: no plan
-					}
+					// Measured from its file: written from it (hashed when it was judged).
 					n := mc.file.id.Size
-					p = bigPlan(s, src, sum, n, mc.PrefixN == n)
+					p = bigPlan(s, fsio.FileAt{Path: mc.file.path, ID: mc.file.id}, mc.file.sum, n, mc.PrefixN == n)
 					p.keep, p.total, p.lostRecords, p.lostBytes = mc.file.records, sv.Total, mc.Lost, mc.LostBytes
 					continue
 				}
@@ -540,6 +535,7 @@ type fileCand struct {
 	path    string
 	id      Identity
 	records int
+	sum     string // the hex sha256 of its bytes, where its judge read them (a last-good copy's)
 }
 
 // docCand reads the candidate at p (a backup, the last-good copy) of an app document: whole
@@ -659,8 +655,8 @@ func unparsed(kind string) bool {
 	return false
 }
 
-// lastGoodFile opens c's last-good copy to be measured from its file: judged streaming (as
-// heldOK judges it held), of records records (counted by format.UnionCounts from its version
+// lastGoodFile opens c's last-good copy (an app log's: appStreamed) to be measured from its
+// file: judged streaming (as heldOK judges it held) and hashed, of records records (counted by format.UnionCounts from its version
 // counted). why says why not (no copy, or one that fails the checklist), f is nil then; f
 // and why are both empty for a copy not the version counted.
 func (e *Engine) lastGoodFile(c *fileCtx, records int, counted Identity) (f *os.File, fc *fileCand, why string) {
@@ -676,13 +672,14 @@ func (e *Engine) lastGoodFile(c *fileCtx, records int, counted Identity) (f *os.
 		f.Close()
 		return nil, nil, "" // another copy than the one counted: held, as before
 	}
-	cc := *c
-	cc.lastGood = nil
-	if v, err := judgeStreamed(&cc, f, 0, id.Size); err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
+	// Judged as heldOK judges an app log's copy (format.InspectAt), and hashed in the same
+	// read.
+	v, sum, err := format.InspectSum(c.typ, c.path, f, id.Size)
+	if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
 		f.Close()
 		return nil, nil, whyLastGoodFails
 	}
-	return f, &fileCand{path: p, id: id, records: records}, ""
+	return f, &fileCand{path: p, id: id, records: records, sum: sum}, ""
 }
 
 // keepsLastGood reports whether the salvage keep (a plan: keepSHA set) keeps c's last-good
@@ -841,22 +838,19 @@ func fileUnionPlan(c *fileCtx, u *memCand, total int, bigPlan func(policy.Strate
 		return nil // changed since it was judged: no plan
 	}
 	defer lg.Close()
-	cc := *c
-	cc.lastGood = nil
-	if v, err := judgeStreamed(&cc, u.splice.At(lg), 0, u.splice.Size()); err != nil || v.Status != Healthy {
+	// Judged as heldOK judges an app log's union (format.InspectAt), and hashed in the
+	// same read.
+	n := u.splice.Size()
+	v, sum, err := format.InspectSum(c.typ, c.path, u.splice.At(lg), n)
+	if err != nil || v.Status != Healthy || !fsio.StillSame(lg, u.file.id) {
 		return nil
 	}
-	n := u.splice.Size()
 	if k, ok := c.typ.(format.PrefixKeeper); ok {
 		if kp := k.KeptPrefix(c.path); kp > 0 && (n < kp || u.PrefixN < kp) {
 			return nil
 		}
 	}
 	src := copySplice{s: u.splice, path: u.file.path, id: u.file.id}
-	sum, err := src.WriteOut(io.Discard, nil)
-	if err != nil {
-		return nil
-	}
 	p := bigPlan(u.strategy, src, sum, n, u.PrefixN == n)
 	p.keep, p.total = u.file.records, total
 	p.lostRecords, p.lostBytes = u.Lost, u.LostBytes
