@@ -3,6 +3,7 @@ package heal
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -147,14 +148,18 @@ var planners = map[policy.Strategy]planner{
 	},
 	policy.AddOrdinals: func(_ *policy.Rule, in *inspection, st *planState) []byte {
 		if a, ok := in.ctx.typ.(format.OrdinalAdder); ok && !in.missing {
-			return a.AddOrdinals(in.ctx.path, st.base(in))
+			return format.SpliceBytes(st.base(in), func(r io.ReaderAt, n int64) (*format.Splice, error) {
+				return a.AddOrdinals(in.ctx.path, r, n)
+			})
 		}
 		return nil
 	},
 	policy.RebuildHeader: func(_ *policy.Rule, in *inspection, st *planState) []byte {
 		if r, ok := in.ctx.typ.(format.HeaderRebuilder); ok && !in.missing {
 			st.why = whyValueMissing
-			return r.RebuildHeader(in.ctx.path, st.base(in))
+			return format.SpliceBytes(st.base(in), func(rd io.ReaderAt, n int64) (*format.Splice, error) {
+				return r.RebuildHeader(in.ctx.path, rd, n)
+			})
 		}
 		return nil
 	},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"regexp"
@@ -155,84 +156,93 @@ func codexHeaderProblem(rec *jsonv.Value) string {
 // the numbers after the last record that has one, inserting `,"ordinal":N` right after each
 // one's timestamp member (where the app writes it); nil when there is nothing to add or the
 // number cannot be placed so.
-func (codexLog) AddOrdinals(_ string, data []byte) []byte {
-	lines := format.Split(data, codexLog{})
-	var missing []int // the trailing records without an ordinal, last first
-	prev := int64(-1)
-	for i := len(lines) - 1; i >= 0 && prev < 0; i-- {
-		l := lines[i]
+func (codexLog) AddOrdinals(_ string, r io.ReaderAt, size int64) (*format.Splice, error) {
+	var missing []int64 // where each trailing record without an ordinal takes one; -1: it cannot
+	prev, valid := int64(-1), false
+	err := format.SplitAt(codexLog{}, r, size, func(l format.Line) error {
 		if l.Val == nil {
-			continue
-		}
-		switch o := l.Val.Get("ordinal"); {
-		case o == nil:
-			missing = append(missing, i)
-		case codexOrdinal(o):
-			prev = o.Int
-		default:
 			return nil
 		}
-	}
-	if prev < 0 || len(missing) == 0 {
+		o := l.Val.Get("ordinal")
+		if o != nil {
+			missing, valid = missing[:0], codexOrdinal(o)
+			if valid {
+				prev = o.Int
+			}
+			return nil
+		}
+		at := int64(-1)
+		if len(l.Val.Keys) > 0 && l.Val.Keys[0].Key == "timestamp" && isStr(l.Val.Keys[0].Val) {
+			at = int64(l.Start + l.Val.Keys[0].Val.End)
+		}
+		missing = append(missing, at)
 		return nil
+	})
+	if err != nil || !valid || len(missing) == 0 {
+		return nil, err
 	}
-	out, last := make([]byte, 0, len(data)+16*len(missing)), 0
-	for k := len(missing) - 1; k >= 0; k-- {
-		l := lines[missing[k]]
-		if len(l.Val.Keys) == 0 || l.Val.Keys[0].Key != "timestamp" || !isStr(l.Val.Keys[0].Val) {
-			return nil
+	sp, last := &format.Splice{}, int64(0)
+	for _, at := range missing {
+		if at < 0 {
+			return nil, nil
 		}
 		prev++
-		at := l.Start + l.Val.Keys[0].Val.End
-		out = append(append(out, data[last:at]...), `,"ordinal":`+strconv.FormatInt(prev, 10)...)
+		sp.AddRange(last, at-last)
+		sp.AddData([]byte(`,"ordinal":` + strconv.FormatInt(prev, 10)))
 		last = at
 	}
-	return append(out, data[last:]...)
+	sp.AddRange(last, size-last)
+	return sp, nil
 }
 
 // RebuildHeader rebuilds a torn or missing session_meta line 1 from what the rollout
 // and its name hold: the id from the name, the timestamp of the first record after it, the
 // cwd of the first turn_context, and the complete string members of the torn line's payload
 // (session_id, timestamp, originator, cli_version, source, model_provider), which is read
-// from the file at path when data (a salvage) no longer has it. Every other byte of data is
+// from the file at path when r (a salvage) no longer has it. Every other byte of r is
 // kept. nil when line 1 is a session_meta, or the id, a record after it or a cwd is missing,
 // or the records after it do not start the sequence a header of ordinal 0 begins.
-func (codexLog) RebuildHeader(path string, data []byte) []byte {
+func (codexLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.Splice, error) {
 	id := codexThreadID(path)
 	if id == "" {
-		return nil
+		return nil, nil
 	}
-	spot, ok := findHeaderSpot(codexLog{}, path, data, func(v *jsonv.Value) bool { return strOf(v.Get("type")) == "session_meta" }, codexLine1Max)
+	spot, ok, err := findHeaderSpot(codexLog{}, path, r, size, func(v *jsonv.Value) bool { return strOf(v.Get("type")) == "session_meta" }, codexLine1Max)
 	if !ok {
+		return nil, err
+	}
+	var ts, cwd []byte // the first record's timestamp, the first turn_context's cwd
+	next, paginated, first := false, false, false
+	err = spot.after(codexLog{}, r, size, func(l format.Line) error {
+		if l.Val == nil {
+			return nil
+		}
+		if !next {
+			next = true
+			if t := l.Val.Get("timestamp"); isStr(t) {
+				ts = bytes.Clone(t.Raw(l.Raw))
+			}
+			o := l.Val.Get("ordinal")
+			paginated, first = o != nil, codexOrdinal(o) && o.Int == 1
+		}
+		if c := l.Val.Get("payload").Get("cwd"); strOf(l.Val.Get("type")) == "turn_context" && isStr(c) {
+			cwd = bytes.Clone(c.Raw(l.Raw))
+			return format.Stop
+		}
 		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	lines, fi, from, torn := spot.lines, spot.fi, spot.from, spot.torn
-	var next *format.Line
-	var cwd []byte
-	for i := fi; i < len(lines); i++ {
-		l := &lines[i]
-		if l.Val == nil || l.Start < from {
-			continue
-		}
-		if next == nil {
-			next = l
-		}
-		if c := l.Val.Get("payload").Get("cwd"); cwd == nil && strOf(l.Val.Get("type")) == "turn_context" && isStr(c) {
-			cwd = c.Raw(l.Raw)
-		}
-	}
-	members := codexPrefixMembers(torn)
+	members := codexPrefixMembers(spot.torn)
 	if cwd == nil {
 		cwd = members["cwd"]
 	}
-	if next == nil || cwd == nil || !isStr(next.Val.Get("timestamp")) {
-		return nil
+	if !next || cwd == nil || ts == nil {
+		return nil, nil
 	}
-	ts := next.Val.Get("timestamp").Raw(next.Raw)
-	o := next.Val.Get("ordinal")
-	paginated := o != nil
-	if paginated && !(codexOrdinal(o) && o.Int == 1) {
-		return nil // a fork's header (history_base) or a lost record: not rebuilt
+	if paginated && !first {
+		return nil, nil // a fork's header (history_base) or a lost record: not rebuilt
 	}
 	quoted := []byte(strconv.Quote(id))
 	if members["session_id"] == nil {
@@ -257,8 +267,7 @@ func (codexLog) RebuildHeader(path string, data []byte) []byte {
 	if paginated {
 		h = append(h, `,"history_mode":"paginated"`...)
 	}
-	out := append(append([]byte{}, data[:lines[fi].Start]...), h...)
-	return append(append(out, "}}\n"...), data[from:]...)
+	return spot.splice(size, h, []byte("}}\n")), nil
 }
 
 // codexPrefixMembers reads a torn session_meta line as far as it goes: the complete string

@@ -116,12 +116,12 @@ func TestCodexAppendedOK(t *testing.T) {
 
 func TestCodexAddOrdinals(t *testing.T) {
 	p := codexLog{}
-	if got := p.AddOrdinals("", cxSample(t, "last_record_missing_ordinal")); !bytes.Equal(got, cxSample(t, "healthy")) {
+	if got := addOrdinals(p, "", cxSample(t, "last_record_missing_ordinal")); !bytes.Equal(got, cxSample(t, "healthy")) {
 		t.Errorf("last_record_missing_ordinal: not the healthy sample (%d bytes)", len(got))
 	}
 	in := cxMeta("") + cxRec("1") + cxRec("") + cxRec("3") + cxRec("") + "\n" + cxRec("")
 	want := cxMeta("") + cxRec("1") + cxRec("") + cxRec("3") + cxRec("4") + "\n" + cxRec("5")
-	if got := p.AddOrdinals("", []byte(in)); string(got) != want {
+	if got := addOrdinals(p, "", []byte(in)); string(got) != want {
 		t.Errorf("two trailing records:\n%s\nwant\n%s", got, want)
 	}
 	for name, in := range map[string]string{
@@ -130,7 +130,7 @@ func TestCodexAddOrdinals(t *testing.T) {
 		"timestamp not first":  cxMeta("") + cxRec("1") + `{"type":"x","timestamp":"t","payload":{}}` + "\n",
 		"non-integer previous": cxMeta("") + cxRec(`"1"`) + cxRec(""),
 	} {
-		if got := p.AddOrdinals("", []byte(in)); got != nil {
+		if got := addOrdinals(p, "", []byte(in)); got != nil {
 			t.Errorf("%s: added ordinals:\n%s", name, got)
 		}
 	}
@@ -145,7 +145,7 @@ func TestCodexRebuildHeader(t *testing.T) {
 	path := filepath.Join(dir, cxName)
 	os.WriteFile(path, torn, 0o644)
 
-	full := p.RebuildHeader(path, torn)
+	full := rebuildHeader(p, path, torn)
 	if full == nil || !bytes.Equal(full[bytes.IndexByte(full, '\n')+1:], torn[nl:]) {
 		t.Fatalf("rebuild over the torn line changed other bytes (%d bytes)", len(full))
 	}
@@ -153,19 +153,19 @@ func TestCodexRebuildHeader(t *testing.T) {
 		t.Fatalf("rebuilt rollout: %s", v)
 	}
 	// From a salvage that dropped the torn line: the same header, its values read from the file.
-	if got := p.RebuildHeader(path, torn[nl:]); !bytes.Equal(got, full) {
+	if got := rebuildHeader(p, path, torn[nl:]); !bytes.Equal(got, full) {
 		t.Errorf("rebuild from the salvage differs:\n%.400s", got)
 	}
 	// Without the torn line anywhere: only what the records and the name hold.
 	os.WriteFile(path, torn[nl:], 0o644)
-	got := p.RebuildHeader(path, torn[nl:])
+	got := rebuildHeader(p, path, torn[nl:])
 	want := `{"timestamp":"2026-11-22T21:46:17.897Z","ordinal":0,"type":"session_meta","payload":{"session_id":"` + cxID +
 		`","id":"` + cxID + `","timestamp":"2026-11-22T21:46:17.897Z","cwd":"/tmp/demo/proj","history_mode":"paginated"}}` + "\n"
 	if !bytes.HasPrefix(got, []byte(want)) || len(got) != len(want)+len(torn)-nl {
 		t.Errorf("rebuild without the torn line:\n%.400s", got)
 	}
 	legacy := `{"timestamp":"t1","type":"turn_context","payload":{"cwd":"/w"}}` + "\n"
-	if got := p.RebuildHeader(path, []byte(legacy)); string(got) != `{"timestamp":"t1","type":"session_meta","payload":{"session_id":"`+cxID+`","id":"`+cxID+`","timestamp":"t1","cwd":"/w"}}`+"\n"+legacy {
+	if got := rebuildHeader(p, path, []byte(legacy)); string(got) != `{"timestamp":"t1","type":"session_meta","payload":{"session_id":"`+cxID+`","id":"`+cxID+`","timestamp":"t1","cwd":"/w"}}`+"\n"+legacy {
 		t.Errorf("legacy rebuild:\n%s", got)
 	}
 	for name, in := range map[string]string{
@@ -174,11 +174,11 @@ func TestCodexRebuildHeader(t *testing.T) {
 		"a fork's records":   "{\"timestamp\":\"t0\",\"ordinal\":0,\"typ\n" + `{"timestamp":"t","ordinal":11,"type":"turn_context","payload":{"cwd":"/w"}}` + "\n",
 		"only the torn line": "{\"timestamp\":\"t0\",\"ordinal\":0,\"typ",
 	} {
-		if got := p.RebuildHeader(path, []byte(in)); got != nil {
+		if got := rebuildHeader(p, path, []byte(in)); got != nil {
 			t.Errorf("%s: rebuilt:\n%s", name, got)
 		}
 	}
-	if got := p.RebuildHeader("/x/rollout-no-id.jsonl", torn); got != nil {
+	if got := rebuildHeader(p, "/x/rollout-no-id.jsonl", torn); got != nil {
 		t.Error("rebuilt without an id in the file name")
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -118,28 +120,40 @@ func (copilotLog) RecordKey(rec *jsonv.Value) string { return idKey(rec) }
 // (copilot-cli.md: Copilot refuses the whole session for one; without it, it loads, 7/8);
 // every other byte is kept. nil when there is no such event, or a line does not parse (the
 // salvage's to judge).
-func (copilotLog) DropInvalid(data []byte) []byte {
-	var out []byte
-	dropped := false
-	for i, l := range format.Split(data, copilotLog{}) {
+func (p copilotLog) DropInvalid(data []byte) []byte {
+	return format.SpliceBytes(data, p.DropInvalidSplice)
+}
+
+// DropInvalidSplice is DropInvalid of the file r holds, said as a splice of it.
+func (copilotLog) DropInvalidSplice(r io.ReaderAt, size int64) (*format.Splice, error) {
+	sp, dropped, i := &format.Splice{}, false, 0
+	err := format.SplitAt(copilotLog{}, r, size, func(l format.Line) error {
+		defer func() { i++ }()
 		if l.Blank {
-			out = append(out, data[l.Start:l.End]...)
-			continue
+			sp.AddRange(int64(l.Start), int64(l.End-l.Start))
+			return nil
 		}
 		if l.Val == nil {
-			return nil
+			return errUnparsed
 		}
 		if i > 0 && copilotEventProblem(l.Val, false) != "" {
 			dropped = true
-			continue
+			return nil
 		}
-		out = append(out, data[l.Start:l.End]...)
-	}
-	if !dropped {
+		sp.AddRange(int64(l.Start), int64(l.End-l.Start))
 		return nil
+	})
+	switch {
+	case err == errUnparsed || err == nil && !dropped:
+		return nil, nil
+	case err != nil:
+		return nil, err
 	}
-	return out
+	return sp, nil
 }
+
+// errUnparsed ends a walk that met a line that does not parse.
+var errUnparsed = errors.New("a line does not parse")
 
 // copilotEventProblem: what keeps v from being an event Copilot loads ("" for nothing).
 func copilotEventProblem(v *jsonv.Value, first bool) string {
@@ -280,36 +294,36 @@ func (s *copilotSeq) Warnings() []string {
 // parentId the first kept event names. Every other byte of data is kept. nil when line 1 is
 // a session.start, no event follows it, the torn line names another session, its prefix no
 // longer holds the version, or workspace.yaml is not this session's.
-func (copilotLog) RebuildHeader(path string, data []byte) []byte {
+func (copilotLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.Splice, error) {
 	id := copilotSession(path)
 	if id == "" {
-		return nil
+		return nil, nil
 	}
-	h, ok := findHeaderSpot(copilotLog{}, path, data, func(v *jsonv.Value) bool { return strOf(v.Get("type")) == "session.start" }, copilotLine1Max)
+	h, ok, err := findHeaderSpot(copilotLog{}, path, r, size, func(v *jsonv.Value) bool { return strOf(v.Get("type")) == "session.start" }, copilotLine1Max)
 	if !ok {
-		return nil
+		return nil, err
 	}
-	lines, fi, from, torn := h.lines, h.fi, h.from, h.torn
+	torn := h.torn
 	var parent *jsonv.Value
-	for _, l := range lines[fi:] {
-		if l.Val != nil && l.Start >= from {
-			parent = l.Val.Get("parentId")
-			break
+	if err := h.after(copilotLog{}, r, size, func(l format.Line) error {
+		if l.Val == nil {
+			return nil
 		}
-	}
-	if !isStr(parent) {
-		return nil
+		parent = l.Val.Get("parentId") // its string is its own copy
+		return format.Stop
+	}); err != nil || !isStr(parent) {
+		return nil, err
 	}
 	if m := copilotTornString(torn, "sessionId"); m != nil && *m != id {
-		return nil
+		return nil, nil
 	}
 	version := copilotTornString(torn, "copilotVersion")
 	if version == nil {
-		return nil
+		return nil, nil
 	}
 	ws := copilotWorkspace(filepath.Join(filepath.Dir(path), "workspace.yaml"))
 	if ws == nil || ws.ID != id || ws.CreatedAt == "" {
-		return nil
+		return nil, nil
 	}
 	var ctx bytes.Buffer
 	for _, m := range [][2]string{{"cwd", ws.Cwd}, {"gitRoot", ws.GitRoot}, {"branch", ws.Branch}} {
@@ -327,8 +341,7 @@ func (copilotLog) RebuildHeader(path string, data []byte) []byte {
 		head += `,"context":{` + ctx.String() + `}`
 	}
 	head += `},"id":` + jsonQuote(parent.Str) + `,"timestamp":` + jsonQuote(ws.CreatedAt) + `,"parentId":null}` + "\n"
-	out := append(append([]byte{}, data[:lines[fi].Start]...), head...)
-	return append(out, data[from:]...)
+	return h.splice(size, []byte(head)), nil
 }
 
 // copilotTornRe finds a string member of session.start's data in a torn line; the value must

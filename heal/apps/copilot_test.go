@@ -178,7 +178,7 @@ func TestCopilotRebuildHeader(t *testing.T) {
 	want := `{"type":"session.start","data":{"sessionId":"` + copilotTestID + `","version":1,"producer":"copilot-agent","copilotVersion":"1.0.102","startTime":"2026-11-25T03:11:26.010Z","context":{"cwd":"/tmp/my proj","gitRoot":"/tmp/my proj","branch":"feat/x"}},"id":"6a1e0000-0000-4000-8000-0000000000e1","timestamp":"2026-11-25T03:11:26.010Z","parentId":null}` + "\n"
 	torn := s[:180] + "\n"
 	p := copilotDir(t, torn+u+a, copilotWSYAML)
-	out := copilotLog{}.RebuildHeader(p, []byte(torn+u+a))
+	out := rebuildHeader(copilotLog{}, p, []byte(torn+u+a))
 	if string(out) != want+u+a {
 		t.Fatalf("rebuilt:\n%s\nwant\n%s", out, want+u+a)
 	}
@@ -201,7 +201,7 @@ func TestCopilotRebuildHeader(t *testing.T) {
 		"a torn line that is not a session.start": {`{"type":"user.message","data":{"content":"x` + "\n" + u, copilotWSYAML},
 	} {
 		p := copilotDir(t, tc.data, tc.ws)
-		if out := (copilotLog{}).RebuildHeader(p, []byte(tc.data)); out != nil {
+		if out := rebuildHeader(copilotLog{}, p, []byte(tc.data)); out != nil {
 			t.Errorf("%s: rebuilt\n%s", name, out)
 		}
 	}
@@ -211,19 +211,19 @@ func TestCopilotRebuildHeader(t *testing.T) {
 	secret := filepath.Join(t.TempDir(), "secret.yaml")
 	os.WriteFile(secret, []byte(copilotWSYAML), 0o600)
 	os.Symlink(secret, filepath.Join(filepath.Dir(p), "workspace.yaml"))
-	if out := (copilotLog{}).RebuildHeader(p, []byte(torn+u+a)); out != nil {
+	if out := rebuildHeader(copilotLog{}, p, []byte(torn+u+a)); out != nil {
 		t.Error("rebuilt from a symlinked workspace.yaml")
 	}
 	p = copilotDir(t, torn+u+a, "")
 	if err := syscall.Mkfifo(filepath.Join(filepath.Dir(p), "workspace.yaml"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out := (copilotLog{}).RebuildHeader(p, []byte(torn+u+a)); out != nil {
+	if out := rebuildHeader(copilotLog{}, p, []byte(torn+u+a)); out != nil {
 		t.Error("rebuilt from a FIFO")
 	}
 	// A torn line the salvage already dropped: read from the file itself.
 	p = copilotDir(t, torn+u+a, copilotWSYAML)
-	if out := (copilotLog{}).RebuildHeader(p, []byte(u+a)); string(out) != want+u+a {
+	if out := rebuildHeader(copilotLog{}, p, []byte(u+a)); string(out) != want+u+a {
 		t.Errorf("rebuilt after the salvage:\n%s", out)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -121,38 +120,52 @@ func (geminiLog) Restore(lastGood []byte, now time.Time) bool {
 // tree holds: the session id from a $set.sessionId record (or the chats/<id>/ directory of
 // its subagents) matching the file name's <id8>, the hash of .project_root, and the earliest
 // timestamp for both times. Nil unless every value is found, and found once.
-func (geminiLog) RebuildHeader(path string, data []byte) []byte {
+func (geminiLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.Splice, error) {
 	m := geminiMainRe.FindStringSubmatch(filepath.Base(path))
 	chats, sub, ok := geminiChats(path)
 	if m == nil || !ok || sub {
-		return nil
+		return nil, nil
 	}
-	lines := format.Split(data, geminiLog{})
-	first := slices.IndexFunc(lines, func(l format.Line) bool { return !l.Blank })
-	if first < 0 || (lines[first].Val != nil && geminiMetaProblem(lines[first].Val) == "") {
-		return nil // nothing to rebuild from, or line 1 is there
-	}
+	var at, end int64 = -1, -1 // line 1's start, and where the bytes kept after the header start
 	ids := map[string][]byte{}
 	var earliest time.Time
 	var ts []byte
 	see := func(line []byte, v *jsonv.Value) {
 		if t, err := time.Parse(time.RFC3339Nano, strOf(v)); err == nil && (ts == nil || t.Before(earliest)) {
-			earliest, ts = t, v.Raw(line)
+			earliest, ts = t, bytes.Clone(v.Raw(line))
 		}
 	}
-	for _, l := range lines {
+	err := format.SplitAt(geminiLog{}, r, size, func(l format.Line) error {
+		if l.Blank {
+			return nil
+		}
+		if at < 0 {
+			if l.Val != nil && geminiMetaProblem(l.Val) == "" {
+				return format.Stop // line 1 is there
+			}
+			at, end = int64(l.Start), int64(l.Start)
+			if l.Val == nil || geminiRecordProblem(l.Val) != "" {
+				end = int64(l.End) // a torn line 1 is replaced, a record's line kept after it
+			}
+		}
 		if l.Val == nil {
-			continue
+			return nil
 		}
 		body := bytes.TrimSuffix(l.Raw, []byte("\r"))
 		set := l.Val.Get("$set")
 		if id := set.Get("sessionId"); isStr(id) && geminiID8(id.Str) == m[1] {
-			ids[id.Str] = id.Raw(body)
+			if ids[id.Str] = bytes.Clone(id.Raw(body)); len(ids) > 1 {
+				return format.Stop // two sessions' ids: none is rebuilt
+			}
 		}
 		see(body, l.Val.Get("timestamp"))
 		for _, it := range arrOf(set.Get("messages")) {
 			see(body, it.Get("timestamp"))
 		}
+		return nil
+	})
+	if err != nil || at < 0 || len(ids) > 1 {
+		return nil, err // nothing to rebuild from, line 1 is there, or two ids
 	}
 	if ents, err := resolve.ReadDir(chats); err == nil {
 		for _, e := range ents {
@@ -163,18 +176,18 @@ func (geminiLog) RebuildHeader(path string, data []byte) []byte {
 	}
 	hash, ok := geminiProjectHash(filepath.Dir(chats))
 	if len(ids) != 1 || !ok || ts == nil {
-		return nil
+		return nil, nil
 	}
 	var h []byte
 	for _, raw := range ids {
 		h = append(append([]byte(`{"sessionId":`), raw...), `,"projectHash":"`+hash+`","startTime":`...)
 	}
 	h = append(append(append(append(h, ts...), `,"lastUpdated":`...), ts...), `,"kind":"main"}`+"\n"...)
-	at, end := lines[first].Start, lines[first].Start
-	if v := lines[first].Val; v == nil || geminiRecordProblem(v) != "" {
-		end = lines[first].End // a torn line 1 is replaced, a record's line kept after it
-	}
-	return append(append(append([]byte{}, data[:at]...), h...), data[end:]...)
+	sp := &format.Splice{}
+	sp.AddRange(0, at)
+	sp.AddData(h)
+	sp.AddRange(end, size-end)
+	return sp, nil
 }
 
 // lockGeminiCLI: no lock; wait while a Gemini process works in the file's project.

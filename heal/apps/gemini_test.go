@@ -189,14 +189,14 @@ func TestGeminiRebuildHeader(t *testing.T) {
 	healthy, _ := os.ReadFile(gemSamples + "healthy" + gemChat)
 	want := bytes.ReplaceAll(healthy[:bytes.IndexByte(healthy, '\n')+1], []byte("53.398Z"), []byte("53.399Z"))
 	want = append(want, healthy[bytes.IndexByte(healthy, '\n')+1:]...)
-	if got := (geminiLog{}).RebuildHeader(p, torn); !bytes.Equal(got, want) {
+	if got := rebuildHeader(geminiLog{}, p, torn); !bytes.Equal(got, want) {
 		t.Errorf("torn line 1 not replaced by the rebuilt header:\n%.300s", got)
 	}
 	rest := torn[bytes.IndexByte(torn, '\n')+1:]
-	if got := (geminiLog{}).RebuildHeader(p, rest); !bytes.Equal(got, want) {
+	if got := rebuildHeader(geminiLog{}, p, rest); !bytes.Equal(got, want) {
 		t.Errorf("missing line 1 not prepended:\n%.300s", got)
 	}
-	if got := (geminiLog{}).RebuildHeader(p, healthy); got != nil {
+	if got := rebuildHeader(geminiLog{}, p, healthy); got != nil {
 		t.Error("a header that is there was rebuilt")
 	}
 
@@ -213,7 +213,7 @@ func TestGeminiRebuildHeader(t *testing.T) {
 		{"two ids", "{\"sessionId\":\"abc\n" + gemUser + setID(gemID) + setID("abcdefgh-9"), false},
 		{"no timestamp", "{\"sessionId\":\"abc\n" + `{"id":"u","type":"user","content":"x"}` + "\n" + setID(gemID), false},
 	} {
-		got := (geminiLog{}).RebuildHeader(main, []byte(c.data))
+		got := rebuildHeader(geminiLog{}, main, []byte(c.data))
 		if (got != nil) != c.ok {
 			t.Errorf("%s: rebuilt %v, want %v", c.name, got != nil, c.ok)
 			continue
@@ -231,14 +231,14 @@ func TestGeminiRebuildHeader(t *testing.T) {
 	}
 	// The subagents' chats/<id>/ directory names the session.
 	os.Mkdir(filepath.Join(chats, gemID), 0o755)
-	if got := (geminiLog{}).RebuildHeader(main, []byte(gemUser)); !bytes.HasPrefix(got, []byte(`{"sessionId":"`+gemID+`"`)) {
+	if got := rebuildHeader(geminiLog{}, main, []byte(gemUser)); !bytes.HasPrefix(got, []byte(`{"sessionId":"`+gemID+`"`)) {
 		t.Errorf("id from the subagents' directory: %q", got)
 	}
-	if got := (geminiLog{}).RebuildHeader(filepath.Join(chats, gemID, "s.jsonl"), []byte(gemUser)); got != nil {
+	if got := rebuildHeader(geminiLog{}, filepath.Join(chats, gemID, "s.jsonl"), []byte(gemUser)); got != nil {
 		t.Error("a subagent's header was rebuilt")
 	}
 	_, bare := gemProject(t, "")
-	if got := (geminiLog{}).RebuildHeader(filepath.Join(bare, gemName), []byte(gemUser+setID(gemID))); got != nil {
+	if got := rebuildHeader(geminiLog{}, filepath.Join(bare, gemName), []byte(gemUser+setID(gemID))); got != nil {
 		t.Error("rebuilt without .project_root")
 	}
 }
@@ -323,7 +323,7 @@ func TestGeminiSymlinkedChats(t *testing.T) {
 	if v := gemInspect(p, []byte(gemMeta(gemID, gemHash("/elsewhere"), "main")+gemUser)); v.Kind != format.KindSchema {
 		t.Errorf("hash mismatch through the link: %s", v)
 	}
-	if got := (geminiLog{}).RebuildHeader(p, []byte(gemUser+`{"$set":{"sessionId":"`+gemID+`"}}`+"\n")); got == nil {
+	if got := rebuildHeader(geminiLog{}, p, []byte(gemUser+`{"$set":{"sessionId":"`+gemID+`"}}`+"\n")); got == nil {
 		t.Error("no header rebuilt through the link")
 	}
 }

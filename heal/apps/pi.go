@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -112,41 +113,39 @@ func (piLog) RecordKey(rec *jsonv.Value) string { return idKey(rec) }
 // byte of data is kept. A last-good copy's header is the last-good strategy's to use. nil when
 // line 1 is a header, no entry follows it, the torn line names another id, or no single cwd
 // is found.
-func (piLog) RebuildHeader(path string, data []byte) []byte {
+func (piLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.Splice, error) {
 	m := piFileRe.FindStringSubmatch(filepath.Base(path))
 	if m == nil {
-		return nil
+		return nil, nil
 	}
 	id := m[5]
-	h, ok := findHeaderSpot(piLog{}, path, data, func(v *jsonv.Value) bool { return strOf(v.Get("type")) == "session" }, piLine1Max)
+	h, ok, err := findHeaderSpot(piLog{}, path, r, size, func(v *jsonv.Value) bool { return strOf(v.Get("type")) == "session" }, piLine1Max)
 	if !ok {
-		return nil
+		return nil, err
 	}
-	lines, fi, from, torn := h.lines, h.fi, h.from, h.torn
-	entries := 0
-	for _, l := range lines[fi:] {
-		if l.Val != nil && l.Start >= from {
-			entries++
+	entry := false
+	if err := h.after(piLog{}, r, size, func(l format.Line) error {
+		if entry = l.Val != nil; entry {
+			return format.Stop
 		}
-	}
-	if entries == 0 {
 		return nil
+	}); err != nil || !entry {
+		return nil, err
 	}
-	members := piTornMembers(torn)
+	members := piTornMembers(h.torn)
 	if tid := members["id"]; tid != nil && string(tid) != `"`+id+`"` {
-		return nil // the torn header is another session's
+		return nil, nil // the torn header is another session's
 	}
 	cwd := members["cwd"]
 	if string(members["type"]) != `"session"` || cwd == nil {
 		cwd = piCwdFromDir(path)
 	}
 	if cwd == nil {
-		return nil
+		return nil, nil
 	}
 	ts := m[1] + ":" + m[2] + ":" + m[3] + "." + m[4]
 	head := append([]byte(`{"type":"session","version":3,"id":"`+id+`","timestamp":"`+ts+`","cwd":`), cwd...)
-	out := append(append([]byte{}, data[:lines[fi].Start]...), head...)
-	return append(append(out, "}\n"...), data[from:]...)
+	return h.splice(size, head, []byte("}\n")), nil
 }
 
 // piTornMembers are the complete string members of a torn header line. A string is whole

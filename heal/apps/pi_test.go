@@ -142,7 +142,7 @@ func TestPiRebuildHeader(t *testing.T) {
 	path := piLayout(t, cwd)
 	h := piHeader(piTestID, cwd)
 	rest := piEntry("aaaaaaaa", "") + piEntry("bbbbbbbb", "aaaaaaaa")
-	rebuild := func(data string) string { return string(piLog{}.RebuildHeader(path, []byte(data))) }
+	rebuild := func(data string) string { return string(rebuildHeader(piLog{}, path, []byte(data))) }
 
 	// The torn line names no cwd: the one directory the session dir's name decodes to.
 	if got := rebuild(h[:60] + "\n" + rest); got != h+rest {
@@ -179,7 +179,7 @@ func TestPiRebuildHeader(t *testing.T) {
 			t.Errorf("%s: rebuilt\n%s", name, got)
 		}
 	}
-	if got := (piLog{}).RebuildHeader(filepath.Join(filepath.Dir(path), "notes.jsonl"), []byte(h[:60]+"\n"+rest)); got != nil {
+	if got := rebuildHeader(piLog{}, filepath.Join(filepath.Dir(path), "notes.jsonl"), []byte(h[:60]+"\n"+rest)); got != nil {
 		t.Errorf("a file not named <ts>_<uuid>.jsonl: rebuilt\n%s", got)
 	}
 
@@ -193,7 +193,7 @@ func TestPiRebuildHeader(t *testing.T) {
 	}
 	gone := piLayout(t, "")
 	gone = filepath.Join(filepath.Dir(filepath.Dir(gone)), "--"+strings.ReplaceAll(strings.TrimPrefix(base, "/"), "/", "-")+"-nothing-here--", piTestName)
-	if got := (piLog{}).RebuildHeader(gone, []byte(h[:60]+"\n"+rest)); got != nil {
+	if got := rebuildHeader(piLog{}, gone, []byte(h[:60]+"\n"+rest)); got != nil {
 		t.Errorf("no directory decodes from the name: rebuilt\n%s", got)
 	}
 }
@@ -209,7 +209,7 @@ func TestPiRebuildHeaderSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := (piLog{}).RebuildHeader(piSamples+"torn_header/"+rel, torn); !bytes.Equal(got, healthy) {
+	if got := rebuildHeader(piLog{}, piSamples+"torn_header/"+rel, torn); !bytes.Equal(got, healthy) {
 		t.Errorf("rebuilt:\n%.200s\nwant healthy", got)
 	}
 }

@@ -1,45 +1,65 @@
 package apps
 
 import (
+	"bytes"
+	"io"
+
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
-// headerSpot is where a rebuild-header strategy puts a header back in data: the lines of
-// data, the index fi of its first non-blank one, the offset from which data's bytes are
-// kept after the rebuilt header, and the torn first line (data's own, or, when a salvage
-// already dropped it, the file's at path; nil when there was none). ok is false when there is
-// nothing to rebuild: no line, a single torn line and nothing after it, or a first line that
-// isHeader says is a header already.
+// headerSpot is where a rebuild-header strategy puts a header back in a file: at the start of
+// its first non-blank line; the file's bytes are kept from from on after the rebuilt header;
+// torn is the torn first line (the file's own, or, when a salvage already dropped it, the one
+// of the file at path; nil when there was none).
 type headerSpot struct {
-	lines []format.Line
-	fi    int
-	from  int
-	torn  []byte
+	at, from int64
+	torn     []byte
 }
 
-func findHeaderSpot(p format.Profile, path string, data []byte, isHeader func(*jsonv.Value) bool, line1Max int64) (headerSpot, bool) {
-	h := headerSpot{lines: format.Split(data, p)}
-	for h.fi < len(h.lines) && h.lines[h.fi].Blank {
-		h.fi++
-	}
-	if h.fi == len(h.lines) {
-		return h, false
-	}
-	first := h.lines[h.fi]
-	h.from = first.Start
-	switch {
-	case first.Val == nil && !first.Terminated:
-		return h, false // the file is one torn line: nothing to keep after it
-	case first.Val == nil:
-		h.torn, h.from = first.Raw, first.End
-	case isHeader(first.Val):
-		return h, false
-	default: // the salvage dropped line 1 (the file's own, if torn), or there never was one
-		if l, _ := fsio.FirstLine(path, line1Max); jsonv.Valid(l, p.Dialect()) != nil {
-			h.torn = l
+// findHeaderSpot reads r (size bytes) to its first non-blank line. ok is false when there is
+// nothing to rebuild: no line, a single torn line and nothing after it, or a first line that
+// isHeader says is a header already.
+func findHeaderSpot(p format.Profile, path string, r io.ReaderAt, size int64, isHeader func(*jsonv.Value) bool, line1Max int64) (h headerSpot, ok bool, err error) {
+	err = format.SplitAt(p, r, size, func(l format.Line) error {
+		if l.Blank {
+			return nil
 		}
+		h.at, h.from = int64(l.Start), int64(l.Start)
+		switch {
+		case l.Val == nil && !l.Terminated:
+			// the file is one torn line: nothing to keep after it
+		case l.Val == nil:
+			h.torn, h.from, ok = bytes.Clone(l.Raw), int64(l.End), true
+		case isHeader(l.Val):
+		default: // the salvage dropped line 1 (the file's own, if torn), or there never was one
+			ok = true
+			if fl, _ := fsio.FirstLine(path, line1Max); jsonv.Valid(fl, p.Dialect()) != nil {
+				h.torn = fl
+			}
+		}
+		return format.Stop
+	})
+	return h, ok && err == nil, err
+}
+
+// after calls fn with each line of r from h.from on (offsets in r), as SplitAt does.
+func (h headerSpot) after(p format.Profile, r io.ReaderAt, size int64, fn func(l format.Line) error) error {
+	return format.SplitAt(p, io.NewSectionReader(r, h.from, size-h.from), size-h.from, func(l format.Line) error {
+		l.Start += int(h.from)
+		l.End += int(h.from)
+		return fn(l)
+	})
+}
+
+// splice is r with head put at h.at, the bytes before it and from h.from on kept.
+func (h headerSpot) splice(size int64, head ...[]byte) *format.Splice {
+	sp := &format.Splice{}
+	sp.AddRange(0, h.at)
+	for _, b := range head {
+		sp.AddData(b)
 	}
-	return h, true
+	sp.AddRange(h.from, size-h.from)
+	return sp
 }

@@ -1,8 +1,10 @@
 package format
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"io"
 
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
@@ -109,38 +111,60 @@ func Split(data []byte, p Profile) []Line { return split(data, p, !p.Plain()) }
 // split is Split, parsing the records' trees only when trees is set (else each valid record
 // gets a placeholder object): counting records and comparing their bytes need no tree.
 func split(data []byte, p Profile, trees bool) []Line {
-	d := p.Dialect()
-	anyValue := rulesOf(p).anyValue
-	plain := !trees
+	d, anyValue := p.Dialect(), rulesOf(p).anyValue
 	var out []Line
 	jsonv.Lines(data, func(start int, line []byte, terminated bool) bool {
-		l := Line{Start: start, End: start + len(line), Raw: line, Terminated: terminated}
-		if terminated {
-			l.End++
-		}
-		body := bytes.TrimSuffix(line, []byte("\r"))
-		trimmed := bytes.TrimSpace(body)
-		switch {
-		case len(trimmed) == 0:
-			l.Blank = true
-		case jsonv.Valid(body, d) != nil:
-			l.Err = jsonv.Valid(body, d)
-		case trimmed[0] != '{' && !anyValue:
-			l.Err = ErrNotObject
-		case plain, trimmed[0] != '{':
-			l.Val = anyObject
-		default:
-			if v, err := jsonv.Parse(body, d); err != nil {
-				l.Err = err
-			} else {
-				l.Val = v
-			}
-		}
-		out = append(out, l)
+		out = append(out, splitLine(d, anyValue, !trees, start, line, terminated))
 		return true
 	})
 	return out
 }
+
+// splitLine is one line of Split: line (its '\n' not in it) at start.
+func splitLine(d jsonv.Dialect, anyValue, plain bool, start int, line []byte, terminated bool) Line {
+	l := Line{Start: start, End: start + len(line), Raw: line, Terminated: terminated}
+	if terminated {
+		l.End++
+	}
+	body := bytes.TrimSuffix(line, []byte("\r"))
+	trimmed := bytes.TrimSpace(body)
+	switch {
+	case len(trimmed) == 0:
+		l.Blank = true
+	case jsonv.Valid(body, d) != nil:
+		l.Err = jsonv.Valid(body, d)
+	case trimmed[0] != '{' && !anyValue:
+		l.Err = ErrNotObject
+	case plain, trimmed[0] != '{':
+		l.Val = anyObject
+	default:
+		if v, err := jsonv.Parse(body, d); err != nil {
+			l.Err = err
+		} else {
+			l.Val = v
+		}
+	}
+	return l
+}
+
+// SplitAt calls fn with each line of r's size bytes as Split gives it, read streaming: one
+// line held at a time (l.Raw and l.Val are fn's only until it returns). It stops at the
+// first error fn returns (Stop: with none); a line over MaxLine is ErrNoStream.
+func SplitAt(p Profile, r io.ReaderAt, size int64, fn func(l Line) error) error {
+	d, anyValue, plain := p.Dialect(), rulesOf(p).anyValue, p.Plain()
+	// A buffer no larger than the file: a small one is walked without a block's allocation.
+	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), int(min(max(size, 16), StreamBuf)))
+	err := EachLine(br, func(start int64, line []byte, terminated bool) error {
+		return fn(splitLine(d, anyValue, plain, int(start), line, terminated))
+	})
+	if err == Stop {
+		err = nil
+	}
+	return err
+}
+
+// Stop, returned by SplitAt's fn, ends the walk early without an error.
+var Stop = errors.New("stop the walk")
 
 func inspectJSONL(p Profile, f File, data []byte) Verdict {
 	if _, ok := p.(SequenceChecker); ok {
@@ -210,6 +234,19 @@ func Records(p Profile, data []byte) int {
 	}
 	_, n, _ := checkDocValid(p, File{}, data)
 	return n
+}
+
+// RecordsAt is Records of the JSONL file r holds (size bytes), read streaming.
+func RecordsAt(p Profile, r io.ReaderAt, size int64) (int, error) {
+	n := 0
+	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), int(min(max(size, 16), StreamBuf)))
+	err := EachLine(br, func(_ int64, line []byte, _ bool) error {
+		if ValidRecord(p, line) {
+			n++
+		}
+		return nil
+	})
+	return n, err
 }
 
 // ValidRecord: a line (without its '\n') that Split gives a value: a valid object record.

@@ -240,18 +240,20 @@ type PrefixJudge interface {
 }
 
 // OrdinalAdder is a JSONL Profile whose records carry a sequence number the app needs on its
-// last record: the add-ordinals strategy. AddOrdinals returns data with the number given to
-// the trailing records that lack one (only that member is inserted), or nil.
+// last record: the add-ordinals strategy. AddOrdinals is the file r holds (size bytes) with
+// the number given to the trailing records that lack one (only that member is inserted), as
+// a splice of it read streaming; nil when there is nothing to add.
 type OrdinalAdder interface {
-	AddOrdinals(path string, data []byte) []byte
+	AddOrdinals(path string, r io.ReaderAt, size int64) (*Splice, error)
 }
 
 // HeaderRebuilder is a JSONL Profile whose first line is a metadata record the app cannot
-// load a file without: the rebuild-header strategy. RebuildHeader returns data with a torn
-// or missing first record rebuilt from values present in the file and around it (every
-// other byte kept), or nil when some value is not there to be found.
+// load a file without: the rebuild-header strategy. RebuildHeader is the file r holds (size
+// bytes) with a torn or missing first record rebuilt from values present in the file and
+// around it (every other byte kept), as a splice of it read streaming; nil when some value is
+// not there to be found.
 type HeaderRebuilder interface {
-	RebuildHeader(path string, data []byte) []byte
+	RebuildHeader(path string, r io.ReaderAt, size int64) (*Splice, error)
 }
 
 // Resurrectable is a Profile whose app deletes files it should not (a start-up sweep that

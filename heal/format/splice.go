@@ -169,3 +169,36 @@ func (r spliceReader) ReadAt(b []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+// Through is s made of inner's original: s's ranges are of the bytes inner gives (a rewrite
+// of a salvage), the result's of the bytes inner was made from. Nil inner is the original
+// itself (s as it is).
+func (s *Splice) Through(inner *Splice) *Splice {
+	if inner == nil {
+		return s
+	}
+	out := &Splice{}
+	for _, p := range s.pieces {
+		if p.off < 0 {
+			out.AddData(p.data)
+			continue
+		}
+		off, end := p.off, p.off+p.n
+		// The first of inner's pieces that ends past off.
+		i := sort.Search(len(inner.pieces), func(i int) bool {
+			q := inner.pieces[i]
+			return q.at+q.n > off
+		})
+		for ; i < len(inner.pieces) && off < end; i++ {
+			q := inner.pieces[i]
+			from, to := off-q.at, min(end, q.at+q.n)-q.at
+			if q.off < 0 {
+				out.AddData(q.data[from:to])
+			} else {
+				out.AddRange(q.off+from, to-from)
+			}
+			off = q.at + to
+		}
+	}
+	return out
+}
