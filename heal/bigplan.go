@@ -176,6 +176,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		switch {
 		case keep == nil:
 			keepWhy = noSalvage(c, false)
+		case keep.Prefix() && keep.Size() == size:
+			keepWhy = whyNothingToDrop // the file itself, as the in-memory planner says
 		case v.Status != Healthy:
 			keepWhy, keepFails = whyFails, &v
 		case !keepsPrefixAt(c, keep):
@@ -274,6 +276,18 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 		valueV, valueRecords = &v, n
 	}
+	// A JSONL app log's line rewrites, planned as splices of it and measured by the survey.
+	var rewrites map[policy.Strategy]*lineRewrite
+	if !doc && !c.typ.Plain() {
+		if rewrites, err = lineRewrites(rule, in, f, keep, keepWhy == whyNotStreamed); err != nil {
+			return nil, nil, err
+		}
+		for _, lr := range rewrites {
+			if lr.cand != nil {
+				surveyed = append(surveyed, lr.cand)
+			}
+		}
+	}
 	// One pass over the original measures what the plans need, unless an app's salvage
 	// pass already hashed it and nothing else needs measuring.
 	var sv format.SurveyResult
@@ -294,10 +308,21 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		sv, err = survey()
 		if errors.Is(err, format.ErrHoldCandidate) {
 			// A copy its file could not measure (many searches of it) is measured held, as
-			// it was before, and so is its union.
-			loadLastGood()
-			if c.lastGood == nil {
-				return nil, nil, busyErr("the last-good copy of %s changed while it was measured", in.ctx.path)
+			// it was before, and so is its union; so is a line rewrite.
+			for _, lr := range rewrites {
+				if lr.cand != nil {
+					b, err := lr.sp.Bytes(f)
+					if err != nil {
+						return nil, nil, err
+					}
+					lr.cand.Data, lr.cand.File = b, nil
+				}
+			}
+			if lgFile != nil {
+				loadLastGood()
+				if c.lastGood == nil {
+					return nil, nil, busyErr("the last-good copy of %s changed while it was measured", in.ctx.path)
+				}
 			}
 			for i := range cands {
 				if cands[i].file != nil {
@@ -358,6 +383,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				if p, tr, err = e.docRewrite(in, f, s, bigPlan); err != nil {
 					return nil, nil, err
 				}
+				break
+			}
+			if lr := rewrites[s]; lr != nil && !lr.notStreamed {
+				p, tr = lr.plan(s, size, sv, bigPlan)
 				break
 			}
 			notStreamed = true // tr.why says so
@@ -903,6 +932,7 @@ func fallBack(rule *policy.Rule, c *fileCtx, size int64, out []*plan, notStreame
 // planWhole reads the file the big plans were made from whole (the version they were made
 // from, or busy) and plans on its bytes.
 func (e *Engine) planWhole(rule *policy.Rule, in *inspection, f *os.File) ([]*plan, []try, error) {
+	e.step("plan-whole", in.ctx.path)
 	if in.ctx.lastGood == nil && appStreamed(in.ctx.typ) {
 		in.ctx.lastGood = e.LastGood.Load(in.ctx.path) // left on disk until a plan needs it
 	}
