@@ -157,28 +157,42 @@ func codexHeaderProblem(rec *jsonv.Value) string {
 // one's timestamp member (where the app writes it); nil when there is nothing to add or the
 // number cannot be placed so.
 func (codexLog) AddOrdinals(_ string, r io.ReaderAt, size int64) (*format.Splice, error) {
-	var missing []int64 // where each trailing record without an ordinal takes one; -1: it cannot
-	prev, valid := int64(-1), false
-	err := format.SplitAt(codexLog{}, r, size, func(l format.Line) error {
-		if l.Val == nil {
+	// The last record with an ordinal member, read from the end: a sound rollout's last line.
+	// A record none of whose keys is "ordinal" (spelled plainly) is passed over unbuilt.
+	var keys []int32
+	prev, valid, found := int64(-1), false, false
+	var from int64 // where the records after it begin
+	err := format.EachLineBack(r, size, func(start int64, line []byte, terminated bool) error {
+		if !format.ValidRecordKeys(codexLog{}, line, &keys) || !mayHaveKey(line, keys, `"ordinal"`) {
 			return nil
 		}
+		l := format.ParseLine(codexLog{}, int(start), line, terminated)
 		o := l.Val.Get("ordinal")
-		if o != nil {
-			missing, valid = missing[:0], codexOrdinal(o)
-			if valid {
-				prev = o.Int
-			}
+		if o == nil {
+			return nil
+		}
+		found, valid, from = true, codexOrdinal(o), int64(l.End)
+		if valid {
+			prev = o.Int
+		}
+		return format.Stop
+	})
+	if err != nil || !found || !valid {
+		return nil, err
+	}
+	var missing []int64 // where each record after it takes its number; -1: it cannot
+	err = format.SplitAt(codexLog{}, io.NewSectionReader(r, from, size-from), size-from, func(l format.Line) error {
+		if l.Val == nil {
 			return nil
 		}
 		at := int64(-1)
 		if len(l.Val.Keys) > 0 && l.Val.Keys[0].Key == "timestamp" && isStr(l.Val.Keys[0].Val) {
-			at = int64(l.Start + l.Val.Keys[0].Val.End)
+			at = from + int64(l.Start+l.Val.Keys[0].Val.End)
 		}
 		missing = append(missing, at)
 		return nil
 	})
-	if err != nil || !valid || len(missing) == 0 {
+	if err != nil || len(missing) == 0 {
 		return nil, err
 	}
 	sp, last := &format.Splice{}, int64(0)
@@ -193,6 +207,21 @@ func (codexLog) AddOrdinals(_ string, r io.ReaderAt, size int64) (*format.Splice
 	}
 	sp.AddRange(last, size-last)
 	return sp, nil
+}
+
+// mayHaveKey: one of the keys of the record line (their opening quotes at keys) may be key
+// (quoted): written so, or with an escape.
+func mayHaveKey(line []byte, keys []int32, key string) bool {
+	for _, k := range keys {
+		rest := line[k:]
+		if bytes.HasPrefix(rest, []byte(key)) {
+			return true
+		}
+		if end := bytes.IndexByte(rest[1:], '"'); end >= 0 && bytes.IndexByte(rest[1:1+end], '\\') >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // RebuildHeader rebuilds a torn or missing session_meta line 1 from what the rollout
@@ -213,7 +242,12 @@ func (codexLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.S
 	}
 	var ts, cwd []byte // the first record's timestamp, the first turn_context's cwd
 	next, paginated, first := false, false, false
-	err = spot.after(codexLog{}, r, size, func(l format.Line) error {
+	// Past the first record, only a line that may be a turn_context is built: its type
+	// written plainly, or with a \u escape (the only one that spells a letter or '_').
+	mayBeTurn := func(line []byte) bool {
+		return !next || bytes.Contains(line, []byte("turn_context")) || bytes.Contains(line, []byte(`\u`))
+	}
+	err = spot.after(codexLog{}, r, size, mayBeTurn, func(l format.Line) error {
 		if l.Val == nil {
 			return nil
 		}

@@ -305,7 +305,7 @@ func (copilotLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format
 	}
 	torn := h.torn
 	var parent *jsonv.Value
-	if err := h.after(copilotLog{}, r, size, func(l format.Line) error {
+	if err := h.after(copilotLog{}, r, size, nil, func(l format.Line) error {
 		if l.Val == nil {
 			return nil
 		}

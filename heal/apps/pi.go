@@ -124,7 +124,7 @@ func (piLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.Spli
 		return nil, err
 	}
 	entry := false
-	if err := h.after(piLog{}, r, size, func(l format.Line) error {
+	if err := h.after(piLog{}, r, size, nil, func(l format.Line) error {
 		if entry = l.Val != nil; entry {
 			return format.Stop
 		}

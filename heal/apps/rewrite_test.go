@@ -43,7 +43,7 @@ func rebuildHeader(p format.HeaderRebuilder, path string, data []byte) []byte {
 		panic(fmt.Sprintf("no reference for %T", p))
 	}
 	if !bytes.Equal(got, want) || (got == nil) != (want == nil) {
-		panic(fmt.Sprintf("%T rebuild-header of %s differs from the whole-file one:\n%q\nwant\n%q\nof\n%q", p, path, got, want, data))
+		panic(fmt.Sprintf("%T rebuild-header of %s differs from the whole-file one:\n%.300q\nwant\n%.300q\nof\n%.300q", p, path, got, want, data))
 	}
 	return got
 }
@@ -52,7 +52,7 @@ func rebuildHeader(p format.HeaderRebuilder, path string, data []byte) []byte {
 func addOrdinals(p codexLog, path string, data []byte) []byte {
 	got := format.SpliceBytes(data, func(r io.ReaderAt, n int64) (*format.Splice, error) { return p.AddOrdinals(path, r, n) })
 	if want := refCodexAddOrdinals(path, data); !bytes.Equal(got, want) || (got == nil) != (want == nil) {
-		panic(fmt.Sprintf("add-ordinals differs from the whole-file one:\n%q\nwant\n%q\nof\n%q", got, want, data))
+		panic(fmt.Sprintf("add-ordinals differs from the whole-file one:\n%.300q\nwant\n%.300q\nof\n%.300q", got, want, data))
 	}
 	return got
 }
@@ -61,7 +61,7 @@ func addOrdinals(p codexLog, path string, data []byte) []byte {
 func copilotDrop(data []byte) []byte {
 	got := copilotLog{}.DropInvalid(data)
 	if want := refCopilotDropInvalid(data); !bytes.Equal(got, want) || (got == nil) != (want == nil) {
-		panic(fmt.Sprintf("drop-invalid-entries differs from the whole-file one:\n%q\nwant\n%q\nof\n%q", got, want, data))
+		panic(fmt.Sprintf("drop-invalid-entries differs from the whole-file one:\n%.300q\nwant\n%.300q\nof\n%.300q", got, want, data))
 	}
 	return got
 }
@@ -92,6 +92,7 @@ func TestLineRewritesMatchWholeFile(t *testing.T) {
 	a := copilotEv("assistant.message", `"messageId":"m2","content":"ack"`, "e3", "e2")
 	cp := s + u + a + u + a
 	ins = append(ins, input{copilotDir(t, s[:180]+"\n"+u+a, copilotWSYAML), []byte(cp), copilotLog{}})
+	slices.SortFunc(ins, func(a, b input) int { return strings.Compare(a.path, b.path) })
 	if len(ins) < 20 {
 		t.Fatalf("only %d sample files found", len(ins))
 	}
@@ -130,6 +131,18 @@ func TestLineRewritesMatchWholeFile(t *testing.T) {
 			}
 		}
 	}
+	// A torn header whose cwd comes from a turn_context spelled with escapes, whose torn
+	// payload lost its own cwd: read as the whole-file implementation reads it.
+	torn := cxSample(t, "torn_session_meta")
+	if i := bytes.Index(torn, []byte(`"cwd"`)); i < 0 || i > bytes.IndexByte(torn, '\n') {
+		t.Fatal("the torn_session_meta sample's torn line names no cwd")
+	} else {
+		torn = append(append(bytes.Clone(torn[:i]), '\n'), torn[bytes.IndexByte(torn, '\n')+1:]...)
+	}
+	escaped := bytes.ReplaceAll(torn, []byte(`"turn_context"`), []byte(`"turn\u005fcontext"`))
+	if rebuildHeader(codexLog{}, cxSamples+"torn_session_meta/"+cxRel, escaped) == nil {
+		t.Error("no header rebuilt from an escaped turn_context")
+	}
 	t.Logf("%d inputs: %d headers rebuilt, %d numbered, %d dropped", n, rebuilt, numbered, dropped)
 	if rebuilt < n/20 || numbered == 0 || dropped == 0 {
 		t.Errorf("the damage made too few rewrites to compare")
@@ -153,7 +166,8 @@ var ordinalRe = regexp.MustCompile(`,"ordinal":\d+`)
 
 // mutateLines damages data's lines at random: line 1 torn or dropped, a line dropped, torn,
 // doubled, blanked or given a CR, ordinals taken from the last records, types renamed, the
-// file cut short.
+// file cut short, an ordinal's key escaped or its value no number, a turn_context's type
+// escaped.
 func mutateLines(rng *rand.Rand, data []byte) []byte {
 	lines := strings.SplitAfter(string(data), "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
@@ -164,7 +178,7 @@ func mutateLines(rng *rand.Rand, data []byte) []byte {
 			break
 		}
 		i := rng.IntN(len(lines))
-		switch rng.IntN(11) {
+		switch rng.IntN(14) {
 		case 0:
 			l := lines[0]
 			lines[0] = l[:rng.IntN(len(l))] + "\n"
@@ -190,6 +204,12 @@ func mutateLines(rng *rand.Rand, data []byte) []byte {
 			lines[i] = strings.Replace(lines[i], `"data":`, `"dat":`, 1)
 		case 10:
 			lines[len(lines)-1] = strings.TrimSuffix(lines[len(lines)-1], "\n")
+		case 11: // the key spelled with an escape
+			lines[i] = strings.Replace(lines[i], `"ordinal":`, `"ord\u0069nal":`, 1)
+		case 12: // an ordinal that is no number
+			lines[i] = ordinalRe.ReplaceAllString(lines[i], `,"ordinal":"x"`)
+		case 13: // a turn_context's type spelled with an escape
+			lines[i] = strings.Replace(lines[i], `"turn_context"`, `"turn\u005fcontext"`, 1)
 		}
 	}
 	return []byte(strings.Join(lines, ""))

@@ -44,9 +44,10 @@ func findHeaderSpot(p format.Profile, path string, r io.ReaderAt, size int64, is
 	return h, ok && err == nil, err
 }
 
-// after calls fn with each line of r from h.from on (offsets in r), as SplitAt does.
-func (h headerSpot) after(p format.Profile, r io.ReaderAt, size int64, fn func(l format.Line) error) error {
-	return format.SplitAt(p, io.NewSectionReader(r, h.from, size-h.from), size-h.from, func(l format.Line) error {
+// after calls fn with each line of r from h.from on (offsets in r) that want (nil: all)
+// says it needs, as SplitAtWhere does.
+func (h headerSpot) after(p format.Profile, r io.ReaderAt, size int64, want func([]byte) bool, fn func(l format.Line) error) error {
+	return format.SplitAtWhere(p, io.NewSectionReader(r, h.from, size-h.from), size-h.from, want, func(l format.Line) error {
 		l.Start += int(h.from)
 		l.End += int(h.from)
 		return fn(l)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"slices"
 
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
@@ -151,10 +152,19 @@ func splitLine(d jsonv.Dialect, anyValue, plain bool, start int, line []byte, te
 // line held at a time (l.Raw and l.Val are fn's only until it returns). It stops at the
 // first error fn returns (Stop: with none); a line over MaxLine is ErrNoStream.
 func SplitAt(p Profile, r io.ReaderAt, size int64, fn func(l Line) error) error {
+	return SplitAtWhere(p, r, size, nil, fn)
+}
+
+// SplitAtWhere is SplitAt of the lines want (nil: all) says fn needs, each asked of its raw
+// bytes first: the others are neither validated nor built.
+func SplitAtWhere(p Profile, r io.ReaderAt, size int64, want func(line []byte) bool, fn func(l Line) error) error {
 	d, anyValue, plain := p.Dialect(), rulesOf(p).anyValue, p.Plain()
 	// A buffer no larger than the file: a small one is walked without a block's allocation.
 	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), int(min(max(size, 16), StreamBuf)))
 	err := EachLine(br, func(start int64, line []byte, terminated bool) error {
+		if want != nil && !want(line) {
+			return nil
+		}
 		return fn(splitLine(d, anyValue, plain, int(start), line, terminated))
 	})
 	if err == Stop {
@@ -264,4 +274,85 @@ func ValidRecordKeys(p Profile, line []byte, keys *[]int32) bool {
 		return jsonv.ValidTop(body, p.Dialect(), keys) == nil
 	}
 	return jsonv.Valid(body, p.Dialect()) == nil
+}
+
+// ParseLine is the Line Split gives of one line of p's (line without its '\n', at start).
+func ParseLine(p Profile, start int, line []byte, terminated bool) Line {
+	return splitLine(p.Dialect(), rulesOf(p).anyValue, p.Plain(), start, line, terminated)
+}
+
+// backBlock is the block EachLineBack reads at a time.
+var backBlock = 64 << 10
+
+// EachLineBack calls fn with the lines of r's size bytes, as EachLine gives them, last first:
+// read backward a block at a time, one line held at a time (line is fn's only until it
+// returns). Stop ends the walk without an error; a line over MaxLine is ErrNoStream. A walk
+// that stops at the last lines reads only them.
+func EachLineBack(r io.ReaderAt, size int64, fn func(start int64, line []byte, terminated bool) error) error {
+	var buf []byte  // r's bytes [off, off+len(buf))
+	var off int64   // where buf starts
+	var long []byte // a line longer than a block, read whole
+	load := func(end int64) error {
+		n := min(int64(backBlock), end)
+		if cap(buf) < int(n) {
+			buf = make([]byte, n)
+		}
+		buf, off = buf[:n], end-n
+		_, err := r.ReadAt(buf, off)
+		if err == io.EOF {
+			err = nil
+		}
+		return err
+	}
+	covers := func(from, to int64) bool { return off <= from && to <= off+int64(len(buf)) && buf != nil }
+	for end := size; end > 0; {
+		if !covers(end-1, end) {
+			if err := load(end); err != nil {
+				return err
+			}
+		}
+		terminated := buf[end-1-off] == '\n'
+		body := end
+		if terminated {
+			body--
+		}
+		// The line starts after the last '\n' before body.
+		start, x := int64(0), body
+		for x > 0 {
+			if !covers(x-1, x) {
+				if err := load(x); err != nil {
+					return err
+				}
+			}
+			if i := bytes.LastIndexByte(buf[:x-off], '\n'); i >= 0 {
+				start = off + int64(i) + 1
+				break
+			}
+			x = off
+			if body-x > MaxLine {
+				return ErrNoStream
+			}
+		}
+		var line []byte
+		if covers(start, body) {
+			line = buf[start-off : body-off]
+		} else {
+			if body-start > MaxLine {
+				return ErrNoStream
+			}
+			long = slices.Grow(long[:0], int(body-start))[:body-start]
+			if _, err := r.ReadAt(long, start); err != nil && err != io.EOF {
+				return err
+			}
+			line = long
+		}
+		if err := fn(start, line, terminated); err != nil {
+			if err == Stop {
+				return nil
+			}
+			return err
+		}
+		end = start
+	}
+	return nil
 }
