@@ -37,8 +37,14 @@ func healApp(t *testing.T, preset, rel string, data, lastGood []byte, threshold 
 // hold bytes (0: the default).
 func healAppWith(t *testing.T, preset, rel string, data, lastGood []byte, threshold, hold int64, o Options) (Report, []byte, []byte, bool) {
 	t.Helper()
+	return healAppTweak(t, preset, rel, data, lastGood, threshold, o, func(e *Engine) { e.holdThreshold = hold })
+}
+
+// healAppTweak is healAppWith with the engine set by tweak before the heal.
+func healAppTweak(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64, o Options, tweak func(*Engine)) (Report, []byte, []byte, bool) {
+	t.Helper()
 	e, root := bigEngineWith(t, threshold, o)
-	e.holdThreshold = hold
+	tweak(e)
 	p := filepath.Join(root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)

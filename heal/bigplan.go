@@ -148,7 +148,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				pre.AddRange(0, x)
 				fi = startFinish(pre)
 			}
-			if tc, cut, err = format.PlanTornCut(c.typ, c.path, f, size, x); err != nil {
+			if in.tornCut != nil {
+				tc, cut = *in.tornCut, true // planned as it was judged
+				e.step("torn-cut-judged", c.path)
+			} else if tc, cut, err = format.PlanTornCut(c.typ, c.path, f, size, x); err != nil {
 				return nil, nil, err
 			}
 			keep, keepFig, oldSHA = tc.Keep, tc.Fig, tc.OldSHA

@@ -46,6 +46,9 @@ type Engine struct {
 	// holdThreshold, when set, replaces holdLimit: logs judged record by record that are
 	// larger are judged streaming (tests set it to compare both ways).
 	holdThreshold int64
+	// twoPassTorn: a heal judges a big app log torn at its end, then plans its cut, in two
+	// passes (tests compare it with the one pass of inspectTorn).
+	twoPassTorn bool
 }
 
 // DefaultQuietCheck is the quiet check of files of apps without a lock (see
@@ -181,7 +184,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		e.cleanTemp(ctx, t, &r, dryRun)
 		return r
 	}
-	in := e.inspect(t)
+	in := e.inspectAs(t, true)
 	fill(&r, in.verdict)
 	r.Action = ActionNone
 	if in.verdict.Status == Damaged && t.Rule.Mode != policy.ModeObserve {
@@ -200,7 +203,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 			// A big file judged from its bytes alone is judged again only if it changed
 			// meanwhile (a pass over it is most of a heal's time).
 			if id, err := fsio.StatIdentity(t.Path); err != nil || !in.big || !id.Same(in.id) {
-				in = e.inspect(t)
+				in = e.inspectAs(t, true)
 				fill(&r, in.verdict)
 			}
 		}

@@ -10,7 +10,11 @@ import (
 )
 
 // inspect reads and judges a target.
-func (e *Engine) inspect(t Target) *inspection {
+func (e *Engine) inspect(t Target) *inspection { return e.inspectAs(t, false) }
+
+// inspectAs is inspect; for a heal (heal), a big app log whose last line is torn is judged
+// and its cut planned in one pass (format.InspectTorn), which the planner takes as it is.
+func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 	in := &inspection{ctx: fileCtx{path: t.Path, typ: e.profile(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
 	if id, ok := e.inc.TryIncremental(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok {
 		in.id, in.incremental, in.verdict = id, true, format.OK()
@@ -58,6 +62,16 @@ func (e *Engine) inspect(t Target) *inspection {
 		// (format.Inspect). Damaged in its own bytes, it is judged as any other: the copy
 		// changes nothing of that verdict, and it is not held beside it.
 		held := streamed && id.Size <= streamThreshold && in.ctx.typ.JSONL() && e.copyLonger(t.Path, id.Size)
+		if streamed && heal && !e.twoPassTorn && appStreamed(in.ctx.typ) && id.Size > e.appBigAbove() {
+			if v, sid, tc, ok, err := inspectTorn(t.Path, in.ctx.typ); err == nil && ok {
+				if in.ctx.typ.AppendOnly() && sid.Size <= streamThreshold {
+					e.inc.Full.Add(1)
+				}
+				e.inc.Drop(t.Path)
+				in.id, in.verdict, in.big, in.bigEnd, in.tornCut = sid, v, true, -1, &tc
+				return in
+			}
+		}
 		if streamed {
 			v, sid, serr := format.StreamInspect(t.Path, in.ctx.typ)
 			switch {
@@ -251,4 +265,20 @@ func missingEvidence(c *fileCtx) string {
 		return "it was seen healthy and its app deletes sessions it cannot list"
 	}
 	return "backups show it existed"
+}
+
+// inspectTorn is format.InspectTorn of the file at path, the version it judged (sid).
+func inspectTorn(path string, typ format.Profile) (v Verdict, sid Identity, tc format.TornCut, ok bool, err error) {
+	f, sid, err := fsio.OpenRegular(path)
+	if err != nil {
+		return v, sid, tc, false, err
+	}
+	defer f.Close()
+	if v, tc, ok, err = format.InspectTorn(typ, path, f, sid.Size); err != nil || !ok {
+		return v, sid, tc, false, err
+	}
+	if !fsio.StillSame(f, sid) {
+		return v, sid, tc, false, nil // judged the usual way, which says it changed
+	}
+	return v, sid, tc, true, nil
 }

@@ -49,13 +49,14 @@ type inspection struct {
 	missing bool
 	verdict Verdict
 
-	incremental bool  // validated without holding the bytes (incremental or streaming); data is nil
-	copyFrom    bool  // healthy, judged streaming: its last-good copy is copied from the file
-	tooLarge    bool  // damaged, and too large to plan a repair in memory
-	big         bool  // damaged, judged streaming and planned from the file (bigplan.go); data is nil
-	bigEnd      int64 // big JSON with trailing garbage: the end of its first value, else -1
-	docRecords  int   // a big app document that parses: the records it holds (inspectDoc)
-	copyErr     error // the state dir refused its last-good copy (see [copyFailed])
+	incremental bool            // validated without holding the bytes (incremental or streaming); data is nil
+	copyFrom    bool            // healthy, judged streaming: its last-good copy is copied from the file
+	tooLarge    bool            // damaged, and too large to plan a repair in memory
+	big         bool            // damaged, judged streaming and planned from the file (bigplan.go); data is nil
+	bigEnd      int64           // big JSON with trailing garbage: the end of its first value, else -1
+	docRecords  int             // a big app document that parses: the records it holds (inspectDoc)
+	tornCut     *format.TornCut // a big app log's torn last line, judged and its cut planned (inspectTorn)
+	copyErr     error           // the state dir refused its last-good copy (see [copyFailed])
 }
 
 // candidateOK reports whether bytes would be a healthy file at c's path.

@@ -73,6 +73,7 @@ type TornCut struct {
 	OldSHA  string  // the original's
 	Verdict Verdict // the result's, judged as InspectSum judges it
 	KeepSHA string  // the result's: set when Verdict is healthy
+	Lines   int     // the lines before the torn one (none blank)
 }
 
 // PlanTornCut is [PlanKeepSum] and [InspectSum] of its result, in one pass, for a file whose
@@ -159,7 +160,39 @@ func PlanTornCut(p Profile, path string, f io.ReaderAt, size, x int64) (tc TornC
 	if !k.s.Prefix() {
 		return tc, false, nil // it rebuilt a record from the torn line: judged the usual way
 	}
-	return TornCut{Keep: k.s, Fig: k.fig, OldSHA: old, Verdict: v, KeepSHA: h.marks[0]}, true, nil
+	return TornCut{Keep: k.s, Fig: k.fig, OldSHA: old, Verdict: v, KeepSHA: h.marks[0], Lines: lines}, true, nil
+}
+
+// InspectTorn is, for a file whose last line is torn and whose cut PlanTornCut plans, the
+// file's verdict — the one StreamInspect gives it: the torn line's fault, the walk having met
+// no fault before it — and that cut, from PlanTornCut's one pass. ok is false, and nothing
+// judged but the file's last bytes, for any other file: it is judged the usual way.
+func InspectTorn(p Profile, path string, f io.ReaderAt, size int64) (v Verdict, tc TornCut, ok bool, err error) {
+	if _, seq := p.(SequenceChecker); !seq || size < 2 {
+		return v, tc, false, nil
+	}
+	var end [1]byte
+	if _, err := f.ReadAt(end[:], size-1); err != nil || end[0] == '\n' {
+		return v, tc, false, err // a whole last line: not torn
+	}
+	n := min(size, int64(lineWindow)/2)
+	tail := make([]byte, n)
+	if _, err := f.ReadAt(tail, size-n); err != nil && err != io.EOF {
+		return v, tc, false, err
+	}
+	i := bytes.LastIndexByte(tail, '\n')
+	if i < 0 {
+		return v, tc, false, nil // no line before it, or one PlanTornCut does not cut
+	}
+	x := size - n + int64(i) + 1
+	if tc, ok, err = PlanTornCut(p, path, f, size, x); !ok || err != nil {
+		return v, TornCut{}, false, err
+	}
+	_, _, fault := judgeLine(rulesOf(p), x, tail[i+1:], false)
+	if fault == nil {
+		return v, TornCut{}, false, nil // a record after all: PlanTornCut refuses those
+	}
+	return fault.verdict(tc.Lines + 1), tc, true, nil
 }
 
 // planKeep is PlanKeep of the lines walk walks.
