@@ -514,3 +514,32 @@ func refGeminiRebuildHeader(path string, data []byte) []byte {
 	}
 	return append(append(append([]byte{}, data[:at]...), h...), data[end:]...)
 }
+
+// FuzzLineRewrites: each app's line rewrites of any bytes, read streaming, are the
+// whole-file implementations' (rebuildHeader, addOrdinals and copilotDrop compare them), in
+// each app's sample tree.
+func FuzzLineRewrites(f *testing.F) {
+	paths := []string{cxSamples + "torn_session_meta/" + cxRel, gemSamples + "torn_metadata" + gemChat,
+		piSamples + "torn_header/home/.pi/agent/sessions/--tmp-demo-proj--/" + piTestName}
+	for i, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(uint8(i), b)
+			f.Add(uint8(i), b[:len(b)/3])
+		}
+	}
+	f.Add(uint8(3), []byte(copilotStart("e1")[:90]+"\n"+copilotEv("user.message", `"content":"x"`, "e2", "e1")))
+	f.Fuzz(func(t *testing.T, app uint8, data []byte) {
+		switch app % 4 {
+		case 0:
+			rebuildHeader(codexLog{}, paths[0], data)
+			addOrdinals(codexLog{}, paths[0], data)
+		case 1:
+			rebuildHeader(geminiLog{}, paths[1], data)
+		case 2:
+			rebuildHeader(piLog{}, paths[2], data)
+		case 3:
+			copilotDrop(data)
+			rebuildHeader(copilotLog{}, "/nonexistent/.copilot/session-state/"+copilotTestID+"/events.jsonl", data)
+		}
+	})
+}

@@ -62,3 +62,31 @@ func TestEachLineBackIsEachLineReversed(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEachLineBack: EachLineBack gives EachLine's lines, last first, at any block size.
+func FuzzEachLineBack(f *testing.F) {
+	for _, s := range []string{"", "\n", "a", "a\n", "a\n\nb", "{\"a\":1}\r\n{\"b\":2}\n{", "\n\n\n"} {
+		f.Add([]byte(s), uint16(1))
+		f.Add([]byte(s), uint16(7))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, block uint16) {
+		defer func(b int) { backBlock = b }(backBlock)
+		backBlock = 1 + int(block)%(2*len(data)+2)
+		var want []lineAt
+		EachLine(bytes.NewReader(data), func(start int64, line []byte, terminated bool) error {
+			want = append(want, lineAt{start, string(line), terminated})
+			return nil
+		})
+		k := len(want)
+		err := EachLineBack(bytes.NewReader(data), int64(len(data)), func(start int64, line []byte, terminated bool) error {
+			k--
+			if k < 0 || (lineAt{start, string(line), terminated}) != want[k] {
+				t.Fatalf("%q (block %d): line %d backward is %q at %d", data, backBlock, k, line, start)
+			}
+			return nil
+		})
+		if err != nil || k != 0 {
+			t.Fatalf("%q: %v, %d lines not given", data, err, k)
+		}
+	})
+}
