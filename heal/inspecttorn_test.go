@@ -112,3 +112,28 @@ func TestHealTornJudgedOnce(t *testing.T) {
 		t.Fatalf("only %d heals judged and planned in one pass", once)
 	}
 }
+
+// TestBigFrontMatchesInMemory: what is judged before any record — a byte order mark, NULs
+// only — is judged so in a big app log judged streaming too, and healed as the same bytes
+// held whole are (normalize: the mark dropped, every record kept).
+func TestBigFrontMatchesInMemory(t *testing.T) {
+	normalized := 0
+	for _, a := range streamApps {
+		healthy := jsonlSamples(t, a.preset, "healthy")
+		for _, data := range [][]byte{append(bytes.Clone(format.BOM), healthy[0]...), make([]byte, 3000)} {
+			r1, f1, q1, _ := healAppTweak(t, a.preset, a.rel, data, nil, 0, Options{}, func(*Engine) {})
+			r2, f2, q2, big := healAppTweak(t, a.preset, a.rel, data, nil, 1, Options{}, func(e *Engine) { e.holdThreshold = 1 })
+			r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
+			if !equalReports(r1, r2) || !bytes.Equal(f1, f2) || !bytes.Equal(q1, q2) {
+				t.Fatalf("%s (streamed: %v):\nin memory %+v\nstreamed  %+v", a.preset, big, r1, r2)
+			}
+			if r2.Strategy == "normalize" {
+				normalized++
+			}
+		}
+	}
+	if normalized == 0 {
+		t.Fatal("no big app log normalized")
+	}
+	t.Logf("%d normalized", normalized)
+}

@@ -37,7 +37,24 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 		return Verdict{}, fsio.Identity{}, err
 	}
 	defer f.Close()
-	v := judgeLines(p, path, id.Size, true, func(maxHeld int, lj *longJudge) walker { return readWalker(f, id.Size, StreamBuf, maxHeld, lj) })
+	// What is judged before any record (a skip, an empty file, NULs only, a byte order
+	// mark) is judged as Inspect judges it.
+	head := make([]byte, min(id.Size, 64<<10))
+	if _, err := f.ReadAt(head, 0); err != nil && err != io.EOF {
+		return Verdict{}, id, err
+	}
+	v, done, err := judgeFront(p, File{Path: path}, head, id.Size, func() (bool, error) {
+		if !AllNUL(head) {
+			return false, nil // (a byte that is not NUL in the head: read no further)
+		}
+		return AllNULAt(f, 0, id.Size)
+	})
+	if err != nil {
+		return Verdict{}, id, err
+	}
+	if !done {
+		v = judgeLines(p, path, id.Size, true, func(maxHeld int, lj *longJudge) walker { return readWalker(f, id.Size, StreamBuf, maxHeld, lj) })
+	}
 	if !fsio.StillSame(f, id) {
 		return Verdict{}, id, fsio.ErrChanged
 	}
