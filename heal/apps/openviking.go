@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"hash/maphash"
 	"io"
 	"path/filepath"
 	"regexp"
@@ -204,12 +205,18 @@ func ovArchives(sid string) []ovArchive {
 				}
 			}
 		}
-		if data, _, err := fsio.ReadStable(filepath.Join(dir, "messages.jsonl"), 1<<30); err == nil {
-			for _, l := range format.Split(data, ovMessages{}) {
-				if id := l.Val.Get("id"); l.Val != nil && isStr(id) {
-					a.ids[id.Str] = true
+		// Read line by line, never held: an archive may hold many messages.
+		if f, id, err := fsio.OpenRegular(filepath.Join(dir, "messages.jsonl")); err == nil {
+			format.EachLine(io.NewSectionReader(f, 0, id.Size), func(_ int64, line []byte, _ bool) error {
+				if format.ValidRecord(ovMessages{}, line) {
+					v := jsonv.ParseDepthValid(bytes.TrimSuffix(line, []byte("\r")), ovDialect, 1)
+					if id := v.Get("id"); isStr(id) {
+						a.ids[id.Str] = true
+					}
 				}
-			}
+				return nil
+			})
+			f.Close()
 		}
 		out = append(out, a)
 	}
@@ -267,42 +274,72 @@ func ovEmptyMessages(f format.File) format.Verdict {
 }
 
 func checkOVMessages(f format.File, lines []format.Line) format.Verdict {
-	seen := map[string]bool{}
-	for i, l := range lines {
-		if l.Blank {
-			continue
-		}
-		id := l.Val.Get("id")
-		if !isStr(id) {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: message has no string id", i+1)
-		}
-		if r := l.Val.Get("role"); !isStr(r) || (r.Str != "user" && r.Str != "assistant") {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: role is not user or assistant", i+1)
-		}
-		if !isArr(l.Val.Get("parts")) && l.Val.Get("content") == nil {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: message has neither parts nor content", i+1)
-		}
-		if seen[id.Str] {
-			return format.Damage(format.KindSchema, int64(l.Start), "line %d: duplicate message id %s", i+1, id.Str)
-		}
-		seen[id.Str] = true
-	}
-	archived := ovArchivedIDs(filepath.Dir(f.Path))
-	stale := 0
-	first := -1
-	for _, l := range lines {
-		if l.Val != nil && archived[strOf(l.Val.Get("id"))] {
-			stale++
-			if first < 0 {
-				first = l.Start
-			}
-		}
-	}
-	if stale > 0 {
-		return format.Damage(format.KindStaleLiveRecords, int64(first), "%d live messages are already archived in a finished commit", stale)
-	}
-	return format.OK()
+	return format.CheckRecords(ovMessages{}, f, lines)
 }
+
+// NewSequence: a session's messages are judged record by record (a big one streaming): each
+// has a string id, never repeated, a role of user or assistant, and parts or content; then
+// none may be archived already by a finished commit (stale-live-records, at the first).
+func (ovMessages) NewSequence(path string) format.Sequence {
+	s := &ovSeq{seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}, first: -1}
+	if path != "" {
+		s.archived = ovArchivedIDs(filepath.Dir(path))
+	}
+	return s
+}
+
+// ovSeq is a pass over a session's messages. Ids are remembered as 64-bit hashes.
+type ovSeq struct {
+	seed     maphash.Seed
+	seen     map[uint64]struct{}
+	archived map[string]bool
+	at       int64 // where the record being read starts
+	stale    int   // records archived already
+	first    int64 // where the first of them starts
+}
+
+func (s *ovSeq) RecordAt(off int64) { s.at = off }
+
+func (s *ovSeq) Record(rec []byte) string {
+	if jsonv.Valid(rec, ovDialect) != nil {
+		return "not a valid record"
+	}
+	return s.RecordValid(rec)
+}
+
+func (s *ovSeq) RecordValid(rec []byte) string {
+	v := jsonv.ParseDepthValid(rec, ovDialect, 1)
+	id := v.Get("id")
+	if !isStr(id) {
+		return "message has no string id"
+	}
+	if r := v.Get("role"); !isStr(r) || (r.Str != "user" && r.Str != "assistant") {
+		return "role is not user or assistant"
+	}
+	if !isArr(v.Get("parts")) && v.Get("content") == nil {
+		return "message has neither parts nor content"
+	}
+	k := maphash.String(s.seed, id.Str)
+	if _, dup := s.seen[k]; dup {
+		return "duplicate message id " + id.Str
+	}
+	s.seen[k] = struct{}{}
+	if s.archived[id.Str] {
+		if s.stale++; s.first < 0 {
+			s.first = s.at
+		}
+	}
+	return ""
+}
+
+func (s *ovSeq) EndVerdict() (format.Verdict, bool) {
+	if s.stale == 0 {
+		return format.Verdict{}, false
+	}
+	return format.Damage(format.KindStaleLiveRecords, s.first, "%d live messages are already archived in a finished commit", s.stale), true
+}
+
+func (s *ovSeq) End() string { return "" }
 
 // ovLive counts the live lines of a session's messages.jsonl and whether any is archived;
 // ok is false when the file is missing or not valid.

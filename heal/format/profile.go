@@ -333,6 +333,19 @@ type SequenceWarner interface {
 	Warnings() []string
 }
 
+// RecordPlacer is a Sequence told where each record starts (its offset in the file) just
+// before Record is asked of it.
+type RecordPlacer interface {
+	RecordAt(off int64)
+}
+
+// EndJudge is a Sequence whose end may say damage of a kind and at a place of its own (the
+// first of the records it counts), not a schema problem at the last record: ok is false for
+// none. It is asked before End.
+type EndJudge interface {
+	EndVerdict() (v Verdict, ok bool)
+}
+
 // SequenceKind is a Sequence that tells the kind of the problem its last Record returned
 // when it is not a schema one (a record repeated byte for byte: a duplicate), so that a
 // verdict names that kind.

@@ -152,6 +152,9 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 			}
 		}
 		if seq != nil && schema == nil {
+			if rp, ok := seq.(RecordPlacer); ok {
+				rp.RecordAt(off)
+			}
 			var prob string
 			if vs != nil && long == nil {
 				prob = vs.RecordValid(body) // judgeLine has just run jsonv.Valid over it
@@ -196,6 +199,11 @@ func endRecords(p Profile, seq Sequence, schema *Verdict, records int, last int6
 		}
 	}
 	v := OK()
+	if ej, ok := seq.(EndJudge); ok {
+		if d, ok := ej.EndVerdict(); ok {
+			return d
+		}
+	}
 	if seq != nil {
 		if prob := seq.End(); prob != "" {
 			return Damage(KindSchema, last, "%s", prob)
