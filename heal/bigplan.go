@@ -10,6 +10,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -294,6 +295,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	// One pass over the original measures what the plans need, unless an app's salvage
 	// pass already hashed it and nothing else needs measuring.
 	var sv format.SurveyResult
+	var gone func(*jsonv.Value) bool // a log's records kept elsewhere: a candidate lacking them loses nothing
+	if s, ok := c.typ.(format.Superseder); ok && !doc && len(surveyed) > 0 {
+		gone = s.Superseded(c.path)
+	}
 	if oldSHA != "" && len(surveyed) == 0 && !bomLess {
 		sv.OldSHA, sv.Total = oldSHA, keepFig.Total
 		if !fsio.StillSame(f, in.id) {
@@ -306,6 +311,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				BOMLess:       bomLess,
 				Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
 				OwnSalvage:    !c.typ.Plain() && !doc,
+				Gone:          gone,
 			}, surveyed)
 		}
 		sv, err = survey()
@@ -496,6 +502,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		// A file that can be held is planned whole when streaming found no repair within
 		// max_loss and a strategy only done whole may find one.
 		return e.planWhole(rule, in, f)
+	}
+	if l, ok := c.typ.(format.LinkedEditor); ok {
+		// The other file a repair must match (a count of the records it keeps), as newPlan
+		// adds it.
+		for _, p := range out {
+			if o, ok := l.LinkedEdit(c.path, p.keep); ok {
+				p.edits = append(p.edits, edit{path: o.Path, old: o.Old, oldID: o.OldID, data: o.Data})
+			}
+		}
 	}
 	return out, tries, nil
 }

@@ -30,7 +30,6 @@ type lineRewrite struct {
 // nil for none; unfinished: the salvage the app's finish would change, not planned here).
 func lineRewrites(rule *policy.Rule, in *inspection, f *os.File, keep *format.Splice, unfinished bool) (map[policy.Strategy]*lineRewrite, error) {
 	c, size := &in.ctx, in.id.Size
-	_, linked := c.typ.(format.LinkedEditor)
 	out := map[policy.Strategy]*lineRewrite{}
 	for _, s := range rule.Strategies {
 		lr := &lineRewrite{}
@@ -45,6 +44,17 @@ func lineRewrites(rule *policy.Rule, in *inspection, f *os.File, keep *format.Sp
 			if h, ok := c.typ.(format.HeaderRebuilder); ok && !in.missing {
 				lr.why = whyValueMissing
 				rw = func(r io.ReaderAt, n int64) (*format.Splice, error) { return h.RebuildHeader(c.path, r, n) }
+			}
+		case policy.Reconcile:
+			onSalvage = false // the file's own records, as the in-memory planner reconciles them
+			lr.why = whyNoReconcile
+			if _, ok := c.typ.(format.Reconciler); ok && !in.missing {
+				if r, ok := c.typ.(format.SpliceReconciler); ok {
+					kind := in.verdict.Kind
+					rw = func(rd io.ReaderAt, n int64) (*format.Splice, error) { return r.ReconcileSplice(c.path, rd, n, kind) }
+				} else {
+					lr.notStreamed = true
+				}
 			}
 		case policy.DropInvalidEntries:
 			onSalvage = false // the file's own entries, as the in-memory planner drops them
@@ -63,7 +73,7 @@ func lineRewrites(rule *policy.Rule, in *inspection, f *os.File, keep *format.Sp
 		if rw == nil || lr.notStreamed {
 			continue
 		}
-		if linked || onSalvage && unfinished {
+		if onSalvage && unfinished {
 			lr.notStreamed = true
 			continue
 		}

@@ -244,9 +244,7 @@ func appStreamed(typ format.Profile) bool {
 	if _, ok := typ.(format.StreamFinisher); ok {
 		fin = false // finished streaming, or on the file held whole when it changes the salvage
 	}
-	_, sup := typ.(format.Superseder)
-	_, linked := typ.(format.LinkedEditor)
-	return !fin && !sup && !linked
+	return !fin
 }
 
 // missingSkip: a missing file its profile would not judge anyway (another era of the app).

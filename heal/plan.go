@@ -259,7 +259,7 @@ func newPlan(rule *policy.Rule, in *inspection, strategy policy.Strategy, data [
 		p.lostRecords, p.lostBytes = 0, 0 // every record kept, with its number added
 	}
 	if l, ok := in.ctx.typ.(format.LinkedEditor); ok {
-		if o, ok := l.LinkedEdit(in.ctx.path, data); ok {
+		if o, ok := l.LinkedEdit(in.ctx.path, format.Records(in.ctx.typ, data)); ok {
 			p.edits = append(p.edits, edit{path: o.Path, old: o.Old, oldID: o.OldID, data: o.Data})
 		}
 	}

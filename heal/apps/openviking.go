@@ -66,26 +66,29 @@ func (ovMessages) RecordKey(rec *jsonv.Value) string { return idKey(rec) }
 
 // Reconcile drops the live messages already archived.
 func (p ovMessages) Reconcile(path string, data []byte, kind string) []byte {
-	if kind == format.KindStaleLiveRecords {
-		return format.KeepLines(p, path, data)
-	}
-	return nil
+	return format.SpliceBytes(data, func(r io.ReaderAt, size int64) (*format.Splice, error) {
+		return p.ReconcileSplice(path, r, size, kind)
+	})
 }
 
-// LinkedEdit keeps .meta.json's message_count equal to the live lines.
-func (ovMessages) LinkedEdit(messages string, data []byte) (format.Edit, bool) {
+// ReconcileSplice is Reconcile of the messages r holds, said as a splice of them: their
+// salvage, which drops the archived ones.
+func (p ovMessages) ReconcileSplice(path string, r io.ReaderAt, size int64, kind string) (*format.Splice, error) {
+	if kind != format.KindStaleLiveRecords {
+		return nil, nil
+	}
+	sp, _, err := format.PlanKeep(p, path, r, size)
+	return sp, err
+}
+
+// LinkedEdit keeps .meta.json's message_count equal to the live lines (records).
+func (ovMessages) LinkedEdit(messages string, records int) (format.Edit, bool) {
 	metaPath := filepath.Join(filepath.Dir(messages), ".meta.json")
 	meta, id, err := fsio.ReadStable(metaPath, 16<<20)
 	if err != nil {
 		return format.Edit{}, false
 	}
-	live := 0
-	for _, l := range format.Split(data, ovMessages{}) {
-		if l.Val != nil {
-			live++
-		}
-	}
-	if out, ok := ovSetCount(meta, live); ok {
+	if out, ok := ovSetCount(meta, records); ok {
 		return format.Edit{Path: metaPath, Old: meta, OldID: id, Data: out}, true
 	}
 	return format.Edit{}, false

@@ -99,11 +99,11 @@ type Superseder interface {
 	Superseded(path string) func(rec *jsonv.Value) bool
 }
 
-// LinkedEditor is a Profile whose file, when a repair rewrites it to data, must be matched
-// by an edit of another file (a count kept in a metadata file). ok is false when none is
-// needed.
+// LinkedEditor is a Profile whose file, when a repair rewrites it to a file of records
+// records ([Records]), must be matched by an edit of another file (a count kept in a metadata
+// file). ok is false when none is needed.
 type LinkedEditor interface {
-	LinkedEdit(path string, data []byte) (e Edit, ok bool)
+	LinkedEdit(path string, records int) (e Edit, ok bool)
 }
 
 // Edit is one more file a repair rewrites: its path, the bytes and identity read, and the

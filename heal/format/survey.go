@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
 // SurveyOptions says what else a [Survey] measures.
@@ -26,6 +27,9 @@ type SurveyOptions struct {
 	// lines' hash and the search for a torn last line's whole version in them are not made,
 	// and the result's SalvSHA is empty.
 	OwnSalvage bool
+	// Gone, when set, says a record is kept elsewhere (a [Superseder]'s): a candidate that
+	// lacks it loses nothing, as [Loss] counts.
+	Gone func(rec *jsonv.Value) bool
 }
 
 // SurveyCand is a candidate replacement held in memory (a backup, the last-good copy),
@@ -170,8 +174,14 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 			if len(bytes.TrimSpace(body)) == 0 {
 				return nil
 			}
+			gone := false
+			if opt.Gone != nil && valid && len(meters) > 0 {
+				if v, err := jsonv.Parse(body, p.Dialect()); err == nil {
+					gone = opt.Gone(v)
+				}
+			}
 			for _, m := range meters {
-				m.line(line, valid, terminated, ll, false)
+				m.line(line, valid, terminated, ll, gone)
 			}
 			if NULRun(line) {
 				return nil // no record, no history (as Loss counts)
