@@ -381,6 +381,7 @@ type piSeq struct {
 	dups    int      // entries that repeat an id with other bytes
 	headers int      // session headers after line 1 (a duplicated line 1): pi ignores them
 	seed    maphash.Seed
+	arena   jsonv.Arena // each record's tree, dropped once judged
 }
 
 type piEnt struct {
@@ -397,13 +398,33 @@ func newPiSeq(path string) *piSeq {
 	return s
 }
 
+// ChecksRecords: Record applies RecordProblem's checks too (add's first ones), on its one
+// build of the record.
+func (*piSeq) ChecksRecords() {}
+
+// piFields: what add reads of a record (a message's text is never decoded, no other member
+// of an entry built).
+var piFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"type": nil, "id": nil, "version": nil, "timestamp": nil, "parentId": nil,
+	"message": {Members: map[string]*jsonv.Fields{
+		"content": {Opaque: true, Items: &jsonv.Fields{Members: map[string]*jsonv.Fields{
+			"type": nil, "text": {Opaque: true},
+		}}},
+	}},
+}}
+
+// RecordValid is Record of a record that passed jsonv.Valid (not checked again), built in
+// the pass's arena to the members add reads.
+func (s *piSeq) RecordValid(rec []byte) string {
+	return s.add(s.arena.ParseFieldsValid(rec, nodeDialect, piFields), rec)
+}
+
 // Record is add of a record's bytes.
 func (s *piSeq) Record(rec []byte) string {
-	v, err := jsonv.ParseDepth(rec, nodeDialect, piDepth)
-	if err != nil {
-		return err.Error()
+	if err := jsonv.Valid(rec, nodeDialect); err != nil {
+		return err.Error() // as RecordProblem says it
 	}
-	return s.add(v, rec)
+	return s.RecordValid(rec)
 }
 
 // add checks the next record (raw, its bytes) and remembers it.
