@@ -75,13 +75,44 @@ type nanobotSeq struct {
 	lc                  int64
 	messages, providers int64
 	warnings            []string
+	arena               jsonv.Arena // each record's tree, dropped once judged
 }
 
+// nanobotFields: what the checklist and the sequence read of a record (top-level members;
+// a message's content is never built).
+var nanobotFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"_type": nil, "key": nil, "last_consolidated": nil,
+	"created_at": {Opaque: true}, "updated_at": {Opaque: true}, "role": {Opaque: true},
+	"metadata": {Members: map[string]*jsonv.Fields{}},
+}}
+
+// ChecksRecords: RecordValid applies RecordProblem's checks too, on its one build of the
+// record.
+func (*nanobotSeq) ChecksRecords() {}
+
 func (s *nanobotSeq) Record(rec []byte) string {
-	v, err := jsonv.ParseDepth(rec, nanobotDialect, 1)
-	if err != nil {
-		return err.Error()
+	if err := jsonv.Valid(rec, nanobotDialect); err != nil {
+		return err.Error() // as RecordProblem says it
 	}
+	return s.RecordValid(rec)
+}
+
+// RecordValid is Record of a record that passed jsonv.Valid, built in the pass's arena to
+// the members read: RecordProblem's checks, then the sequence's.
+func (s *nanobotSeq) RecordValid(rec []byte) string {
+	v := s.arena.ParseFieldsValid(rec, nanobotDialect, nanobotFields)
+	if !s.seen {
+		if p := nanobotMetaProblem(v); p != "" {
+			return p
+		}
+	} else if p := nanobotRecordProblem(v); p != "" {
+		return p
+	}
+	return s.add(v)
+}
+
+// add is the sequence's check of the next record, v.
+func (s *nanobotSeq) add(v *jsonv.Value) string {
 	if !s.seen {
 		s.seen, s.key = true, strOf(v.Get("key"))
 		if lc := v.Get("last_consolidated"); lc != nil && lc.IsInt {
