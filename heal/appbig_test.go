@@ -60,17 +60,24 @@ func healAppTweak(t *testing.T, preset, rel string, data, lastGood []byte, thres
 	tg := Target{Path: p, Rule: appRule(t, preset, root)}
 	big := e.inspect(tg).big
 	r := e.Heal(context.Background(), tg, false)
+	after, q := healedBytes(t, e, p)
+	return r, after, q, big
+}
+
+// healedBytes is the file at p after e healed it, and the bytes e quarantined when it made
+// one quarantine entry (else nil).
+func healedBytes(t *testing.T, e *Engine, p string) (after, q []byte) {
+	t.Helper()
 	after, err := os.ReadFile(p)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	var q []byte
 	if all, _ := e.Quarantine.List(); len(all) == 1 {
 		if q, err = original(t, all[0]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return r, after, q, big
+	return after, q
 }
 
 // TestAppBigPathMatchesInMemory: a damaged app transcript planned streaming (a threshold of

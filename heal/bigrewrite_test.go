@@ -119,15 +119,6 @@ func healInTree(t *testing.T, preset, src, rel string, data []byte, threshold in
 	whole := false
 	e.onStep = func(name, _ string) { whole = whole || name == "plan-whole" }
 	r := e.Heal(context.Background(), Target{Path: p, Rule: appRule(t, preset, root)}, false)
-	after, err := os.ReadFile(p)
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var q []byte
-	if all, _ := e.Quarantine.List(); len(all) == 1 {
-		if q, err = original(t, all[0]); err != nil {
-			t.Fatal(err)
-		}
-	}
+	after, q := healedBytes(t, e, p)
 	return r, after, q, whole
 }

@@ -3,8 +3,6 @@ package apps
 import (
 	"bytes"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,21 +14,7 @@ import (
 // to their top-level members, record by record, at the end and in its warnings — over every
 // nanobot sample's records and records with their members renamed, retyped or repeated.
 func TestNanobotFieldsAreWhatNanobotReads(t *testing.T) {
-	var files [][][]byte
-	filepath.WalkDir("../testdata/samples/nanobot", func(p string, d os.DirEntry, err error) error {
-		if b, rerr := os.ReadFile(p); err == nil && rerr == nil && strings.HasSuffix(p, ".jsonl") {
-			var recs [][]byte
-			for _, l := range bytes.Split(b, []byte("\n")) {
-				if jsonv.Valid(l, nanobotDialect) == nil && len(bytes.TrimSpace(l)) > 0 {
-					recs = append(recs, l)
-				}
-			}
-			if len(recs) > 0 {
-				files = append(files, recs)
-			}
-		}
-		return nil
-	})
+	files := sampleRecords("../testdata/samples/nanobot", nanobotDialect)
 	if len(files) < 3 {
 		t.Fatalf("%d sample files", len(files))
 	}

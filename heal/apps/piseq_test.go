@@ -16,19 +16,7 @@ import (
 // warnings — over every pi sample's records and records with their members renamed, retyped,
 // repeated or taken away.
 func TestPiFieldsAreWhatPiReads(t *testing.T) {
-	var files [][][]byte
-	filepath.WalkDir(piSamples, func(p string, d os.DirEntry, err error) error {
-		if b, rerr := os.ReadFile(p); err == nil && rerr == nil && strings.HasSuffix(p, ".jsonl") {
-			var recs [][]byte
-			for _, l := range bytes.Split(b, []byte("\n")) {
-				if jsonv.Valid(l, nodeDialect) == nil && len(bytes.TrimSpace(l)) > 0 {
-					recs = append(recs, l)
-				}
-			}
-			files = append(files, recs)
-		}
-		return nil
-	})
+	files := sampleRecords(piSamples, nodeDialect)
 	if len(files) < 5 {
 		t.Fatalf("%d sample files", len(files))
 	}
@@ -69,4 +57,25 @@ func TestPiFieldsAreWhatPiReads(t *testing.T) {
 		}
 	}
 	t.Logf("%d records compared", compared)
+}
+
+// sampleRecords are the valid records of each JSONL sample file under dir, file by file
+// (files without one left out).
+func sampleRecords(dir string, d jsonv.Dialect) [][][]byte {
+	var files [][][]byte
+	filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if b, rerr := os.ReadFile(p); err == nil && rerr == nil && strings.HasSuffix(p, ".jsonl") {
+			var recs [][]byte
+			for _, l := range bytes.Split(b, []byte("\n")) {
+				if jsonv.Valid(l, d) == nil && len(bytes.TrimSpace(l)) > 0 {
+					recs = append(recs, l)
+				}
+			}
+			if len(recs) > 0 {
+				files = append(files, recs)
+			}
+		}
+		return nil
+	})
+	return files
 }
