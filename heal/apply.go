@@ -159,6 +159,13 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 func (e *Engine) verify(t Target, in *inspection, wrote Identity, newSHA string) {
 	c := in.ctx
 	c.lastGood = nil
+	if c.typ.AppendOnly() && !e.oneShot && wrote.Ino != 0 {
+		// The version this heal wrote, judged healthy when it was planned, is where the
+		// app's next appends are validated from: not a full pass over the file again.
+		if id, err := fsio.StatIdentity(t.Path); err == nil && id.Same(wrote) {
+			e.inc.RememberFile(t.Path, c.typ, id)
+		}
+	}
 	if !t.Rule.KeepLastGood {
 		return // the verdict would keep no copy
 	}

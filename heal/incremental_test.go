@@ -159,3 +159,31 @@ func BenchmarkAppend64MiB(b *testing.B) {
 		}
 	})
 }
+
+// A file the engine healed is validated from its healed end when its app appends again (the
+// heal's version is remembered as one judged in full), and damage appended after it is still
+// found; a one-shot engine (the CLI) remembers nothing.
+func TestIncrementalAfterHeal(t *testing.T) {
+	e, tg := incEngine(t)
+	os.WriteFile(tg.Path, append(jsonlLines(0, 100), `{"id":`...), 0o644)
+	if r := e.Heal(context.Background(), tg, false); r.Action != ActionHealed {
+		t.Fatalf("%+v", r)
+	}
+	appendTo(t, tg.Path, jsonlLines(100, 1))
+	if r, inc := pass(t, e, tg); r.Verdict != Healthy || !inc {
+		t.Fatalf("the append after the heal: %s, incremental %v", r.Verdict, inc)
+	}
+	appendTo(t, tg.Path, []byte(`{"id":`))
+	if r, _ := pass(t, e, tg); r.Verdict != Damaged {
+		t.Fatalf("a torn append after the heal: %+v", r)
+	}
+	one := New(&policy.Config{Version: 1, StateDir: filepath.Join(t.TempDir(), ".state")}, Options{OneShot: true})
+	os.WriteFile(tg.Path, append(jsonlLines(0, 100), `{"id":`...), 0o644)
+	if r := one.Heal(context.Background(), tg, false); r.Action != ActionHealed {
+		t.Fatalf("%+v", r)
+	}
+	appendTo(t, tg.Path, jsonlLines(100, 1))
+	if r, inc := pass(t, one, tg); r.Verdict != Healthy || inc {
+		t.Fatalf("one-shot: the append after the heal: %s, incremental %v", r.Verdict, inc)
+	}
+}
