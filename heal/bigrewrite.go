@@ -1,7 +1,6 @@
 package heal
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"os"
@@ -149,8 +148,7 @@ func insertsOnlyAt(old io.ReaderAt, osize int64, data io.ReaderAt, dsize int64) 
 	if dsize < osize {
 		return false, nil
 	}
-	o := bufio.NewReaderSize(io.NewSectionReader(old, 0, osize), int(min(max(osize, 16), format.StreamBuf)))
-	d := bufio.NewReaderSize(io.NewSectionReader(data, 0, dsize), int(min(max(dsize, 16), format.StreamBuf)))
+	o, d := format.SizedReader(old, osize), format.SizedReader(data, dsize)
 	want, err := o.ReadByte()
 	for err == nil {
 		b, derr := d.ReadByte()

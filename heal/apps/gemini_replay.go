@@ -850,7 +850,7 @@ func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvag
 		return true, nil
 	}
 	whole := map[uint64]bool{}
-	err = format.EachLine(io.NewSectionReader(damaged, 0, dsize), func(_ int64, line []byte, _ bool) error {
+	err = format.EachLineAt(damaged, dsize, func(_ int64, line []byte, _ bool) error {
 		if k := f.lineKey(line); orphans[k] && format.ValidRecord(geminiLog{}, line) {
 			whole[k] = true
 		}
@@ -909,7 +909,7 @@ func (f *geminiFinish) lineKey(b []byte) uint64 {
 func (f *geminiFinish) read(salvaged io.ReaderAt, ssize int64) error {
 	f.calls = map[uint64]bool{}
 	first := true
-	return format.EachLine(io.NewSectionReader(salvaged, 0, ssize), func(_ int64, line []byte, _ bool) error {
+	return format.EachLineAt(salvaged, ssize, func(_ int64, line []byte, _ bool) error {
 		if !format.ValidRecordKeys(geminiLog{}, line, &f.keys) { // the keys of the record's members
 			return nil
 		}

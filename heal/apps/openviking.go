@@ -210,7 +210,7 @@ func ovArchives(sid string) []ovArchive {
 		}
 		// Read line by line, never held: an archive may hold many messages.
 		if f, id, err := fsio.OpenRegular(filepath.Join(dir, "messages.jsonl")); err == nil {
-			format.EachLine(io.NewSectionReader(f, 0, id.Size), func(_ int64, line []byte, _ bool) error {
+			format.EachLineAt(f, id.Size, func(_ int64, line []byte, _ bool) error {
 				if format.ValidRecord(ovMessages{}, line) {
 					v := jsonv.ParseDepthValid(bytes.TrimSuffix(line, []byte("\r")), ovDialect, 1)
 					if id := v.Get("id"); isStr(id) {
@@ -355,7 +355,7 @@ func ovLive(sid string) (live int, overlap bool, ok bool) {
 	defer f.Close()
 	archived := ovArchivedIDs(sid)
 	bad := errors.New("not a whole record")
-	err = format.EachLine(io.NewSectionReader(f, 0, id.Size), func(_ int64, line []byte, terminated bool) error {
+	err = format.EachLineAt(f, id.Size, func(_ int64, line []byte, terminated bool) error {
 		if len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}

@@ -102,7 +102,7 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 						return nil
 					case f != nil:
 						b.fault = f
-						return errStop
+						return Stop
 					case keyed != nil && long == nil:
 						keyed.AddKeyed(body, keys)
 					default:
@@ -110,11 +110,11 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 					}
 					b.recs = append(b.recs, batchRecord{off: start, line: b.lines})
 					if stop.Load() {
-						return errStop // the verdict is known: this block does not count
+						return Stop // the verdict is known: this block does not count
 					}
 					return nil
 				})
-				if err != nil && err != errStop {
+				if err != nil && err != Stop {
 					b.err = err
 				}
 				close(b.done)

@@ -66,7 +66,7 @@ func plainWalk(n int64, d lineRules, walk walker) (Verdict, error) {
 		next = start + int64(len(l)) + 1
 		if _, _, f := judgeAny(d, start, l, terminated, long); f != nil {
 			fault = f
-			return errStop
+			return Stop
 		}
 		return nil
 	})
@@ -116,14 +116,14 @@ func plainBlocks(n int64, d lineRules, workers int, block int64, held int, newWa
 					b.lines++
 					if _, _, f := judgeAny(d, start, l, terminated, long); f != nil {
 						b.fault = f
-						return errStop
+						return Stop
 					}
 					if i > first.Load() {
-						return errStop // an earlier block ends the walk: this one does not count
+						return Stop // an earlier block ends the walk: this one does not count
 					}
 					return nil
 				})
-				if err != nil && err != errStop {
+				if err != nil && err != Stop {
 					b.err = err
 				}
 				if b.fault != nil || b.err != nil {

@@ -1,7 +1,6 @@
 package format
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -159,9 +158,7 @@ func SplitAt(p Profile, r io.ReaderAt, size int64, fn func(l Line) error) error 
 // bytes first: the others are neither validated nor built.
 func SplitAtWhere(p Profile, r io.ReaderAt, size int64, want func(line []byte) bool, fn func(l Line) error) error {
 	d, anyValue, plain := p.Dialect(), rulesOf(p).anyValue, p.Plain()
-	// A buffer no larger than the file: a small one is walked without a block's allocation.
-	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), int(min(max(size, 16), StreamBuf)))
-	err := EachLine(br, func(start int64, line []byte, terminated bool) error {
+	err := EachLineAt(r, size, func(start int64, line []byte, terminated bool) error {
 		if want != nil && !want(line) {
 			return nil
 		}
@@ -172,9 +169,6 @@ func SplitAtWhere(p Profile, r io.ReaderAt, size int64, want func(line []byte) b
 	}
 	return err
 }
-
-// Stop, returned by SplitAt's fn, ends the walk early without an error.
-var Stop = errors.New("stop the walk")
 
 func inspectJSONL(p Profile, f File, data []byte) Verdict {
 	if _, ok := p.(SequenceChecker); ok {
@@ -249,8 +243,7 @@ func Records(p Profile, data []byte) int {
 // RecordsAt is Records of the JSONL file r holds (size bytes), read streaming.
 func RecordsAt(p Profile, r io.ReaderAt, size int64) (int, error) {
 	n := 0
-	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), int(min(max(size, 16), StreamBuf)))
-	err := EachLine(br, func(_ int64, line []byte, _ bool) error {
+	err := EachLineAt(r, size, func(_ int64, line []byte, _ bool) error {
 		if ValidRecord(p, line) {
 			n++
 		}

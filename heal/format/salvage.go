@@ -656,7 +656,7 @@ func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 		func(_ int64, line []byte, terminated bool, long *longLine) error {
 			if long != nil {
 				exact = false
-				return errStop
+				return Stop
 			}
 			k, ok := kp.key(line)
 			if !ok {
@@ -665,13 +665,13 @@ func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 			}
 			if !terminated {
 				exact = false
-				return errStop
+				return Stop
 			}
 			inCopy[k] = true
 			c.Copy++
 			return nil
 		})
-	if errors.Is(err, errStop) || !exact {
+	if errors.Is(err, Stop) || !exact {
 		return UnionCount{}, nil
 	}
 	if err != nil {
@@ -694,7 +694,7 @@ func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 			}
 			if !terminated {
 				exact = false
-				return errStop
+				return Stop
 			}
 			if inCopy[k] {
 				// The copy's version stays, or the newest replaces it in place.
@@ -712,7 +712,7 @@ func UnionCounts(p Profile, lastGood io.ReaderAt, copySize int64, salv io.Reader
 			added[k] = n
 			return nil
 		})
-	if errors.Is(err, errStop) || !exact {
+	if errors.Is(err, Stop) || !exact {
 		return UnionCount{}, nil
 	}
 	if err != nil {

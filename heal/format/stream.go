@@ -25,8 +25,9 @@ const (
 // the caller falls back to reading it whole.
 var ErrNoStream = errors.New("cannot be judged streaming")
 
-// errStop ends an EachLine walk early.
-var errStop = errors.New("stop")
+// Stop, returned by the function a walk calls (EachLine's, SplitAt's, EachLineBack's, the
+// walkers'), ends the walk early; SplitAt and EachLineBack then return no error.
+var Stop = errors.New("stop the walk")
 
 // StreamInspect validates an append-only JSONL file record by record (see [StreamLines]),
 // reading it in blocks and judging the lines in place (see [readWalker]; one without a record
@@ -143,7 +144,7 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 			return nil
 		case f != nil:
 			stop = f.verdict(n)
-			return errStop
+			return Stop
 		}
 		if rc != nil && schema == nil {
 			if prob := rc.RecordProblem(body, records == 0); prob != "" {
@@ -170,7 +171,7 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 		return nil
 	})
 	switch {
-	case err == errStop:
+	case err == Stop:
 		return stop
 	case errors.Is(err, ErrNoStream):
 		return (&tooLong{line: n + 1, off: next}).verdict()
@@ -199,12 +200,12 @@ func endRecords(p Profile, seq Sequence, schema *Verdict, records int, last int6
 		}
 	}
 	v := OK()
-	if ej, ok := seq.(EndJudge); ok {
-		if d, ok := ej.EndVerdict(); ok {
-			return d
-		}
-	}
 	if seq != nil {
+		if ej, ok := seq.(EndJudge); ok {
+			if d, ok := ej.EndVerdict(); ok {
+				return d
+			}
+		}
 		if prob := seq.End(); prob != "" {
 			return Damage(KindSchema, last, "%s", prob)
 		}
@@ -333,6 +334,17 @@ func EachLine(r io.Reader, fn func(start int64, line []byte, terminated bool) er
 	}
 }
 
+// EachLineAt is EachLine of r's first size bytes, read through SizedReader.
+func EachLineAt(r io.ReaderAt, size int64, fn func(start int64, line []byte, terminated bool) error) error {
+	return EachLine(SizedReader(r, size), fn)
+}
+
+// SizedReader reads r's first size bytes through a buffer no larger than them (up to
+// StreamBuf): a small file is read without a block's allocation.
+func SizedReader(r io.ReaderAt, size int64) *bufio.Reader {
+	return bufio.NewReaderSize(io.NewSectionReader(r, 0, size), int(min(max(size, 16), StreamBuf)))
+}
+
 // AppendedValid: every line of tail, appended to a file of an append-only profile after its
 // first record, is a complete record the profile's checklist accepts.
 func AppendedValid(p Profile, tail []byte) bool {
@@ -371,9 +383,9 @@ func appendedLines(p Profile, walk walker, n int64) bool {
 		case blank:
 			return nil
 		case f != nil:
-			return errStop
+			return Stop
 		case rc != nil && !rc.AppendedOK(body):
-			return errStop
+			return Stop
 		}
 		return nil
 	})
@@ -442,7 +454,7 @@ func judgeAt(p Profile, path string, r io.ReaderAt, size int64, each func(line [
 			}
 			err := w(from, limit, skip, fn)
 			var tl *tooLong
-			if err != nil && err != errStop && !errors.Is(err, ErrNoStream) && !errors.As(err, &tl) {
+			if err != nil && err != Stop && !errors.Is(err, ErrNoStream) && !errors.As(err, &tl) {
 				mu.Lock()
 				rerr = err
 				mu.Unlock()
