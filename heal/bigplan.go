@@ -107,6 +107,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var keep *format.Splice
 	var keepFig format.KeepFigures
 	var keepSHA, keepWhy, oldSHA string
+	unfinished := false // the app's finish changes the salvage: the rewrites of it are not streamed
 	var keepFails *Verdict
 	if appSalvage {
 		var err error
@@ -196,6 +197,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 			if fi.err != nil || !fi.asIs {
 				keep, keepSHA, keepWhy, keepFails = nil, "", whyNotStreamed, nil
+				unfinished = true
 			}
 		}
 	}
@@ -283,7 +285,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	// A JSONL app log's line rewrites, planned as splices of it and measured by the survey.
 	var rewrites map[policy.Strategy]*lineRewrite
 	if !doc && !c.typ.Plain() {
-		if rewrites, err = lineRewrites(rule, in, f, keep, keepWhy == whyNotStreamed); err != nil {
+		if rewrites, err = lineRewrites(rule, in, f, keep, unfinished); err != nil {
 			return nil, nil, err
 		}
 		for _, lr := range rewrites {

@@ -47,29 +47,27 @@ func lineRewrites(rule *policy.Rule, in *inspection, f *os.File, keep *format.Sp
 		case policy.Reconcile:
 			onSalvage = false // the file's own records, as the in-memory planner reconciles them
 			lr.why = whyNoReconcile
-			if _, ok := c.typ.(format.Reconciler); ok && !in.missing {
-				if r, ok := c.typ.(format.SpliceReconciler); ok {
-					kind := in.verdict.Kind
-					rw = func(rd io.ReaderAt, n int64) (*format.Splice, error) { return r.ReconcileSplice(c.path, rd, n, kind) }
-				} else {
-					lr.notStreamed = true
-				}
+			if r, ok := c.typ.(format.SpliceReconciler); ok && !in.missing {
+				kind := in.verdict.Kind
+				rw = func(rd io.ReaderAt, n int64) (*format.Splice, error) { return r.ReconcileSplice(c.path, rd, n, kind) }
 			}
 		case policy.DropInvalidEntries:
 			onSalvage = false // the file's own entries, as the in-memory planner drops them
 			if _, ok := c.typ.(format.EntryDropper); ok && !in.missing {
 				lr.why = whyNothingToDrop
-				if d, ok := c.typ.(format.SpliceDropper); ok {
-					rw = d.DropInvalidSplice
-				} else {
-					lr.notStreamed = true
-				}
+			}
+			if d, ok := c.typ.(format.SpliceDropper); ok && !in.missing {
+				rw = d.DropInvalidSplice
 			}
 		default:
 			continue
 		}
 		out[s] = lr
-		if rw == nil || lr.notStreamed {
+		if !in.missing && wholeOnly(c.typ, s) {
+			lr.notStreamed = true // done on the file held whole only
+			continue
+		}
+		if rw == nil {
 			continue
 		}
 		if onSalvage && unfinished {
