@@ -181,13 +181,13 @@ func (codexLog) AddOrdinals(_ string, r io.ReaderAt, size int64) (*format.Splice
 		return nil, err
 	}
 	var missing []int64 // where each record after it takes its number; -1: it cannot
-	err = format.SplitAt(codexLog{}, io.NewSectionReader(r, from, size-from), size-from, func(l format.Line) error {
+	err = splitFrom(codexLog{}, r, from, size, nil, func(l format.Line) error {
 		if l.Val == nil {
 			return nil
 		}
 		at := int64(-1)
 		if len(l.Val.Keys) > 0 && l.Val.Keys[0].Key == "timestamp" && isStr(l.Val.Keys[0].Val) {
-			at = from + int64(l.Start+l.Val.Keys[0].Val.End)
+			at = int64(l.Start + l.Val.Keys[0].Val.End)
 		}
 		missing = append(missing, at)
 		return nil

@@ -183,11 +183,7 @@ func (geminiLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.
 		h = append(append([]byte(`{"sessionId":`), raw...), `,"projectHash":"`+hash+`","startTime":`...)
 	}
 	h = append(append(append(append(h, ts...), `,"lastUpdated":`...), ts...), `,"kind":"main"}`+"\n"...)
-	sp := &format.Splice{}
-	sp.AddRange(0, at)
-	sp.AddData(h)
-	sp.AddRange(end, size-end)
-	return sp, nil
+	return headerSpot{at: at, from: end}.splice(size, h), nil
 }
 
 // lockGeminiCLI: no lock; wait while a Gemini process works in the file's project.

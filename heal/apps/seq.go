@@ -44,12 +44,17 @@ func findHeaderSpot(p format.Profile, path string, r io.ReaderAt, size int64, is
 	return h, ok && err == nil, err
 }
 
-// after calls fn with each line of r from h.from on (offsets in r) that want (nil: all)
-// says it needs, as SplitAtWhere does.
+// after calls fn with each line of r from h.from on that want (nil: all) says it needs
+// (splitFrom).
 func (h headerSpot) after(p format.Profile, r io.ReaderAt, size int64, want func([]byte) bool, fn func(l format.Line) error) error {
-	return format.SplitAtWhere(p, io.NewSectionReader(r, h.from, size-h.from), size-h.from, want, func(l format.Line) error {
-		l.Start += int(h.from)
-		l.End += int(h.from)
+	return splitFrom(p, r, h.from, size, want, fn)
+}
+
+// splitFrom is format.SplitAtWhere of r's bytes [from, size), a line's offsets in r.
+func splitFrom(p format.Profile, r io.ReaderAt, from, size int64, want func([]byte) bool, fn func(l format.Line) error) error {
+	return format.SplitAtWhere(p, io.NewSectionReader(r, from, size-from), size-from, want, func(l format.Line) error {
+		l.Start += int(from)
+		l.End += int(from)
 		return fn(l)
 	})
 }
