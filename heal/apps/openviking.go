@@ -212,7 +212,7 @@ func ovArchives(sid string) []ovArchive {
 		if f, id, err := fsio.OpenRegular(filepath.Join(dir, "messages.jsonl")); err == nil {
 			format.EachLineAt(f, id.Size, func(_ int64, line []byte, _ bool) error {
 				if format.ValidRecord(ovMessages{}, line) {
-					v := jsonv.ParseDepthValid(bytes.TrimSuffix(line, []byte("\r")), ovDialect, 1)
+					v := jsonv.ParseFieldsValid(bytes.TrimSuffix(line, []byte("\r")), ovDialect, ovIDField)
 					if id := v.Get("id"); isStr(id) {
 						a.ids[id.Str] = true
 					}
@@ -299,6 +299,7 @@ type ovSeq struct {
 	at       int64 // where the record being read starts
 	stale    int   // records archived already
 	first    int64 // where the first of them starts
+	arena    jsonv.Arena
 }
 
 func (s *ovSeq) RecordAt(off int64) { s.at = off }
@@ -310,8 +311,19 @@ func (s *ovSeq) Record(rec []byte) string {
 	return s.RecordValid(rec)
 }
 
+// ovFields: what the checklist reads of a message (a part's or a content's bytes are never
+// built).
+var ovFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"id": nil, "role": nil, "parts": {Opaque: true}, "content": {Opaque: true},
+}}
+
+// ovIDField: a message built to its id alone (an archive's).
+var ovIDField = &jsonv.Fields{Members: map[string]*jsonv.Fields{"id": nil}}
+
+// RecordValid checks a message that passed jsonv.Valid, built in the pass's arena to the
+// members read.
 func (s *ovSeq) RecordValid(rec []byte) string {
-	v := jsonv.ParseDepthValid(rec, ovDialect, 1)
+	v := s.arena.ParseFieldsValid(rec, ovDialect, ovFields)
 	id := v.Get("id")
 	if !isStr(id) {
 		return "message has no string id"
