@@ -85,54 +85,10 @@ func TestGeminiFinishesAsIs(t *testing.T) {
 // results; some of them need the replay of every record (errGeminiReplayAll).
 func TestGeminiFinishesAsIsReplaysWhatItNeeds(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
-	pick := func(s ...string) string { return s[rng.Intn(len(s))] }
-	msg := func() string {
-		return `{"id":"` + pick("a", "b", "c", "d", "e") + `","type":"` + pick("user", "gemini") + `","content":` +
-			pick(`"hi"`, `" "`, `"<session_context>x"`, `[{"text":"\u0020ok"}]`, `"a function of it"`) + `}`
-	}
-	msgs := func() string {
-		var m []string
-		for n := rng.Intn(3); n > 0; n-- {
-			m = append(m, msg())
-		}
-		return `[` + strings.Join(m, ",") + `]`
-	}
-	record := func() string {
-		switch rng.Intn(12) {
-		case 0, 1:
-			return `{"$set":{"messages":` + msgs() + `}}`
-		case 2:
-			m := msg()
-			return m[:len(m)-1] + `,"$set":{"messages":` + msgs() + `}}` // a message holding a checkpoint
-		case 3:
-			return `{"$rewindTo":"` + pick("a", "b", "c", "z") + `"}`
-		case 4:
-			return `{"sessionId":"s","projectHash":"h","messages":` + msgs() + `}`
-		case 5:
-			return `{"id":"` + pick("f", "g") + `","type":"gemini","content":[{"functionCall":{"id":"` + pick("c1", "c2") + `"}}]}`
-		case 6:
-			return `{"id":"` + pick("r", "s") + `","type":"user","content":[{"functionResponse":{"id":"` + pick("c1", "c2", "c3") + `"}}]}`
-		case 7:
-			return `{"$set":{"lastUpdated":"2026-11-22T21:41:58.658Z"}}`
-		case 8:
-			return pick(`not json`, `[1]`, ``)
-		}
-		return msg()
-	}
 	path := filepath.Join(t.TempDir(), gemName)
 	counts := map[string]int{}
 	for i := 0; i < 300; i++ {
-		var b strings.Builder
-		b.WriteString(gemMeta(gemID, "h", "main"))
-		for n := 1 + rng.Intn(14); n > 0; n-- {
-			b.WriteString(record() + pick("\n", "\n", "\r\n"))
-		}
-		chat := []byte(b.String())
-		if rng.Intn(3) == 0 { // a line glued to the next
-			if k := bytes.IndexByte(chat[len(gemMeta(gemID, "h", "main")):], '\n'); k >= 0 {
-				chat = append(chat[:len(gemMeta(gemID, "h", "main"))+k:len(gemMeta(gemID, "h", "main"))+k], chat[len(gemMeta(gemID, "h", "main"))+k+1:]...)
-			}
-		}
+		chat := gemRandChat(rng)
 		salvaged := format.KeepLines(geminiLog{}, path, chat)
 		if salvaged == nil {
 			salvaged = chat
@@ -180,6 +136,159 @@ func TestGeminiNoToolIDs(t *testing.T) {
 		geminiToolIDs(jsonv.ParseDepthValid([]byte(rec), nodeDialect, 0), "", calls, &results)
 		if want && (len(calls) > 0 || len(results) > 0) {
 			t.Errorf("%s: passed, but it holds %v and %v", rec, calls, results)
+		}
+	}
+}
+
+// gemRandChat is a random chat of messages, checkpoints with and without a resumable message,
+// records that are both (a message holding a checkpoint), rewinds, metadata records with
+// messages and tool calls and results, invalid and blank lines; in a third of them a line is
+// glued to the next.
+func gemRandChat(rng *rand.Rand) []byte {
+	pick := func(s ...string) string { return s[rng.Intn(len(s))] }
+	msg := func() string {
+		return `{"id":"` + pick("a", "b", "c", "d", "e") + `","type":"` + pick("user", "gemini") + `","content":` +
+			pick(`"hi"`, `" "`, `"<session_context>x"`, `[{"text":"\u0020ok"}]`, `"a function of it"`) + `}`
+	}
+	msgs := func() string {
+		var m []string
+		for n := rng.Intn(3); n > 0; n-- {
+			m = append(m, msg())
+		}
+		return `[` + strings.Join(m, ",") + `]`
+	}
+	record := func() string {
+		switch rng.Intn(12) {
+		case 0, 1:
+			return `{"$set":{"messages":` + msgs() + `}}`
+		case 2:
+			m := msg()
+			return m[:len(m)-1] + `,"$set":{"messages":` + msgs() + `}}` // a message holding a checkpoint
+		case 3:
+			return `{"$rewindTo":"` + pick("a", "b", "c", "z") + `"}`
+		case 4:
+			return `{"sessionId":"s","projectHash":"h","messages":` + msgs() + `}`
+		case 5:
+			return `{"id":"` + pick("f", "g") + `","type":"gemini","content":[{"functionCall":{"id":"` + pick("c1", "c2") + `"}}]}`
+		case 6:
+			return `{"id":"` + pick("r", "s") + `","type":"user","content":[{"functionResponse":{"id":"` + pick("c1", "c2", "c3") + `"}}]}`
+		case 7:
+			return `{"$set":{"lastUpdated":"2026-11-22T21:41:58.658Z"}}`
+		case 8:
+			return pick(`not json`, `[1]`, ``)
+		}
+		return msg()
+	}
+	var b strings.Builder
+	b.WriteString(gemMeta(gemID, "h", "main"))
+	for n := 1 + rng.Intn(14); n > 0; n-- {
+		b.WriteString(record() + pick("\n", "\n", "\r\n"))
+	}
+	chat := []byte(b.String())
+	if rng.Intn(3) == 0 { // a line glued to the next
+		if k := bytes.IndexByte(chat[len(gemMeta(gemID, "h", "main")):], '\n'); k >= 0 {
+			chat = append(chat[:len(gemMeta(gemID, "h", "main"))+k:len(gemMeta(gemID, "h", "main"))+k], chat[len(gemMeta(gemID, "h", "main"))+k+1:]...)
+		}
+	}
+	return chat
+}
+
+// FinishSalvage, now the streamed FinishSplice of the bytes, finishes every salvage as it did
+// on the chat held whole (gemRefFinishSalvage): random chats and their salvages, every sample
+// chat damaged at random, and the recorded chat whose glued line holds an orphan tool result.
+// Both drops occur (an orphan result, a context-only checkpoint), and salvages FinishesAsIs
+// cannot pass that lose nothing.
+func TestGeminiFinishSpliceIsFinishSalvage(t *testing.T) {
+	p := geminiLog{}
+	path := filepath.Join(t.TempDir(), gemName)
+	counts := map[string]int{}
+	check := func(name string, damaged, salvaged []byte) {
+		t.Helper()
+		want := gemRefFinishSalvage(damaged, salvaged)
+		sp, err := p.FinishSplice(path, bytes.NewReader(damaged), int64(len(damaged)), bytes.NewReader(salvaged), int64(len(salvaged)))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := salvaged
+		if sp != nil {
+			if got, err = sp.Bytes(bytes.NewReader(salvaged)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: damaged %q\nsalvage %q\nfinished streaming %q\nheld whole %q", name, damaged, salvaged, got, want)
+		}
+		if g := p.FinishSalvage(path, damaged, salvaged); !bytes.Equal(g, want) {
+			t.Fatalf("%s: FinishSalvage %q, held whole %q", name, g, want)
+		}
+		asIs, _ := p.FinishesAsIs(path, bytes.NewReader(damaged), int64(len(damaged)), bytes.NewReader(salvaged), int64(len(salvaged)))
+		switch {
+		case asIs:
+			counts["as is"]++
+		case sp == nil:
+			counts["asked, kept"]++
+		case gemRefDropOrphanResults(damaged, salvaged) == nil || !bytes.Equal(gemRefDropOrphanResults(damaged, salvaged), salvaged):
+			counts["orphan dropped"]++
+		default:
+			counts["checkpoint dropped"]++
+		}
+	}
+	// A chat whose first line is a context-only checkpoint: never dropped, replayed as the
+	// metadata record, where a metadata record's messages after it are the resumable ones.
+	ctx, res := `{"$set":{"messages":[{"id":"c","type":"user","content":"<session_context>x"}]}}`, `{"id":"a","type":"user","content":"hi"}`
+	for _, c := range [][]string{
+		{ctx, `{"sessionId":"s","projectHash":"h","messages":[` + res + `]}`, ctx},
+		{ctx, res, ctx, ctx},
+		{gemMeta(gemID, "h", "main")[:len(gemMeta(gemID, "h", "main"))-1], res, ctx},
+	} {
+		chat := []byte(strings.Join(c, "\n") + "\n")
+		check(string(chat), chat, chat)
+	}
+	rng := rand.New(rand.NewSource(23))
+	for i := 0; i < 3000; i++ {
+		chat := gemRandChat(rng)
+		if i%4 == 0 { // no metadata record: the first line a checkpoint or a message
+			chat = chat[bytes.IndexByte(chat, '\n')+1:]
+		}
+		check(fmt.Sprint("chat ", i), chat, chat)
+		if s := format.KeepLines(p, path, chat); s != nil {
+			check(fmt.Sprint("salvage of chat ", i), chat, s)
+		}
+	}
+	orphan := "../testdata/recorded/gemini-cli/glued-tool-result/.gemini/tmp/oracle-proj/chats/session-2026-11-24T22-06-1dcb804e.jsonl"
+	files, _ := filepath.Glob("../testdata/samples/gemini-cli/*/home/.gemini/tmp/*/chats/*.jsonl")
+	for _, f := range append(files, orphan) {
+		orig, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := format.KeepLines(p, f, orig); s != nil {
+			check(f, orig, s)
+		}
+		for i := 0; i < 60; i++ {
+			d := bytes.Clone(orig)
+			lines := bytes.SplitAfter(d, []byte("\n"))
+			k := rng.Intn(len(lines))
+			switch i % 3 {
+			case 0: // torn from a point on
+				d = d[:len(bytes.Join(lines[:k], nil))+rng.Intn(len(lines[k])+1)]
+			case 1: // glued to the next
+				lines[k] = bytes.TrimSuffix(lines[k], []byte("\n"))
+				d = bytes.Join(lines, nil)
+			default: // a byte garbled
+				if len(d) > 0 {
+					d[rng.Intn(len(d))] = '#'
+				}
+			}
+			if s := format.KeepLines(p, f, d); s != nil {
+				check(fmt.Sprint(f, " #", i), d, s)
+			}
+		}
+	}
+	t.Logf("%v", counts)
+	for _, k := range []string{"as is", "asked, kept", "orphan dropped", "checkpoint dropped"} {
+		if counts[k] == 0 {
+			t.Fatalf("no salvage was %q: the test tells less than it should (%v)", k, counts)
 		}
 	}
 }

@@ -1,0 +1,210 @@
+package apps
+
+import (
+	"bytes"
+	"hash/maphash"
+	"io"
+	"slices"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
+)
+
+// FinishSalvage: a resume begins with a metadata record and a $set.messages checkpoint that
+// holds only the session context, then writes the whole history as a second checkpoint. When
+// that one was torn (a power cut during the resume), the salvage ends on the context-only
+// checkpoint: the loader finds no resumable message and the start-up sweep deletes the
+// session. The checkpoints without a resumable message after the last resumable point are
+// dropped when the history before them is resumable, as it was before that resume.
+//
+// A record the split recovered from a glued line (one the loader skipped whole) that answers
+// a tool call no kept record makes is dropped too: its call was in the torn stub, and a
+// result without its call is a request the model's API rejects, where the app alone, which
+// skipped both, resumed (case gemini-465 of the campaign).
+//
+// It is [geminiLog.FinishSplice] of the bytes held.
+func (p geminiLog) FinishSalvage(path string, damaged, data []byte) []byte {
+	sp, err := p.FinishSplice(path, bytes.NewReader(damaged), int64(len(damaged)), bytes.NewReader(data), int64(len(data)))
+	if err != nil || sp == nil {
+		return data
+	}
+	out, err := sp.Bytes(bytes.NewReader(data))
+	if err != nil {
+		return data
+	}
+	return out
+}
+
+// FinishSplice is FinishSalvage read streaming: the lines it drops of salvaged, said as a
+// splice of salvaged (nil: none dropped). It reads the salvage line by line, one line's tree
+// held at a time; what it remembers is a 64-bit hash of each tool call's id, and the place,
+// line hash and results' ids of each record holding a tool result, and the places of the
+// lines it drops. A salvage FinishesAsIs passes is read once.
+func (p geminiLog) FinishSplice(path string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (*format.Splice, error) {
+	if asIs, err := p.FinishesAsIs(path, damaged, dsize, salvaged, ssize); err != nil || asIs {
+		return nil, err
+	}
+	drop, err := geminiOrphanLines(damaged, dsize, salvaged, ssize)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := geminiReplayAt(salvaged, ssize, drop)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		more, err := geminiTrailingCheckpoints(salvaged, ssize, drop)
+		if err != nil {
+			return nil, err
+		}
+		if len(more) > 0 {
+			all := make(map[int64]int64, len(drop)+len(more))
+			for _, d := range []map[int64]int64{drop, more} {
+				for s, n := range d {
+					all[s] = n
+				}
+			}
+			if ok, err = geminiReplayAt(salvaged, ssize, all); err != nil {
+				return nil, err
+			}
+			if ok {
+				drop = all
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return nil, nil
+	}
+	starts := make([]int64, 0, len(drop))
+	for s := range drop {
+		starts = append(starts, s)
+	}
+	slices.Sort(starts)
+	sp := &format.Splice{}
+	at := int64(0)
+	for _, s := range starts {
+		sp.AddRange(at, s-at)
+		at = s + drop[s]
+	}
+	sp.AddRange(at, ssize-at)
+	return sp, nil
+}
+
+// geminiOrphanLines: the lines of salvaged (their starts, and lengths with their '\n') that
+// the split recovered from a glued line — no whole line of damaged — and that answer a tool
+// call no record of salvaged makes.
+func geminiOrphanLines(damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (map[int64]int64, error) {
+	seed := maphash.MakeSeed()
+	key := func(raw []byte) uint64 { return maphash.Bytes(seed, bytes.TrimRight(raw, "\r")) }
+	type answer struct {
+		start, n int64
+		line     uint64
+		ids      []string
+	}
+	calls := map[string]bool{}
+	var answers []answer
+	err := format.SplitAtWhere(geminiLog{}, salvaged, ssize, func(line []byte) bool { return !geminiNoToolIDs(line) }, func(l format.Line) error {
+		if l.Val == nil {
+			return nil
+		}
+		var results []string
+		geminiToolIDs(l.Val, "", calls, &results)
+		if len(results) > 0 {
+			answers = append(answers, answer{start: int64(l.Start), n: int64(l.End - l.Start), line: key(l.Raw), ids: results})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	orphans := map[uint64]bool{}
+	for _, a := range answers {
+		for _, id := range a.ids {
+			if !calls[id] {
+				orphans[a.line] = true
+			}
+		}
+	}
+	if len(orphans) == 0 {
+		return nil, nil
+	}
+	whole := map[uint64]bool{}
+	err = format.EachLineAt(damaged, dsize, func(_ int64, line []byte, _ bool) error {
+		if k := key(line); orphans[k] && format.ValidRecord(geminiLog{}, line) {
+			whole[k] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	drop := map[int64]int64{}
+	for _, a := range answers {
+		if orphans[a.line] && !whole[a.line] {
+			drop[a.start] = a.n
+		}
+	}
+	return drop, nil
+}
+
+// geminiReplayAt: the replay of the records of salvaged but the lines skip holds (by start),
+// the first of them the metadata record, holds a resumable message.
+func geminiReplayAt(salvaged io.ReaderAt, ssize int64, skip map[int64]int64) (bool, error) {
+	var r geminiReplay
+	first := true
+	err := format.SplitAt(geminiLog{}, salvaged, ssize, func(l format.Line) error {
+		if _, ok := skip[int64(l.Start)]; ok || l.Blank || l.Val == nil {
+			return nil
+		}
+		if first {
+			first = false // the metadata record
+			return nil
+		}
+		r.apply(l.Val, nil)
+		return nil
+	})
+	return r.resumable(), err
+}
+
+// geminiTrailingCheckpoints: the checkpoints without a resumable message after the last
+// resumable point of salvaged but the lines skip holds, read from its end; its first line
+// (the first skip does not hold) is never one.
+func geminiTrailingCheckpoints(salvaged io.ReaderAt, ssize int64, skip map[int64]int64) (map[int64]int64, error) {
+	first := int64(0)
+	for n, ok := skip[first]; ok; n, ok = skip[first] {
+		first += n
+	}
+	drop := map[int64]int64{}
+	err := format.EachLineBack(salvaged, ssize, func(start int64, line []byte, terminated bool) error {
+		if _, ok := skip[start]; ok {
+			return nil
+		}
+		if start == first {
+			return format.Stop
+		}
+		v := format.ParseLine(geminiLog{}, int(start), line, terminated).Val
+		if v == nil {
+			return nil
+		}
+		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
+			for _, m := range arrOf(msgs) {
+				if geminiResumable(m, nil) {
+					return format.Stop
+				}
+			}
+			n := int64(len(line))
+			if terminated {
+				n++
+			}
+			drop[start] = n
+			return nil
+		}
+		if isStr(v.Get("id")) && geminiResumable(v, nil) {
+			return format.Stop
+		}
+		return nil
+	})
+	if err == format.Stop {
+		err = nil
+	}
+	return drop, err
+}
