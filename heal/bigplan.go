@@ -107,17 +107,19 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var keep *format.Splice
 	var keepFig format.KeepFigures
 	var keepSHA, keepWhy, oldSHA string
-	unfinished := false // the app's finish changes the salvage: the rewrites of it are not streamed
+	unfinished := false // the app's finish could not be read streaming: the rewrites of the salvage are not streamed
 	var keepFails *Verdict
+	var finCand *format.SurveyCand // the salvage the app's finish changed, measured by the survey
 	if appSalvage {
 		var err error
 		// An app whose load finishes a salvage (format.StreamFinisher) has it replayed as the
 		// app would, beside its judge: two passes over the salvage, on two CPUs where there
-		// are two. A finish's done is closed once asIs and err are set; every finish started
-		// is waited for on every return (f is closed only after it).
+		// are two. A finish's done is closed once sp (the lines the finish drops, a splice
+		// of the salvage; nil: none) and err are set; every finish started is waited for on
+		// every return (f is closed only after it).
 		fin, finishes := c.typ.(format.StreamFinisher)
 		type finish struct {
-			asIs bool
+			sp   *format.Splice
 			err  error
 			done chan struct{}
 		}
@@ -132,7 +134,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			started = append(started, fi)
 			go func() {
 				defer close(fi.done)
-				fi.asIs, fi.err = fin.FinishesAsIs(c.path, f, size, k.At(f), k.Size())
+				fi.sp, fi.err = fin.FinishSplice(c.path, f, size, k.At(f), k.Size())
 			}()
 			return fi
 		}
@@ -178,26 +180,48 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				return nil, nil, err
 			}
 		}
-		switch {
-		case keep == nil:
-			keepWhy = noSalvage(c, false)
-		case keep.Prefix() && keep.Size() == size:
-			keepWhy = whyNothingToDrop // the file itself, as the in-memory planner says
-		case v.Status != Healthy:
-			keepWhy, keepFails = whyFails, &v
-		case !keepsPrefixAt(c, keep):
-			keepWhy = whyForkPrefix
-		default:
-			keepSHA = sum
+		judged := func(v Verdict, sum string) {
+			switch {
+			case keep == nil:
+				keepWhy = noSalvage(c, false)
+			case keep.Prefix() && keep.Size() == size:
+				keepWhy = whyNothingToDrop // the file itself, as the in-memory planner says
+			case v.Status != Healthy:
+				keepWhy, keepFails = whyFails, &v
+			case !keepsPrefixAt(c, keep):
+				keepWhy = whyForkPrefix
+			default:
+				keepSHA = sum
+			}
 		}
+		judged(v, sum)
 		if fi != nil {
 			<-fi.done
-			if (fi.err != nil || !fi.asIs) && size <= planLimit {
-				return e.planWhole(rule, in, f) // the app's finish changes the salvage
-			}
-			if fi.err != nil || !fi.asIs {
+			switch {
+			case errors.Is(fi.err, format.ErrNoStream) && size <= planLimit:
+				return e.planWhole(rule, in, f) // a line over MaxLine
+			case errors.Is(fi.err, format.ErrNoStream):
 				keep, keepSHA, keepWhy, keepFails = nil, "", whyNotStreamed, nil
 				unfinished = true
+			case fi.err != nil:
+				return nil, nil, fi.err
+			case fi.sp != nil:
+				// The salvage the app's finish changes (lines dropped): judged, hashed and
+				// counted again, and measured by the survey, as the in-memory planner
+				// measures a finished salvage (format.Loss).
+				e.step("finish-streamed", c.path)
+				keep, keepSHA, keepWhy, keepFails = fi.sp.Through(keep), "", "", nil
+				if v, sum, err = format.InspectSum(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
+					return nil, nil, err
+				}
+				judged(v, sum)
+				if keepSHA != "" {
+					if keepFig.Keep, err = format.RecordsAt(c.typ, keep.At(f), keep.Size()); err != nil {
+						return nil, nil, err
+					}
+					finCand = &format.SurveyCand{File: keep.At(f), Size: keep.Size()}
+					surveyed = append(surveyed, finCand)
+				}
 			}
 		}
 	}
@@ -418,6 +442,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				if keepSHA != "" {
 					p = bigPlan(s, keep, keepSHA, keep.Size(), keep.Prefix())
 					p.keep, p.total, p.lostRecords, p.lostBytes = keepFig.Keep, keepFig.Total, keepFig.Lost, keepFig.LostBytes
+					if finCand != nil {
+						p.total, p.lostRecords, p.lostBytes = sv.Total, finCand.Lost, finCand.LostBytes
+					}
 				}
 			} else if c.typ.JSONL() && sv.SalvKeep > 0 {
 				p = bigPlan(s, format.ValidLines{Profile: c.typ, Size: size}, sv.SalvSHA, sv.SalvSize, sv.SalvPrefix)

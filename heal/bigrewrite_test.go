@@ -110,15 +110,22 @@ func TestLineRewritesPlannedStreaming(t *testing.T) {
 // after, the quarantined bytes, and whether a plan read the file whole.
 func healInTree(t *testing.T, preset, src, rel string, data []byte, threshold int64) (Report, []byte, []byte, bool) {
 	t.Helper()
+	r, after, q, steps := healInTreeSteps(t, preset, src, rel, data, threshold)
+	return r, after, q, steps["plan-whole"]
+}
+
+// healInTreeSteps is healInTree, with the engine's steps the heal took.
+func healInTreeSteps(t *testing.T, preset, src, rel string, data []byte, threshold int64) (Report, []byte, []byte, map[string]bool) {
+	t.Helper()
 	e, root := bigEngineWith(t, threshold, Options{})
 	copyTree(t, src, root)
 	p := filepath.Join(root, rel)
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	whole := false
-	e.onStep = func(name, _ string) { whole = whole || name == "plan-whole" }
+	steps := map[string]bool{}
+	e.onStep = func(name, _ string) { steps[name] = true }
 	r := e.Heal(context.Background(), Target{Path: p, Rule: appRule(t, preset, root)}, false)
 	after, q := healedBytes(t, e, p)
-	return r, after, q, whole
+	return r, after, q, steps
 }

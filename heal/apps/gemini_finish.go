@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
 // FinishSalvage: a resume begins with a metadata record and a $set.messages checkpoint that
@@ -147,19 +148,28 @@ func geminiOrphanLines(damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, s
 }
 
 // geminiReplayAt: the replay of the records of salvaged but the lines skip holds (by start),
-// the first of them the metadata record, holds a resumable message.
+// the first of them the metadata record, holds a resumable message. A record is built as
+// geminiFinish builds it: in an arena, to the members the replay reads, unless it may hold
+// tool ids.
 func geminiReplayAt(salvaged io.ReaderAt, ssize int64, skip map[int64]int64) (bool, error) {
 	var r geminiReplay
+	var arena jsonv.Arena
+	var keys []int32
 	first := true
-	err := format.SplitAt(geminiLog{}, salvaged, ssize, func(l format.Line) error {
-		if _, ok := skip[int64(l.Start)]; ok || l.Blank || l.Val == nil {
-			return nil
+	err := format.EachLineAt(salvaged, ssize, func(start int64, line []byte, _ bool) error {
+		if _, ok := skip[start]; ok || !format.ValidRecordKeys(geminiLog{}, line, &keys) {
+			return nil // dropped, blank or no record
 		}
 		if first {
 			first = false // the metadata record
 			return nil
 		}
-		r.apply(l.Val, nil)
+		body := bytes.TrimRight(line, "\r")
+		if geminiNoToolIDs(body) {
+			r.apply(arena.ParseFieldsKeys(body, nodeDialect, geminiFields, keys), body)
+		} else {
+			r.apply(jsonv.ParseDepthValid(body, nodeDialect, 0), nil)
+		}
 		return nil
 	})
 	return r.resumable(), err

@@ -83,13 +83,13 @@ type SalvageFinisher interface {
 	FinishSalvage(path string, damaged, salvaged []byte) []byte
 }
 
-// StreamFinisher is a SalvageFinisher that can tell, reading the damaged file and its
-// salvage streaming (a file too large to hold, whose salvage is a [Splice] of it), whether
-// FinishSalvage would leave the salvage as it is. When it would not (or err), the salvage is
-// finished on the file held whole.
+// StreamFinisher is a SalvageFinisher that finishes a salvage read streaming (a file planned
+// from itself, whose salvage is a [Splice] of it): FinishSplice is FinishSalvage's result as
+// a splice of the salvage, nil when it is the salvage as it is. A line over MaxLine is
+// ErrNoStream.
 type StreamFinisher interface {
 	SalvageFinisher
-	FinishesAsIs(path string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (bool, error)
+	FinishSplice(path string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (*Splice, error)
 }
 
 // Superseder is a JSONL Profile some of whose live records are already kept elsewhere (an
