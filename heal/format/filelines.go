@@ -70,16 +70,19 @@ func newFileLines(p Profile, r io.ReaderAt, size int64, long bool) (*fileLines, 
 	if err != nil {
 		return nil, nil, err
 	}
-	slices.SortFunc(fl.byKey, func(a, b lineKeyAt) int {
-		if a.k != b.k {
-			if a.k < b.k {
-				return -1
-			}
-			return 1
-		}
-		return int(a.i - b.i)
-	})
+	slices.SortFunc(fl.byKey, compareKeyAt)
 	return fl, longs, nil
+}
+
+// compareKeyAt orders entries by key, then index.
+func compareKeyAt(a, b lineKeyAt) int {
+	if a.k != b.k {
+		if a.k < b.k {
+			return -1
+		}
+		return 1
+	}
+	return int(a.i - b.i)
 }
 
 func (fl *fileLines) count() int { return len(fl.off) }
@@ -87,17 +90,11 @@ func (fl *fileLines) count() int { return len(fl.off) }
 func (fl *fileLines) indexFrom(line []byte, from int) int {
 	full := sha256.Sum256(bytes.TrimRight(line, "\r"))
 	k := binary.LittleEndian.Uint64(full[:8])
-	j, _ := slices.BinarySearchFunc(fl.byKey, k, func(e lineKeyAt, k uint64) int {
-		switch {
-		case e.k < k:
-			return -1
-		case e.k > k:
-			return 1
-		}
-		return 0
-	})
+	// The first entry of the key at or after from (byKey is sorted by key, then index): a
+	// line repeated many times is found without walking its earlier copies.
+	j, _ := slices.BinarySearchFunc(fl.byKey, lineKeyAt{k, int32(from)}, compareKeyAt)
 	for ; j < len(fl.byKey) && fl.byKey[j].k == k; j++ {
-		if i := int(fl.byKey[j].i); i >= from && fl.sum[i] == [16]byte(full[:16]) {
+		if i := int(fl.byKey[j].i); fl.sum[i] == [16]byte(full[:16]) {
 			return i
 		}
 	}

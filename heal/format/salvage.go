@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -486,8 +487,10 @@ func newLineSet(data []byte) lineSet {
 // indexFrom is the index of the first line at or after from equal to line, or -1.
 func (s lineSet) indexFrom(line []byte, from int) int {
 	line = bytes.TrimRight(line, "\r")
-	for _, i := range s.lines[maphash.Bytes(s.seed, line)] {
-		if i >= from && bytes.Equal(s.all[i], line) {
+	at := s.lines[maphash.Bytes(s.seed, line)] // in order: the first at or after from found by a search
+	k, _ := slices.BinarySearch(at, from)
+	for _, i := range at[k:] {
+		if bytes.Equal(s.all[i], line) {
 			return i
 		}
 	}
