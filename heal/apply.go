@@ -163,7 +163,11 @@ func (e *Engine) verify(t Target, in *inspection, wrote Identity, newSHA string)
 		// The version this heal wrote, judged healthy when it was planned, is where the
 		// app's next appends are validated from: not a full pass over the file again.
 		if id, err := fsio.StatIdentity(t.Path); err == nil && id.Same(wrote) {
-			e.inc.RememberFile(t.Path, c.typ, id)
+			if tc := in.tornCut; tc != nil && tc.KeepSHA == newSHA {
+				e.inc.RememberCut(t.Path, c.typ, id, tc) // the cut written: what it kept is known
+			} else {
+				e.inc.RememberFile(t.Path, c.typ, id)
+			}
 		}
 	}
 	if !t.Rule.KeepLastGood {

@@ -20,6 +20,16 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 		in.id, in.incremental, in.verdict = id, true, format.OK()
 		return in
 	}
+	// A big log the daemon judged, a torn line appended to it since: its cut is planned from
+	// what the daemon knows of the bytes before (format.AppendCache.TryTorn), not a pass.
+	if heal && !e.oneShot && !e.twoPassTorn && appStreamed(in.ctx.typ) {
+		if id, v, tc, ok := e.inc.TryTorn(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok && id.Size > e.appBigAbove() {
+			e.step("torn-cut-incremental", t.Path)
+			e.inc.Drop(t.Path)
+			in.id, in.verdict, in.big, in.bigEnd, in.tornCut = id, v, true, -1, &tc
+			return in
+		}
+	}
 	// Files up to the streaming size (append-only logs) or the planning size (the rest) are
 	// read whole; larger ones are streamed, and read whole only to plan a repair they need.
 	// Plain JSON and JSONL are read whole only as far as a healthy one needs its bytes (the
@@ -89,18 +99,14 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 				// held whole.
 				in.id, in.verdict, in.copyFrom = sid, v, true
 				e.inc.Full.Add(1)
-				if !e.oneShot {
-					e.inc.RememberFile(t.Path, in.ctx.typ, sid)
-				}
+				e.remember(t.Path, in.ctx.typ, sid)
 				return in
 			case serr == nil && v.Status == Damaged && sid.Size <= streamThreshold && !(appStreamed(in.ctx.typ) && sid.Size > e.appBigAbove()):
 				// Read whole below, and planned as such.
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v
 				e.inc.Full.Add(1)
-				if !e.oneShot {
-					e.inc.RememberFile(t.Path, in.ctx.typ, sid)
-				}
+				e.remember(t.Path, in.ctx.typ, sid)
 				in.incremental = true // no bytes held: no last-good copy of a file this large
 				return in
 			case serr == nil && v.Status == Damaged && appStreamed(in.ctx.typ):
@@ -279,4 +285,17 @@ func inspectTorn(path string, typ format.Profile) (v Verdict, sid Identity, tc f
 		return v, sid, tc, false, nil // judged the usual way, which says it changed
 	}
 	return v, sid, tc, true, nil
+}
+
+// remember records a big append-only log judged healthy in full (sid) in the daemon's
+// incremental cache; one its app wrote lately, with what a torn line appended later is cut
+// from (format.AppendCache.RememberTail: a pass over it for its sha256).
+func (e *Engine) remember(path string, typ format.Profile, sid Identity) {
+	switch {
+	case e.oneShot:
+	case appStreamed(typ) && sid.Size > e.appBigAbove() && time.Since(sid.Mtime) <= coldAfter:
+		e.inc.RememberTail(path, typ, sid)
+	default:
+		e.inc.RememberFile(path, typ, sid)
+	}
 }

@@ -26,6 +26,7 @@ type incEntry struct {
 	size         int64
 	head, window uint64 // hashes of the checked windows (maphash: the cache lives in memory only)
 	passes       int32
+	tail         *tailState // the sha256 state and lines of the size bytes, when kept (torninc.go)
 }
 
 // AppendCache remembers the append-only files last seen healthy. Its zero value is empty and
@@ -144,10 +145,11 @@ func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id 
 	}
 	grown := id.Size - prev.size
 	valid := true
+	var tail []byte // the appended bytes, when held
 	if grown > StreamBuf {
 		valid = AppendedValidAt(t, f, prev.size, grown) // judged streaming, never held
 	} else if grown > 0 {
-		tail := make([]byte, grown)
+		tail = make([]byte, grown)
 		n, err := f.ReadAt(tail, prev.size)
 		valid = (err == nil || err == io.EOF) && int64(n) == grown && AppendedValid(t, tail)
 	}
@@ -161,6 +163,10 @@ func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id 
 	next.size, next.passes = id.Size, prev.passes+1
 	if grown > 0 {
 		next.head, next.window, _ = windowHashes(f, id.Size)
+		next.tail = nil
+		if tail != nil {
+			next.tail = prev.tail.extend(tail)
+		}
 	}
 	c.put(path, next)
 	c.Incremental.Add(1)

@@ -70,10 +70,11 @@ func PlanKeepSum(p Profile, path string, f io.ReaderAt, size int64) (*Splice, Ke
 type TornCut struct {
 	Keep    *Splice
 	Fig     KeepFigures
-	OldSHA  string  // the original's
-	Verdict Verdict // the result's, judged as InspectSum judges it
-	KeepSHA string  // the result's: set when Verdict is healthy
-	Lines   int     // the lines before the torn one (none blank)
+	OldSHA  string     // the original's
+	Verdict Verdict    // the result's, judged as InspectSum judges it
+	KeepSHA string     // the result's: set when Verdict is healthy
+	Lines   int        // the lines before the torn one (none blank)
+	kept    *tailState // planned by AppendCache.TryTorn: the state of the bytes kept
 }
 
 // PlanTornCut is [PlanKeepSum] and [InspectSum] of its result, in one pass, for a file whose

@@ -1,0 +1,259 @@
+package format
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding"
+	"encoding/hex"
+	"hash"
+	"io"
+	"sync"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+)
+
+// Tail cuts planned from the incremental state. A big append-only log whose app was cut
+// off mid-record (a torn last line) is healed by cutting that line off in place; planned from
+// the file (InspectTorn), the cut costs a pass over it: the checklist's judge of the bytes
+// before the torn line, with their sha256 and the whole file's (the quarantine's and the
+// journal's sums) on the side. The daemon has judged those bytes already, a version and an
+// append at a time (AppendCache): where it also kept their sha256 state and their line
+// count (tailState), the cut is planned from that and the appended bytes alone.
+
+// tailState is what an AppendCache entry knows of the bytes it judged healthy: the state of
+// their sha256 (encoding.BinaryMarshaler's) and how many lines they hold, none blank. An
+// entry without one (nil) plans no cut.
+type tailState struct {
+	sha   []byte
+	lines int
+}
+
+// newTailState is the tailState of the size bytes of r: nil when a line is blank or too
+// long to hold (MaxLine), or the bytes do not end with a '\n'.
+func newTailState(r io.ReaderAt, size int64) (*tailState, error) {
+	h := sha256.New()
+	lines, blank, open := 0, false, false
+	err := EachLine(io.TeeReader(io.NewSectionReader(r, 0, size), h), func(_ int64, line []byte, terminated bool) error {
+		if blankLine(line) {
+			blank = true
+			return Stop
+		}
+		lines++
+		open = !terminated
+		return nil
+	})
+	switch {
+	case err == ErrNoStream || err == Stop || blank || open:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return stateOf(h, lines), nil
+}
+
+// extend is st with b appended: nil when b holds a blank line, or ends without a '\n'.
+func (st *tailState) extend(b []byte) *tailState {
+	if st == nil || len(b) > 0 && b[len(b)-1] != '\n' {
+		return nil
+	}
+	h, err := st.hash()
+	if err != nil {
+		return nil
+	}
+	n, ok := countLines(b)
+	if !ok {
+		return nil
+	}
+	h.Write(b)
+	return stateOf(h, st.lines+n)
+}
+
+func (st *tailState) hash() (hash.Hash, error) {
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.sha); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func stateOf(h hash.Hash, lines int) *tailState {
+	b, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return nil
+	}
+	return &tailState{sha: b, lines: lines}
+}
+
+// countLines is how many lines the terminated lines b holds; ok is false when one is blank.
+func countLines(b []byte) (n int, ok bool) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if blankLine(b[:i]) {
+			return n, false
+		}
+		n++
+		b = b[i+1:]
+	}
+	return n, true
+}
+
+// RememberTail is RememberFile that also keeps the tailState of the version id of the file
+// (a pass over it: its sha256 and its lines), from which a torn tail appended to it later is
+// planned without a pass (TryTorn).
+func (c *AppendCache) RememberTail(path string, t Profile, id fsio.Identity) {
+	c.RememberFile(path, t, id)
+	if !tornCuttable(t) {
+		return
+	}
+	f, err := fsio.OpenStable(path, id)
+	if err != nil {
+		return // remembered without: a torn tail is cut from the file
+	}
+	defer f.Close()
+	if st, err := newTailState(f, id.Size); err == nil && st != nil && fsio.StillSame(f, id) {
+		c.setTail(path, id, st)
+	}
+}
+
+// RememberCut is RememberFile of the version a cut planned by TryTorn left (id): its
+// tailState is the one the cut kept.
+func (c *AppendCache) RememberCut(path string, t Profile, id fsio.Identity, tc *TornCut) {
+	c.RememberFile(path, t, id)
+	if tc.kept != nil && tc.Keep.Prefix() && tc.Keep.Size() == id.Size {
+		c.setTail(path, id, tc.kept)
+	}
+}
+
+// setTail sets the tailState of path's entry, when it is of the version id.
+func (c *AppendCache) setTail(path string, id fsio.Identity, st *tailState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[path]; ok && e.dev == id.Dev && e.ino == id.Ino && e.size == id.Size {
+		e.tail = st
+		c.m[path] = e
+	}
+}
+
+// tornCuttable: p's torn last line is cut as PlanTornCut plans it, and its cut can be
+// planned from an AppendCache entry: a record-by-record checklist (the verdict of the bytes
+// before the torn line is the entry's), no records kept elsewhere, no repeated lines dropped.
+func tornCuttable(p Profile) bool {
+	if _, seq := p.(SequenceChecker); !seq || !p.AppendOnly() {
+		return false
+	}
+	if _, ok := p.(Superseder); ok {
+		return false
+	}
+	if d, ok := p.(DuplicateDropper); ok && d.DropsDuplicateLines() {
+		return false
+	}
+	return true
+}
+
+// TryTorn plans the cut of a torn last line appended to a file the cache holds with its
+// tailState (see RememberTail), as InspectTorn plans it from the file, from that state and
+// the appended bytes: the file is the remembered version with lines appended that the
+// incremental pass accepts (TryIncremental's test), the last of them torn. It reads the
+// appended bytes, the windows the incremental pass compares, and searches the bytes before
+// the torn line for its whole version (as PlanTornCut's walk does, on both CPUs). ok is
+// false, nothing planned, for any other file: it is judged the usual way.
+func (c *AppendCache) TryTorn(path string, p Profile, maxSize int64) (id fsio.Identity, v Verdict, tc TornCut, ok bool) {
+	if !tornCuttable(p) {
+		return id, v, tc, false
+	}
+	prev, found := c.get(path)
+	if !found || prev.tail == nil || prev.passes >= fullEvery || prev.size == 0 {
+		return id, v, tc, false
+	}
+	f, id, err := fsio.OpenRegular(path)
+	if err != nil {
+		return id, v, tc, false
+	}
+	defer f.Close()
+	grown := id.Size - prev.size
+	if id.Dev != prev.dev || id.Ino != prev.ino || grown <= 0 || grown > StreamBuf || (maxSize > 0 && id.Size > maxSize) {
+		return id, v, tc, false
+	}
+	head, window, err := windowHashes(f, prev.size)
+	if err != nil || head != prev.head || window != prev.window {
+		return id, v, tc, false
+	}
+	app := make([]byte, grown+1) // with the byte before it
+	if n, _ := f.ReadAt(app, prev.size-1); int64(n) != grown+1 {
+		return id, v, tc, false
+	}
+	if app[0] != '\n' || app[grown] == '\n' {
+		return id, v, tc, false
+	}
+	app = app[1:]
+	i := bytes.LastIndexByte(app, '\n')
+	body, torn := app[:i+1], app[i+1:]
+	x := prev.size + int64(i) + 1
+	if id.Size-x >= int64(lineWindow)/2 || ValidRecord(p, torn) || blankLine(torn) || !AppendedValid(p, body) {
+		return id, v, tc, false
+	}
+	kept := prev.tail.extend(body)
+	if kept == nil {
+		return id, v, tc, false
+	}
+	h, err := kept.hash()
+	if err != nil {
+		return id, v, tc, false
+	}
+	keepSHA := hex.EncodeToString(h.Sum(nil))
+	h.Write(torn)
+	oldSHA := hex.EncodeToString(h.Sum(nil))
+	_, _, fault := judgeLine(rulesOf(p), x, torn, false)
+	if fault == nil {
+		return id, v, tc, false
+	}
+	// What is judged before any record (a skip: an app's era that keeps these files no
+	// more) is judged again, as the pass over the file would.
+	front := make([]byte, min(x, 64<<10))
+	if _, err := f.ReadAt(front, 0); err != nil && err != io.EOF {
+		return id, v, tc, false
+	}
+	if _, done, err := judgeFront(p, File{Path: path}, front, x, func() (bool, error) { return AllNULAt(f, 0, x) }); done || err != nil {
+		return id, v, tc, false
+	}
+	found, err = containsAt(f, x, torn)
+	if err != nil {
+		return id, v, tc, false
+	}
+	// The torn line is the salvage's only damaged line: measured as PlanTornCut measures it.
+	k := newKeeper(p, path)
+	k.tornIn = func(raw []byte) (bool, bool) { return found, bytes.Equal(raw, torn) }
+	k.s.AddRange(0, x)
+	k.fig.Keep, k.fig.Total = kept.lines, kept.lines
+	k.hunk, k.hunkN = bytes.Clone(torn), 1
+	if err := k.flush(f); err != nil || !k.s.Prefix() {
+		return id, v, tc, false
+	}
+	if fi, err := f.Stat(); err != nil || !fsio.IdentityOf(fi).Same(id) {
+		return id, v, tc, false
+	}
+	tc = TornCut{Keep: k.s, Fig: k.fig, OldSHA: oldSHA, Verdict: OK(), KeepSHA: keepSHA, Lines: kept.lines, kept: kept}
+	return id, fault.verdict(kept.lines + 1), tc, true
+}
+
+// containsAt: the n first bytes of r hold needle. The two halves are searched at once.
+func containsAt(r io.ReaderAt, n int64, needle []byte) (bool, error) {
+	mid := n / 2
+	var wg sync.WaitGroup
+	var found [2]bool
+	var errs [2]error
+	for j, part := range [2][2]int64{{0, min(n, mid+int64(len(needle))-1)}, {mid, n}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cw := &fsio.ContainsWriter{Needle: needle}
+			_, errs[j] = io.CopyBuffer(cw, io.NewSectionReader(r, part[0], part[1]-part[0]), make([]byte, 256<<10))
+			found[j] = cw.Found
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil {
+		return false, errs[0]
+	}
+	return found[0] || found[1], errs[1]
+}
