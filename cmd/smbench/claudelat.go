@@ -64,6 +64,13 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 			return Row{}, err
 		}
 		files[i] = f
+		// A transcript this long was written over hours, and the kernel wrote it back long
+		// before it was damaged; one generated seconds ago is still dirty in the page cache,
+		// and a heal's flush before its cut (apply.go, truncateLeased) would write it out
+		// (~70 ms for 95 MB here): a cost of the generator, not of a heal.
+		if err := syncFile(f.path); err != nil {
+			return Row{}, err
+		}
 	}
 	live := append([]*claudeLive(nil), files[:p.liveFiles]...)
 	spare := files[p.liveFiles:]
@@ -262,4 +269,14 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 		row.metric("daemon_cpu_per_heal_s", (cpu1-cpu0).Seconds()/float64(len(lats)))
 	}
 	return row, nil
+}
+
+// syncFile flushes the file at path to disk.
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
