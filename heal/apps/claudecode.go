@@ -215,32 +215,6 @@ type claudeWarner struct {
 	answered                  map[string]bool // tool_use ids with a result after it
 }
 
-func (w *claudeWarner) add(v *jsonv.Value) {
-	if s := v.Get("sessionId"); w.sid != "" && isStr(s) && s.Str != w.sid {
-		w.foreign++
-	}
-	switch strOf(v.Get("type")) {
-	case "assistant":
-		if m := v.Get("message"); m.Get("role") == nil || m.Get("content") == nil || m.Get("content").Type == jsonv.Null {
-			w.hollow++
-		}
-		w.lastToolUses = w.lastToolUses[:0]
-		for _, b := range claudeBlocks(v, "tool_use") {
-			w.lastToolUses = append(w.lastToolUses, strOf(b.Get("id")))
-		}
-		clear(w.answered)
-	case "user":
-		if c := v.Get("message").Get("content"); c == nil || c.Type == jsonv.Null {
-			w.hollow++ // Claude sends no message for it (seen with the oracle)
-		}
-		if len(w.lastToolUses) > 0 {
-			for _, b := range claudeBlocks(v, "tool_result") {
-				w.answered[strOf(b.Get("tool_use_id"))] = true
-			}
-		}
-	}
-}
-
 func (w *claudeWarner) warnings() []string {
 	var out []string
 	if w.dangling > 0 {
@@ -289,6 +263,127 @@ type claudeSequence struct {
 	uuids        map[uint64]bool // the hashes of the records' uuids
 	parents      []uint64        // ... and of their string parentUuids
 	arena        jsonv.Arena     // each record's tree, dropped once judged
+	ids          []string        // the tool ids of the record read last (readClaudeRec)
+}
+
+// claudeRec is what a Claude Code sequence reads of a record: claudeRecordProblem's
+// finding (or the syntax error of a record given unchecked), and what the uuids and
+// claudeWarner's findings need.
+type claudeRec struct {
+	problem          string
+	typ              string // "user", "assistant" or "" (another type)
+	uuid, parent     uint64 // hashes, when has says so
+	hasUUID, hasPar  bool
+	foreign, hollow  bool
+	toolFrom, toolTo int // the record's tool ids in its reader's ids: an assistant row's tool_use ids, a user row's tool_result tool_use_ids
+}
+
+// readClaudeRec reads the tree v of a record, its uuids hashed with seed, its sessionId
+// compared with the file's (sid), its tool ids appended to ids.
+func readClaudeRec(v *jsonv.Value, seed maphash.Seed, sid string, ids *[]string) claudeRec {
+	if p := claudeRecordProblem(v); p != "" {
+		return claudeRec{problem: p}
+	}
+	var r claudeRec
+	if u := v.Get("uuid"); isStr(u) {
+		r.uuid, r.hasUUID = maphash.String(seed, u.Str), true
+	}
+	if p := v.Get("parentUuid"); isStr(p) {
+		r.parent, r.hasPar = maphash.String(seed, p.Str), true
+	}
+	if s := v.Get("sessionId"); sid != "" && isStr(s) && s.Str != sid {
+		r.foreign = true
+	}
+	block, member := "", ""
+	switch t := strOf(v.Get("type")); t {
+	case "assistant":
+		m := v.Get("message")
+		r.typ, r.hollow = t, m.Get("role") == nil || m.Get("content") == nil || m.Get("content").Type == jsonv.Null
+		block, member = "tool_use", "id"
+	case "user":
+		c := v.Get("message").Get("content")
+		r.typ, r.hollow = t, c == nil || c.Type == jsonv.Null // Claude sends no message for it (seen with the oracle)
+		block, member = "tool_result", "tool_use_id"
+	}
+	r.toolFrom = len(*ids)
+	if block != "" {
+		for _, b := range claudeBlocks(v, block) {
+			*ids = append(*ids, strOf(b.Get(member)))
+		}
+	}
+	r.toolTo = len(*ids)
+	return r
+}
+
+// apply is Record of the record r was read of (its tool ids in ids).
+func (s *claudeSequence) apply(r claudeRec, ids []string) string {
+	if r.problem != "" {
+		return r.problem
+	}
+	w := &s.w
+	if r.typ != "" {
+		s.conversation = true
+	}
+	if r.hasUUID {
+		s.uuids[r.uuid] = true
+	}
+	if r.hasPar {
+		s.parents = append(s.parents, r.parent)
+	}
+	if r.foreign {
+		w.foreign++
+	}
+	if r.hollow {
+		w.hollow++
+	}
+	switch r.typ {
+	case "assistant":
+		w.lastToolUses = append(w.lastToolUses[:0], ids[r.toolFrom:r.toolTo]...)
+		clear(w.answered)
+	case "user":
+		if len(w.lastToolUses) > 0 {
+			for _, id := range ids[r.toolFrom:r.toolTo] {
+				w.answered[id] = true
+			}
+		}
+	}
+	return ""
+}
+
+// claudeBatch reads the records of a block of a transcript ahead of the sequence.
+type claudeBatch struct {
+	seed  maphash.Seed
+	sid   string
+	arena jsonv.Arena
+	recs  []claudeRec
+	ids   []string
+}
+
+func (s *claudeSequence) NewBatch() format.RecordBatch {
+	return &claudeBatch{seed: s.seed, sid: s.w.sid}
+}
+
+func (s *claudeSequence) ApplyBatch(b format.RecordBatch, k int) string {
+	cb := b.(*claudeBatch)
+	return s.apply(cb.recs[k], cb.ids)
+}
+
+func (b *claudeBatch) Reset() { b.recs, b.ids = b.recs[:0], b.ids[:0] }
+
+func (b *claudeBatch) Add(rec []byte, valid bool) {
+	if !valid {
+		if err := jsonv.Valid(rec, nodeDialect); err != nil {
+			b.recs = append(b.recs, claudeRec{problem: err.Error()}) // as RecordProblem says it
+			return
+		}
+	}
+	b.AddKeyed(rec, nil)
+}
+
+// AddKeyed: Add of a valid record, whose members' keys begin at keys (nil: not known).
+func (b *claudeBatch) AddKeyed(rec []byte, keys []int32) {
+	v := b.arena.ParseFieldsKeys(rec, nodeDialect, claudeFields, keys)
+	b.recs = append(b.recs, readClaudeRec(v, b.seed, b.sid, &b.ids))
 }
 
 // claudeProblemFields: what claudeRecordProblem reads of a record.
@@ -320,20 +415,8 @@ func (s *claudeSequence) RecordValid(rec []byte) string {
 
 // record is Record of the record's tree.
 func (s *claudeSequence) record(v *jsonv.Value) string {
-	if p := claudeRecordProblem(v); p != "" {
-		return p
-	}
-	if t := strOf(v.Get("type")); t == "user" || t == "assistant" {
-		s.conversation = true
-	}
-	if u := v.Get("uuid"); isStr(u) {
-		s.uuids[maphash.String(s.seed, u.Str)] = true
-	}
-	if p := v.Get("parentUuid"); isStr(p) {
-		s.parents = append(s.parents, maphash.String(s.seed, p.Str))
-	}
-	s.w.add(v)
-	return ""
+	s.ids = s.ids[:0]
+	return s.apply(readClaudeRec(v, s.seed, s.w.sid, &s.ids), s.ids)
 }
 
 // ChecksRecords: Record applies RecordProblem's checklist on its own parse of the record.
