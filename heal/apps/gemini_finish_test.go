@@ -292,3 +292,45 @@ func TestGeminiFinishSpliceIsFinishSalvage(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGeminiFinishSplice: the streamed finish of any chat's salvage, and of the chat as its
+// own salvage, is the whole-tree finish's (gemRefFinishSalvage).
+func FuzzGeminiFinishSplice(f *testing.F) {
+	files, _ := filepath.Glob("../testdata/samples/gemini-cli/*/home/.gemini/tmp/*/chats/*.jsonl")
+	files = append(files, "../testdata/recorded/gemini-cli/glued-tool-result/.gemini/tmp/oracle-proj/chats/session-2026-11-24T22-06-1dcb804e.jsonl")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	rng := rand.New(rand.NewSource(3))
+	for range 20 {
+		f.Add(gemRandChat(rng))
+	}
+	p := geminiLog{}
+	f.Fuzz(func(t *testing.T, chat []byte) {
+		if len(chat) > 1<<16 {
+			return
+		}
+		path := "/x/.gemini/tmp/p/chats/" + gemName
+		for _, s := range [][]byte{chat, format.KeepLines(p, path, chat)} {
+			if s == nil {
+				continue
+			}
+			want := gemRefFinishSalvage(chat, s)
+			sp, err := p.FinishSplice(path, bytes.NewReader(chat), int64(len(chat)), bytes.NewReader(s), int64(len(s)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := s
+			if sp != nil {
+				if got, err = sp.Bytes(bytes.NewReader(s)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("chat %q, salvage %q: streamed %q, held whole %q", chat, s, got, want)
+			}
+		}
+	})
+}
