@@ -240,15 +240,18 @@ func Records(p Profile, data []byte) int {
 	return n
 }
 
-// RecordsAt is Records of the JSONL file r holds (size bytes), read streaming.
+// RecordsAt is Records of the JSONL file r holds (size bytes), read streaming: a line
+// longer than the line window is judged through it, never held.
 func RecordsAt(p Profile, r io.ReaderAt, size int64) (int, error) {
 	n := 0
-	err := EachLineAt(r, size, func(_ int64, line []byte, _ bool) error {
-		if ValidRecord(p, line) {
-			n++
-		}
-		return nil
-	})
+	lj := &longJudge{r: rulesOf(p), window: lineWindow}
+	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
+		func(_ int64, line []byte, _ bool, long *longLine) error {
+			if long != nil && long.record || long == nil && ValidRecord(p, line) {
+				n++
+			}
+			return nil
+		})
 	return n, err
 }
 

@@ -127,3 +127,37 @@ func TestSurveyLongLines(t *testing.T) {
 		}
 	}
 }
+
+// RecordsAt counts what Records counts, lines long or not: a line over the window is judged
+// through it (before, one over MaxLine ended the count with ErrNoStream: a line rewrite of
+// a rollout holding one was refused).
+func TestRecordsAtLongLines(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for _, p := range []Profile{plain{jsonl: true}, seqProfile{plain{jsonl: true}}} {
+		for iter := 0; iter < 300; iter++ {
+			data := genLines(r, r.IntN(30), iter%2 == 0)
+			if r.IntN(3) == 0 {
+				data = append(data, "[1]\n  \n\"s\"\n"...) // values that are no object record, a blank line
+			}
+			want := Records(p, data)
+			for _, window := range []int{1, 3, 8, 40, 1 << 20} {
+				withWindow(window, func() {
+					got, err := RecordsAt(p, bytes.NewReader(data), int64(len(data)))
+					if err != nil || got != want {
+						t.Fatalf("window %d, %q: %d records (%v), want %d", window, data, got, err, want)
+					}
+				})
+			}
+		}
+	}
+}
+
+// A record longer than MaxLine is counted, not an error.
+func TestRecordsAtOverMaxLine(t *testing.T) {
+	data := append([]byte(`{"a":1}`+"\n"+`{"s":"`), bytes.Repeat([]byte("x"), MaxLine+2*StreamBuf)...)
+	data = append(data, "\"}\n[2]\n"...)
+	got, err := RecordsAt(plain{jsonl: true}, bytes.NewReader(data), int64(len(data)))
+	if err != nil || got != 2 {
+		t.Fatalf("%d records (%v), want 2", got, err)
+	}
+}
