@@ -979,6 +979,12 @@ func fallBack(rule *policy.Rule, c *fileCtx, size int64, out []*plan, notStreame
 // planWhole reads the file the big plans were made from whole (the version they were made
 // from, or busy) and plans on its bytes.
 func (e *Engine) planWhole(rule *policy.Rule, in *inspection, f *os.File) ([]*plan, []try, error) {
+	if lim := e.memLimit(); lim > 0 && in.id.Size > lim/wholeFactor {
+		// Held whole, it would take the process over the memory its operator gave it (a
+		// sidecar's container is killed at its limit): refused, and said.
+		return nil, nil, fmt.Errorf("this repair is planned on the file held whole (a line over %d bytes, or a strategy done on whole files only): %d bytes would take about %d MiB, over the memory limit GOMEMLIMIT=%d MiB; not repaired (raise the limit, or run `sessionmedic heal` on this file where memory allows)",
+			maxLine, in.id.Size, in.id.Size*wholeFactor>>20, lim>>20)
+	}
 	e.step("plan-whole", in.ctx.path)
 	if in.ctx.lastGood == nil && appStreamed(in.ctx.typ) {
 		in.ctx.lastGood = e.LastGood.Load(in.ctx.path) // left on disk until a plan needs it

@@ -38,6 +38,7 @@ type Engine struct {
 	quietCheck  time.Duration
 	findWriters func(dev, ino uint64) []int
 	onStep      func(step, path string)
+	memLimit    func() int64      // the operator's memory limit, 0 for none (operatorMemLimit)
 	onWalk      func(root string) // tests: each tree Targets walks
 
 	// bigThreshold, when set, replaces bigFile: files larger than it are planned and healed
@@ -88,7 +89,8 @@ type Options struct {
 // New returns an engine whose state lives under cfg.StateDir.
 func New(cfg *policy.Config, o Options) *Engine {
 	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: o.Now, oneShot: o.OneShot,
-		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step, fs: fsio.FS{Faults: o.Faults}, reg: apps.Registry()}
+		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step, fs: fsio.FS{Faults: o.Faults}, reg: apps.Registry(),
+		memLimit: operatorMemLimit}
 	if e.Now == nil {
 		e.Now = time.Now
 	}
