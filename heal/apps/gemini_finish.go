@@ -94,54 +94,28 @@ func (p geminiLog) FinishSplice(path string, damaged io.ReaderAt, dsize int64, s
 // the split recovered from a glued line — no whole line of damaged — and that answer a tool
 // call no record of salvaged makes.
 func geminiOrphanLines(damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (map[int64]int64, error) {
-	seed := maphash.MakeSeed()
-	key := func(raw []byte) uint64 { return maphash.Bytes(seed, bytes.TrimRight(raw, "\r")) }
-	type answer struct {
-		start, n int64
-		line     uint64
-		ids      []string
-	}
-	calls := map[string]bool{}
-	var answers []answer
+	f := geminiFinish{seed: maphash.MakeSeed(), calls: map[uint64]bool{}} // its reading of tool ids
+	type place struct{ start, n int64 }
+	var at []place // f.answers[i]'s line
 	err := format.SplitAtWhere(geminiLog{}, salvaged, ssize, func(line []byte) bool { return !geminiNoToolIDs(line) }, func(l format.Line) error {
-		if l.Val == nil {
-			return nil
-		}
-		var results []string
-		geminiToolIDs(l.Val, "", calls, &results)
-		if len(results) > 0 {
-			answers = append(answers, answer{start: int64(l.Start), n: int64(l.End - l.Start), line: key(l.Raw), ids: results})
+		if l.Val != nil {
+			if f.toolIDs(l.Val, l.Raw); len(f.answers) > len(at) {
+				at = append(at, place{int64(l.Start), int64(l.End - l.Start)})
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	orphans := map[uint64]bool{}
-	for _, a := range answers {
-		for _, id := range a.ids {
-			if !calls[id] {
-				orphans[a.line] = true
-			}
-		}
-	}
-	if len(orphans) == 0 {
-		return nil, nil
-	}
-	whole := map[uint64]bool{}
-	err = format.EachLineAt(damaged, dsize, func(_ int64, line []byte, _ bool) error {
-		if k := key(line); orphans[k] && format.ValidRecord(geminiLog{}, line) {
-			whole[k] = true
-		}
-		return nil
-	})
-	if err != nil {
+	orphans, whole, err := geminiOrphans(f.answers, f.calls, damaged, dsize, f.lineKey)
+	if err != nil || len(orphans) == 0 {
 		return nil, err
 	}
 	drop := map[int64]int64{}
-	for _, a := range answers {
+	for i, a := range f.answers {
 		if orphans[a.line] && !whole[a.line] {
-			drop[a.start] = a.n
+			drop[at[i].start] = at[i].n
 		}
 	}
 	return drop, nil

@@ -48,20 +48,7 @@ func TestGeminiFinishesAsIs(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := 0; i < 40; i++ {
-			d := bytes.Clone(orig)
-			lines := bytes.SplitAfter(d, []byte("\n"))
-			k := rng.Intn(len(lines))
-			switch i % 3 {
-			case 0: // torn from a point on
-				d = d[:len(bytes.Join(lines[:k], nil))+rng.Intn(len(lines[k])+1)]
-			case 1: // glued to the next
-				lines[k] = bytes.TrimSuffix(lines[k], []byte("\n"))
-				d = bytes.Join(lines, nil)
-			default: // a byte garbled
-				if len(d) > 0 {
-					d[rng.Intn(len(d))] = '#'
-				}
-			}
+			d := gemDamage(rng, orig, i)
 			got, same := asIs(f, d)
 			if got && !same {
 				t.Fatalf("%s #%d: FinishesAsIs true, but FinishSalvage changes the salvage", f, i)
@@ -266,20 +253,7 @@ func TestGeminiFinishSpliceIsFinishSalvage(t *testing.T) {
 			check(f, orig, s)
 		}
 		for i := 0; i < 60; i++ {
-			d := bytes.Clone(orig)
-			lines := bytes.SplitAfter(d, []byte("\n"))
-			k := rng.Intn(len(lines))
-			switch i % 3 {
-			case 0: // torn from a point on
-				d = d[:len(bytes.Join(lines[:k], nil))+rng.Intn(len(lines[k])+1)]
-			case 1: // glued to the next
-				lines[k] = bytes.TrimSuffix(lines[k], []byte("\n"))
-				d = bytes.Join(lines, nil)
-			default: // a byte garbled
-				if len(d) > 0 {
-					d[rng.Intn(len(d))] = '#'
-				}
-			}
+			d := gemDamage(rng, orig, i)
 			if s := format.KeepLines(p, f, d); s != nil {
 				check(fmt.Sprint(f, " #", i), d, s)
 			}
@@ -333,4 +307,24 @@ func FuzzGeminiFinishSplice(f *testing.F) {
 			}
 		}
 	})
+}
+
+// gemDamage is orig damaged at random, the i-th way of three: torn from a point on, a line
+// glued to the next, a byte garbled.
+func gemDamage(rng *rand.Rand, orig []byte, i int) []byte {
+	d := bytes.Clone(orig)
+	lines := bytes.SplitAfter(d, []byte("\n"))
+	k := rng.Intn(len(lines))
+	switch i % 3 {
+	case 0: // torn from a point on
+		d = d[:len(bytes.Join(lines[:k], nil))+rng.Intn(len(lines[k])+1)]
+	case 1: // glued to the next
+		lines[k] = bytes.TrimSuffix(lines[k], []byte("\n"))
+		d = bytes.Join(lines, nil)
+	default: // a byte garbled
+		if len(d) > 0 {
+			d[rng.Intn(len(d))] = '#'
+		}
+	}
+	return d
 }

@@ -731,25 +731,32 @@ func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvag
 	}
 	// Records answering a call no record makes: dropped unless the damaged file holds each
 	// as a whole line.
-	orphans := map[uint64]bool{}
-	for _, a := range f.answers {
+	orphans, whole, err := geminiOrphans(f.answers, f.calls, damaged, dsize, f.lineKey)
+	return err == nil && len(whole) == len(orphans), err
+}
+
+// geminiOrphans: the lines (by key) of answers that answer a call calls lacks, and which of
+// them damaged holds as a whole valid line (read only when there are some).
+func geminiOrphans(answers []geminiAnswer, calls map[uint64]bool, damaged io.ReaderAt, dsize int64, key func([]byte) uint64) (orphans, whole map[uint64]bool, err error) {
+	orphans = map[uint64]bool{}
+	for _, a := range answers {
 		for _, id := range a.ids {
-			if !f.calls[id] {
+			if !calls[id] {
 				orphans[a.line] = true
 			}
 		}
 	}
+	whole = map[uint64]bool{}
 	if len(orphans) == 0 {
-		return true, nil
+		return orphans, whole, nil
 	}
-	whole := map[uint64]bool{}
 	err = format.EachLineAt(damaged, dsize, func(_ int64, line []byte, _ bool) error {
-		if k := f.lineKey(line); orphans[k] && format.ValidRecord(geminiLog{}, line) {
+		if k := key(line); orphans[k] && format.ValidRecord(geminiLog{}, line) {
 			whole[k] = true
 		}
 		return nil
 	})
-	return err == nil && len(whole) == len(orphans), err
+	return orphans, whole, err
 }
 
 // errGeminiReplayAll: a pass of FinishesAsIs that replayed only what it needed found it needs
