@@ -3,6 +3,7 @@ package format
 import (
 	"hash/maphash"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -112,6 +113,37 @@ func (c *AppendCache) RememberFile(path string, t Profile, id fsio.Identity) {
 	c.put(path, incEntry{dev: id.Dev, ino: id.Ino, size: id.Size, head: head, window: window})
 }
 
+// appended opens the file at path when it is the version the cache remembers, with bytes
+// appended or not: the same device and inode, no shorter, within maxSize (0: no bound),
+// the same bytes in the checked windows, and what was appended starting a line (bytes
+// appended to a last line without its '\n', which JSON Lines allows, continue that line:
+// only a full pass judges it). The caller closes f when ok.
+func (c *AppendCache) appended(path string, maxSize int64) (prev incEntry, f *os.File, id fsio.Identity, ok bool) {
+	prev, found := c.get(path)
+	if !found || prev.passes >= fullEvery {
+		return prev, nil, id, false
+	}
+	f, id, err := fsio.OpenRegular(path)
+	if err != nil {
+		return prev, nil, id, false
+	}
+	ok = id.Dev == prev.dev && id.Ino == prev.ino && id.Size >= prev.size && (maxSize <= 0 || id.Size <= maxSize)
+	if ok {
+		head, window, err := windowHashes(f, prev.size)
+		ok = err == nil && head == prev.head && window == prev.window
+	}
+	if ok && prev.size > 0 && id.Size > prev.size {
+		var b [1]byte
+		_, err := f.ReadAt(b[:], prev.size-1)
+		ok = err == nil && b[0] == '\n'
+	}
+	if !ok {
+		f.Close()
+		return prev, nil, id, false
+	}
+	return prev, f, id, true
+}
+
 // TryIncremental validates only what was appended to a file last seen healthy. ok is false
 // when the file is not a pure append of that version (or is damaged): then the caller reads
 // it in full.
@@ -119,30 +151,11 @@ func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id 
 	if !t.AppendOnly() {
 		return id, false
 	}
-	prev, found := c.get(path)
-	if !found || prev.passes >= fullEvery {
-		return id, false
-	}
-	f, id, err := fsio.OpenRegular(path)
-	if err != nil {
+	prev, f, id, ok := c.appended(path, maxSize)
+	if !ok {
 		return id, false
 	}
 	defer f.Close()
-	if id.Dev != prev.dev || id.Ino != prev.ino || id.Size < prev.size || (maxSize > 0 && id.Size > maxSize) {
-		return id, false
-	}
-	head, window, err := windowHashes(f, prev.size)
-	if err != nil || head != prev.head || window != prev.window {
-		return id, false
-	}
-	if prev.size > 0 && id.Size > prev.size {
-		// Bytes appended to a last line without its '\n' (JSON Lines allows one) continue
-		// that line: only a full pass judges it.
-		var b [1]byte
-		if _, err := f.ReadAt(b[:], prev.size-1); err != nil || b[0] != '\n' {
-			return id, false
-		}
-	}
 	grown := id.Size - prev.size
 	valid := true
 	var tail []byte // the appended bytes, when held

@@ -148,20 +148,28 @@ func PlanTornCut(p Profile, path string, f io.ReaderAt, size, x int64) (tc TornC
 		return tc, false, err
 	}
 	old := h.Sum()
-	// The torn line is the salvage's only damaged line: measured, and repaired, as its walk
-	// would have (see keeper.flush: its whole version may be anywhere before it).
-	k := newKeeper(p, path)
-	k.tornIn = func(raw []byte) (bool, bool) { return cw.Found, bytes.Equal(raw, last) }
-	k.s.AddRange(0, x)
-	k.fig.Keep, k.fig.Total = lines, lines
-	k.hunk, k.hunkN = last, 1
-	if err := k.flush(f); err != nil {
+	keep, fig, cut, err := tornKeep(p, path, f, x, lines, last, cw.Found)
+	if err != nil || !cut {
 		return tc, false, err
 	}
-	if !k.s.Prefix() {
-		return tc, false, nil // it rebuilt a record from the torn line: judged the usual way
+	return TornCut{Keep: keep, Fig: fig, OldSHA: old, Verdict: v, KeepSHA: h.marks[0], Lines: lines}, true, nil
+}
+
+// tornKeep is the salvage of a file of f whose lines before x (lines of them, all records)
+// are kept and whose last line, torn (its whole version found before it or not), is the only
+// damaged one: measured, and repaired, as the salvage's walk would have (see keeper.flush:
+// that whole version may be anywhere before it). cut is false when the salvage is not the
+// bytes before x (it rebuilt a record from the torn line: judged the usual way).
+func tornKeep(p Profile, path string, f io.ReaderAt, x int64, lines int, torn []byte, found bool) (keep *Splice, fig KeepFigures, cut bool, err error) {
+	k := newKeeper(p, path)
+	k.tornIn = func(raw []byte) (bool, bool) { return found, bytes.Equal(raw, torn) }
+	k.s.AddRange(0, x)
+	k.fig.Keep, k.fig.Total = lines, lines
+	k.hunk, k.hunkN = torn, 1
+	if err := k.flush(f); err != nil || !k.s.Prefix() {
+		return nil, fig, false, err
 	}
-	return TornCut{Keep: k.s, Fig: k.fig, OldSHA: old, Verdict: v, KeepSHA: h.marks[0], Lines: lines}, true, nil
+	return k.s, k.fig, true, nil
 }
 
 // InspectTorn is, for a file whose last line is torn and whose cut PlanTornCut plans, the

@@ -161,31 +161,22 @@ func (c *AppendCache) TryTorn(path string, p Profile, maxSize int64) (id fsio.Id
 	if !tornCuttable(p) {
 		return id, v, tc, false
 	}
-	prev, found := c.get(path)
-	if !found || prev.tail == nil || prev.passes >= fullEvery || prev.size == 0 {
-		return id, v, tc, false
+	if prev, found := c.get(path); !found || prev.tail == nil {
+		return id, v, tc, false // (before the file is opened)
 	}
-	f, id, err := fsio.OpenRegular(path)
-	if err != nil {
+	prev, f, id, ok := c.appended(path, maxSize)
+	if !ok {
 		return id, v, tc, false
 	}
 	defer f.Close()
 	grown := id.Size - prev.size
-	if id.Dev != prev.dev || id.Ino != prev.ino || grown <= 0 || grown > StreamBuf || (maxSize > 0 && id.Size > maxSize) {
+	if prev.size == 0 || grown <= 0 || grown > StreamBuf {
 		return id, v, tc, false
 	}
-	head, window, err := windowHashes(f, prev.size)
-	if err != nil || head != prev.head || window != prev.window {
+	app := make([]byte, grown)
+	if n, _ := f.ReadAt(app, prev.size); int64(n) != grown || app[grown-1] == '\n' {
 		return id, v, tc, false
 	}
-	app := make([]byte, grown+1) // with the byte before it
-	if n, _ := f.ReadAt(app, prev.size-1); int64(n) != grown+1 {
-		return id, v, tc, false
-	}
-	if app[0] != '\n' || app[grown] == '\n' {
-		return id, v, tc, false
-	}
-	app = app[1:]
 	i := bytes.LastIndexByte(app, '\n')
 	body, torn := app[:i+1], app[i+1:]
 	x := prev.size + int64(i) + 1
@@ -216,23 +207,18 @@ func (c *AppendCache) TryTorn(path string, p Profile, maxSize int64) (id fsio.Id
 	if _, done, err := judgeFront(p, File{Path: path}, front, x, func() (bool, error) { return AllNULAt(f, 0, x) }); done || err != nil {
 		return id, v, tc, false
 	}
-	found, err = containsAt(f, x, torn)
+	found, err := containsAt(f, x, torn)
 	if err != nil {
 		return id, v, tc, false
 	}
-	// The torn line is the salvage's only damaged line: measured as PlanTornCut measures it.
-	k := newKeeper(p, path)
-	k.tornIn = func(raw []byte) (bool, bool) { return found, bytes.Equal(raw, torn) }
-	k.s.AddRange(0, x)
-	k.fig.Keep, k.fig.Total = kept.lines, kept.lines
-	k.hunk, k.hunkN = bytes.Clone(torn), 1
-	if err := k.flush(f); err != nil || !k.s.Prefix() {
+	keep, fig, cut, err := tornKeep(p, path, f, x, kept.lines, torn, found)
+	if err != nil || !cut {
 		return id, v, tc, false
 	}
 	if fi, err := f.Stat(); err != nil || !fsio.IdentityOf(fi).Same(id) {
 		return id, v, tc, false
 	}
-	tc = TornCut{Keep: k.s, Fig: k.fig, OldSHA: oldSHA, Verdict: OK(), KeepSHA: keepSHA, Lines: kept.lines, kept: kept}
+	tc = TornCut{Keep: keep, Fig: fig, OldSHA: oldSHA, Verdict: OK(), KeepSHA: keepSHA, Lines: kept.lines, kept: kept}
 	return id, fault.verdict(kept.lines + 1), tc, true
 }
 
