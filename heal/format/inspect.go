@@ -96,6 +96,37 @@ type Line struct {
 	Terminated bool
 	Blank      bool
 	Err        error
+	cuts       *jsonv.Cuts // a long line's (SplitAtLong): Raw is its record's skeleton
+}
+
+// Long: the line is longer than LineWindow and was not held ([SplitAtLong]): Raw and Val
+// are its record's skeleton (nil when it holds none), whose long strings are cut.
+func (l *Line) Long() bool { return l.cuts != nil }
+
+// Off is the offset in the file of offset x of Raw (where a value, member or key of Val
+// starts or ends).
+func (l *Line) Off(x int) int64 {
+	if l.cuts != nil {
+		x = l.cuts.Orig(x)
+	}
+	return int64(l.Start + x)
+}
+
+// RawOf is the bytes of v, a value of Val, as the file holds them: from Raw, or read from r
+// (the file the line was read from) where a long line's skeleton cut a string of v.
+func (l *Line) RawOf(r io.ReaderAt, v *jsonv.Value) ([]byte, error) {
+	if l.cuts == nil || l.cuts.Whole(v.Start, v.End) {
+		return bytes.Clone(v.Raw(l.Raw)), nil
+	}
+	start := l.Off(v.Start)
+	b := make([]byte, l.Off(v.End)-start)
+	if n, err := r.ReadAt(b, start); n < len(b) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b, nil
 }
 
 // anyObject stands for a valid object record whose contents no checklist reads.
@@ -285,9 +316,18 @@ var backBlock = 64 << 10
 // returns). Stop ends the walk without an error; a line over MaxLine is ErrNoStream. A walk
 // that stops at the last lines reads only them.
 func EachLineBack(r io.ReaderAt, size int64, fn func(start int64, line []byte, terminated bool) error) error {
+	return eachLineBack(r, size, MaxLine, func(start, _ int64, line []byte, terminated, _ bool) error {
+		return fn(start, line, terminated)
+	})
+}
+
+// eachLineBack is EachLineBack of the lines up to window bytes long: a longer one is given
+// as long, its bytes [start, body) neither read nor held (body: where its '\n' or the end
+// is), or is ErrNoStream when window is MaxLine.
+func eachLineBack(r io.ReaderAt, size, window int64, fn func(start, body int64, line []byte, terminated, long bool) error) error {
 	var buf []byte  // r's bytes [off, off+len(buf))
 	var off int64   // where buf starts
-	var long []byte // a line longer than a block, read whole
+	var held []byte // a line longer than a block, read whole
 	load := func(end int64) error {
 		n := min(int64(backBlock), end)
 		if cap(buf) < int(n) {
@@ -325,24 +365,27 @@ func EachLineBack(r io.ReaderAt, size int64, fn func(start int64, line []byte, t
 				break
 			}
 			x = off
-			if body-x > MaxLine {
+			if window >= MaxLine && body-x > MaxLine {
 				return ErrNoStream
 			}
 		}
 		var line []byte
-		if covers(start, body) {
+		long := false
+		switch {
+		case covers(start, body):
 			line = buf[start-off : body-off]
-		} else {
-			if body-start > MaxLine {
-				return ErrNoStream
-			}
-			long = slices.Grow(long[:0], int(body-start))[:body-start]
-			if _, err := r.ReadAt(long, start); err != nil && err != io.EOF {
+		case body-start > window && window < MaxLine:
+			long = true // not held
+		case body-start > MaxLine:
+			return ErrNoStream
+		default:
+			held = slices.Grow(held[:0], int(body-start))[:body-start]
+			if _, err := r.ReadAt(held, start); err != nil && err != io.EOF {
 				return err
 			}
-			line = long
+			line = held
 		}
-		if err := fn(start, line, terminated); err != nil {
+		if err := fn(start, body, line, terminated, long); err != nil {
 			if err == Stop {
 				return nil
 			}

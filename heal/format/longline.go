@@ -33,6 +33,7 @@ type longJudge struct {
 	r      lineRules // the dialect, and what JSON Lines allow
 	window int       // LineWindow (smaller in tests)
 	skel   bool      // the lines' records are read by a checklist: make their skeletons
+	cuts   bool      // ... with where they were cut, also of a record torn of its '\n' (SplitAtLong)
 }
 
 // longLine is a line judged streaming: n bytes from its start (its '\n' not counted), and
@@ -46,6 +47,9 @@ type longLine struct {
 	nul        bool // the line is a run of NUL bytes (NULRun)
 	fault      *lineFault
 	skel       []byte
+	cuts       jsonv.Cuts // where skel's strings were cut (longJudge.cuts)
+	verr       error      // the line's JSON error (nil: a valid value)
+	first      byte       // its first byte after leading white space
 }
 
 // errTooBig: a record too large to judge streaming (its skeleton is over maxSkeleton).
@@ -109,10 +113,15 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 	if verr != nil && !errors.As(verr, &je) {
 		return nil, verr // a read error
 	}
+	ll.verr, ll.first = verr, byte(first)
 	ll.fault, ll.record = lj.r.judge(start, ll.n, verr, byte(first), ll.terminated)
-	if ll.fault == nil && lj.skel {
+	if lj.skel && (ll.fault == nil || lj.cuts && verr == nil) {
 		br := bufio.NewReaderSize(io.NewSectionReader(r, start, body), min(64<<10, bufSize))
-		ll.skel, err = jsonv.Skeleton(br, SkeletonString, maxSkeleton)
+		if lj.cuts {
+			ll.skel, ll.cuts, err = jsonv.SkeletonCuts(br, SkeletonString, maxSkeleton)
+		} else {
+			ll.skel, err = jsonv.Skeleton(br, SkeletonString, maxSkeleton)
+		}
 		if errors.Is(err, jsonv.ErrTooLarge) {
 			return nil, fmt.Errorf("%w: %w", ErrNoStream, errTooBig)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"sort"
 )
 
 // ErrTooLarge: a skeleton would be larger than its bound.
@@ -95,4 +96,48 @@ func skeleton(br *bufio.Reader, keep, limit int, cuts *[]cut) ([]byte, error) {
 			return nil, ErrTooLarge
 		}
 	}
+}
+
+// SkeletonCuts is [Skeleton], with where its strings were cut: what maps an offset in the
+// skeleton back to the value's own.
+func SkeletonCuts(r io.Reader, keep, limit int) ([]byte, Cuts, error) {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 64<<10)
+	}
+	var cs Cuts
+	sk, err := skeleton(br, keep, limit, &cs.cuts)
+	if err != nil {
+		return nil, Cuts{}, err
+	}
+	cs.sum = make([]int, len(cs.cuts))
+	for i, c := range cs.cuts {
+		cs.sum[i] = c.n
+		if i > 0 {
+			cs.sum[i] += cs.sum[i-1]
+		}
+	}
+	return sk, cs, nil
+}
+
+// Cuts is where a skeleton ([SkeletonCuts]) cut its strings; the zero Cuts is none.
+type Cuts struct {
+	cuts []cut
+	sum  []int // bytes left out up to and including each cut
+}
+
+// Orig is the offset in the value of offset x of its skeleton, x outside the bytes a cut
+// left out (a value's start or end, a member's key).
+func (cs Cuts) Orig(x int) int {
+	if i := sort.Search(len(cs.cuts), func(i int) bool { return cs.cuts[i].pos >= x }); i > 0 {
+		x += cs.sum[i-1]
+	}
+	return x
+}
+
+// Whole: the skeleton's bytes [start, end) are the value's own, no string among them cut.
+func (cs Cuts) Whole(start, end int) bool {
+	// A cut's bytes were left out just before its closing quote (pos).
+	i := sort.Search(len(cs.cuts), func(i int) bool { return cs.cuts[i].pos > start })
+	return i == len(cs.cuts) || cs.cuts[i].pos >= end
 }

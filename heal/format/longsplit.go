@@ -1,0 +1,98 @@
+package format
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// Lines of any length for the strategies that rewrite records (rebuild-header,
+// add-ordinals, drop-invalid-entries): a line longer than LineWindow is never held. It is
+// judged from the file as the checklist judges it (judgeLong), and given as a Line whose Raw
+// and Val are its record's skeleton (a string over SkeletonString cut), with the map back to
+// the file's offsets (Line.Off) and the file's own bytes of a value a cut touched
+// (Line.RawOf). Every other line is the one SplitAt gives.
+
+// SplitAtLong is [SplitAtWhere] that holds no line longer than LineWindow: such a line is
+// given as its skeleton ([Line.Long]), want asked of the skeleton (a line with none, blank
+// or damaged, is given without asking).
+func SplitAtLong(p Profile, r io.ReaderAt, size int64, want func(line []byte) bool, fn func(l Line) error) error {
+	d, anyValue, plain := p.Dialect(), rulesOf(p).anyValue, p.Plain()
+	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: true, cuts: true}
+	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
+		func(start int64, line []byte, terminated bool, long *longLine) error {
+			if long != nil {
+				l := longSplitLine(d, anyValue, plain, start, long)
+				if want != nil && l.Raw != nil && !want(l.Raw) {
+					return nil
+				}
+				return fn(l)
+			}
+			if want != nil && !want(line) {
+				return nil
+			}
+			return fn(splitLine(d, anyValue, plain, int(start), line, terminated))
+		})
+	if err == Stop {
+		err = nil
+	}
+	return err
+}
+
+// SplitBackLong is SplitAtLong of r's lines last first, as [EachLineBack] reads them: Stop
+// ends the walk without an error.
+func SplitBackLong(p Profile, r io.ReaderAt, size int64, want func(line []byte) bool, fn func(l Line) error) error {
+	d, anyValue, plain := p.Dialect(), rulesOf(p).anyValue, p.Plain()
+	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: true, cuts: true}
+	err := eachLineBack(r, size, int64(lineWindow), func(start, _ int64, line []byte, terminated, long bool) error {
+		if long {
+			long, err := lj.judgeLong(r, start, size)
+			if err != nil {
+				return err
+			}
+			l := longSplitLine(d, anyValue, plain, start, long)
+			if want != nil && l.Raw != nil && !want(l.Raw) {
+				return nil
+			}
+			return fn(l)
+		}
+		if want != nil && !want(line) {
+			return nil
+		}
+		return fn(splitLine(d, anyValue, plain, int(start), line, terminated))
+	})
+	if err == Stop {
+		err = nil
+	}
+	return err
+}
+
+// longSplitLine is splitLine of a line judgeLong judged (with its record's skeleton and
+// cuts): what splitLine gives of the line held, its record's tree built from the skeleton.
+func longSplitLine(d jsonv.Dialect, anyValue, plain bool, start int64, ll *longLine) Line {
+	cuts := ll.cuts
+	l := Line{Start: int(start), End: int(start + ll.n), Terminated: ll.terminated, cuts: &cuts}
+	if ll.terminated {
+		l.End++
+	}
+	switch {
+	case ll.blank:
+		l.Blank = true
+	case ll.verr != nil:
+		l.Err = ll.verr
+	case ll.first != '{' && !anyValue:
+		l.Err = ErrNotObject
+	case plain, ll.first != '{':
+		l.Raw, l.Val = ll.skel, anyObject
+	default:
+		l.Raw = ll.skel
+		if v, err := jsonv.Parse(bytes.TrimSuffix(ll.skel, []byte("\r")), d); err != nil {
+			l.Err = fmt.Errorf("the skeleton of a long record: %w", err) // not for a valid record
+		} else {
+			l.Val = v
+		}
+	}
+	return l
+}

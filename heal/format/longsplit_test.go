@@ -1,0 +1,162 @@
+package format
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+)
+
+// splitAll is the lines SplitAtLong (back: SplitBackLong, put back in order) gives of data.
+func splitAll(t *testing.T, p Profile, data []byte, back bool) []Line {
+	t.Helper()
+	var out []Line
+	keep := func(l Line) error {
+		if !l.Long() {
+			l.Raw = bytes.Clone(l.Raw)
+		}
+		out = append(out, l)
+		return nil
+	}
+	var err error
+	if back {
+		err = SplitBackLong(p, bytes.NewReader(data), int64(len(data)), nil, keep)
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	} else {
+		err = SplitAtLong(p, bytes.NewReader(data), int64(len(data)), nil, keep)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameLine: a line SplitAtLong gave (long or held) says of the file what Split says of its
+// bytes held: the same place, blank, fault and record, each value of the record at the same
+// place in the file with the same bytes (RawOf), whatever a skeleton cut.
+func sameLine(t *testing.T, data []byte, got, want Line) {
+	t.Helper()
+	if got.Start != want.Start || got.End != want.End || got.Terminated != want.Terminated || got.Blank != want.Blank ||
+		(got.Err == nil) != (want.Err == nil) || (got.Val == nil) != (want.Val == nil) {
+		t.Fatalf("line at %d (long %v): got %+v, want %+v", want.Start, got.Long(), got, want)
+	}
+	if want.Val == nil || want.Val == anyObject {
+		return
+	}
+	var walk func(g, w *jsonv.Value)
+	walk = func(g, w *jsonv.Value) {
+		if g.Type != w.Type || len(g.Items) != len(w.Items) || len(g.Keys) != len(w.Keys) {
+			t.Fatalf("line at %d: value at %d: shape differs", want.Start, w.Start)
+		}
+		if s, e := got.Off(g.Start), got.Off(g.End); s != int64(want.Start+w.Start) || e != int64(want.Start+w.End) {
+			t.Fatalf("line at %d: value at [%d, %d) is at [%d, %d)", want.Start, want.Start+w.Start, want.Start+w.End, s, e)
+		}
+		raw, err := got.RawOf(bytes.NewReader(data), g)
+		if err != nil || !bytes.Equal(raw, w.Raw(want.Raw)) {
+			t.Fatalf("line at %d: value at %d: RawOf %.40q, %v", want.Start, w.Start, raw, err)
+		}
+		for i := range g.Items {
+			walk(g.Items[i], w.Items[i])
+		}
+		for i := range g.Keys {
+			if g.Keys[i].Key != w.Keys[i].Key && !got.Long() {
+				t.Fatalf("line at %d: key %q, want %q", want.Start, g.Keys[i].Key, w.Keys[i].Key)
+			}
+			if got.Off(g.Keys[i].KeyStart) != int64(want.Start+w.Keys[i].KeyStart) {
+				t.Fatalf("line at %d: key %q misplaced", want.Start, w.Keys[i].Key)
+			}
+			walk(g.Keys[i].Val, w.Keys[i].Val)
+		}
+	}
+	walk(got.Val, want.Val)
+}
+
+// Lines longer than the window are given by SplitAtLong and SplitBackLong, never held, as
+// Split gives them held: forward and backward, with every window, with strings long enough
+// for the skeleton to cut them.
+func TestSplitAtLongIsSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 23))
+	long := 0
+	defer func() {
+		if long < 1000 {
+			t.Errorf("%d long lines: the test tries too few", long)
+		}
+	}()
+	for _, p := range []Profile{recChecker{plain{jsonl: true}}, plain{jsonl: true}} {
+		for iter := 0; iter < 200; iter++ {
+			data := genTail(r)
+			if iter%100 == 0 {
+				// Strings over SkeletonString, before and among the members read.
+				var b bytes.Buffer
+				big := strings.Repeat("é\\n", SkeletonString/3+r.IntN(100))
+				fmt.Fprintf(&b, "{\"a\":%q,\"big\":\"%s\",\"t\":\"x\",\"n\":[1,\"%s\",{\"k\":2}]}\n", "s", big, big)
+				fmt.Fprintf(&b, "{\"big\":\"%s\"}\r\n", big)
+				b.Write(data)
+				fmt.Fprintf(&b, "{\"b\":\"%s\",\"z\":true}", big)
+				data = b.Bytes()
+			}
+			want := Split(data, p)
+			windows := []int{1, 8, 64, 1 << 20}
+			if len(data) > SkeletonString {
+				windows = windows[2:]
+			}
+			for _, window := range windows {
+				withWindow(window, func() {
+					for _, back := range []bool{false, true} {
+						got := splitAll(t, p, data, back)
+						if len(got) != len(want) {
+							t.Fatalf("window %d back %v: %d lines, want %d", window, back, len(got), len(want))
+						}
+						for i := range got {
+							if got[i].Long() {
+								long++
+								if want[i].End-want[i].Start < window {
+									t.Fatalf("window %d: line %d, shorter, given as long", window, i)
+								}
+							}
+							sameLine(t, data, got[i], want[i])
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// A long line is never held: SplitAtLong and SplitBackLong of a 48 MiB line allocate what a
+// walk's window grows to (LineWindow) and its skeleton, not the line.
+func TestSplitAtLongHoldsNoLine(t *testing.T) {
+	big := strings.Repeat("x", 48<<20)
+	data := []byte(`{"type":"a","ordinal":1}` + "\n" + `{"type":"b","out":"` + big + `","ordinal":2}` + "\n")
+	p := recChecker{plain{jsonl: true}}
+	for _, back := range []bool{false, true} {
+		var ords []int64
+		fn := func(l Line) error {
+			if o := l.Val.Get("ordinal"); o != nil {
+				ords = append(ords, o.Int)
+			}
+			return nil
+		}
+		var err error
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if back {
+			err = SplitBackLong(p, bytes.NewReader(data), int64(len(data)), nil, fn)
+		} else {
+			err = SplitAtLong(p, bytes.NewReader(data), int64(len(data)), nil, fn)
+		}
+		runtime.ReadMemStats(&after)
+		if err != nil || len(ords) != 2 {
+			t.Fatalf("back %v: %v, ordinals %v", back, err, ords)
+		}
+		if d := after.TotalAlloc - before.TotalAlloc; d > 4*LineWindow {
+			t.Fatalf("back %v: %d bytes allocated for a line of %d", back, d, len(big))
+		}
+	}
+}
