@@ -162,11 +162,13 @@ func (codexLog) AddOrdinals(_ string, r io.ReaderAt, size int64) (*format.Splice
 	var keys []int32
 	prev, valid, found := int64(-1), false, false
 	var from int64 // where the records after it begin
-	err := format.EachLineBack(r, size, func(start int64, line []byte, terminated bool) error {
-		if !format.ValidRecordKeys(codexLog{}, line, &keys) || !mayHaveKey(line, keys, `"ordinal"`) {
+	want := func(line []byte) bool {
+		return format.ValidRecordKeys(codexLog{}, line, &keys) && mayHaveKey(line, keys, `"ordinal"`)
+	}
+	err := format.SplitBackLong(codexLog{}, r, size, want, func(l format.Line) error {
+		if l.Val == nil {
 			return nil
 		}
-		l := format.ParseLine(codexLog{}, int(start), line, terminated)
 		o := l.Val.Get("ordinal")
 		if o == nil {
 			return nil
@@ -187,7 +189,7 @@ func (codexLog) AddOrdinals(_ string, r io.ReaderAt, size int64) (*format.Splice
 		}
 		at := int64(-1)
 		if len(l.Val.Keys) > 0 && l.Val.Keys[0].Key == "timestamp" && isStr(l.Val.Keys[0].Val) {
-			at = int64(l.Start + l.Val.Keys[0].Val.End)
+			at = l.Off(l.Val.Keys[0].Val.End)
 		}
 		missing = append(missing, at)
 		return nil
@@ -254,13 +256,21 @@ func (codexLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.S
 		if !next {
 			next = true
 			if t := l.Val.Get("timestamp"); isStr(t) {
-				ts = bytes.Clone(t.Raw(l.Raw))
+				b, err := l.RawOf(r, t)
+				if err != nil {
+					return err
+				}
+				ts = b
 			}
 			o := l.Val.Get("ordinal")
 			paginated, first = o != nil, codexOrdinal(o) && o.Int == 1
 		}
 		if c := l.Val.Get("payload").Get("cwd"); strOf(l.Val.Get("type")) == "turn_context" && isStr(c) {
-			cwd = bytes.Clone(c.Raw(l.Raw))
+			b, err := l.RawOf(r, c)
+			if err != nil {
+				return err
+			}
+			cwd = b
 			return format.Stop
 		}
 		return nil

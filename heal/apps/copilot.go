@@ -127,7 +127,7 @@ func (p copilotLog) DropInvalid(data []byte) []byte {
 // DropInvalidSplice is DropInvalid of the file r holds, said as a splice of it.
 func (copilotLog) DropInvalidSplice(r io.ReaderAt, size int64) (*format.Splice, error) {
 	sp, dropped, i := &format.Splice{}, false, 0
-	err := format.SplitAt(copilotLog{}, r, size, func(l format.Line) error {
+	err := format.SplitAtLong(copilotLog{}, r, size, nil, func(l format.Line) error {
 		defer func() { i++ }()
 		if l.Blank {
 			sp.AddRange(int64(l.Start), int64(l.End-l.Start))
@@ -304,14 +304,20 @@ func (copilotLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format
 		return nil, err
 	}
 	torn := h.torn
-	var parent *jsonv.Value
+	var parent *string
 	if err := h.after(copilotLog{}, r, size, nil, func(l format.Line) error {
 		if l.Val == nil {
 			return nil
 		}
-		parent = l.Val.Get("parentId") // its string is its own copy
+		if v := l.Val.Get("parentId"); isStr(v) {
+			s, err := l.StrOf(r, v)
+			if err != nil {
+				return err
+			}
+			parent = &s
+		}
 		return format.Stop
-	}); err != nil || !isStr(parent) {
+	}); err != nil || parent == nil {
 		return nil, err
 	}
 	if m := copilotTornString(torn, "sessionId"); m != nil && *m != id {
@@ -340,7 +346,7 @@ func (copilotLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format
 	if ctx.Len() > 0 {
 		head += `,"context":{` + ctx.String() + `}`
 	}
-	head += `},"id":` + jsonQuote(parent.Str) + `,"timestamp":` + jsonQuote(ws.CreatedAt) + `,"parentId":null}` + "\n"
+	head += `},"id":` + jsonQuote(*parent) + `,"timestamp":` + jsonQuote(ws.CreatedAt) + `,"parentId":null}` + "\n"
 	return h.splice(size, []byte(head)), nil
 }
 

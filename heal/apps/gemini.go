@@ -1,7 +1,6 @@
 package apps
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -130,12 +129,24 @@ func (geminiLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.
 	ids := map[string][]byte{}
 	var earliest time.Time
 	var ts []byte
-	see := func(line []byte, v *jsonv.Value) {
-		if t, err := time.Parse(time.RFC3339Nano, strOf(v)); err == nil && (ts == nil || t.Before(earliest)) {
-			earliest, ts = t, bytes.Clone(v.Raw(line))
+	see := func(l *format.Line, v *jsonv.Value) error {
+		if !isStr(v) {
+			return nil
 		}
+		s, err := l.StrOf(r, v)
+		if err != nil {
+			return err
+		}
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil && (ts == nil || t.Before(earliest)) {
+			raw, err := l.RawOf(r, v)
+			if err != nil {
+				return err
+			}
+			earliest, ts = t, raw
+		}
+		return nil
 	}
-	err := format.SplitAt(geminiLog{}, r, size, func(l format.Line) error {
+	err := format.SplitAtLong(geminiLog{}, r, size, nil, func(l format.Line) error {
 		if l.Blank {
 			return nil
 		}
@@ -151,16 +162,29 @@ func (geminiLog) RebuildHeader(path string, r io.ReaderAt, size int64) (*format.
 		if l.Val == nil {
 			return nil
 		}
-		body := bytes.TrimSuffix(l.Raw, []byte("\r"))
 		set := l.Val.Get("$set")
-		if id := set.Get("sessionId"); isStr(id) && geminiID8(id.Str) == m[1] {
-			if ids[id.Str] = bytes.Clone(id.Raw(body)); len(ids) > 1 {
-				return format.Stop // two sessions' ids: none is rebuilt
+		if id := set.Get("sessionId"); isStr(id) {
+			s, err := l.StrOf(r, id)
+			if err != nil {
+				return err
+			}
+			if geminiID8(s) == m[1] {
+				raw, err := l.RawOf(r, id)
+				if err != nil {
+					return err
+				}
+				if ids[s] = raw; len(ids) > 1 {
+					return format.Stop // two sessions' ids: none is rebuilt
+				}
 			}
 		}
-		see(body, l.Val.Get("timestamp"))
+		if err := see(&l, l.Val.Get("timestamp")); err != nil {
+			return err
+		}
 		for _, it := range arrOf(set.Get("messages")) {
-			see(body, it.Get("timestamp"))
+			if err := see(&l, it.Get("timestamp")); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -115,6 +115,17 @@ func TestLineRewritesMatchWholeFile(t *testing.T) {
 			if rebuildHeader(in.p.(format.HeaderRebuilder), in.path, data) != nil {
 				rebuilt++
 			}
+			// Lines longer than a window given as their records' skeletons, never held: the
+			// same bytes.
+			restore := format.SetLineWindow([]int{1, 24, 300}[rng.IntN(3)])
+			if _, ok := in.p.(codexLog); ok {
+				addOrdinals(codexLog{}, in.path, data)
+			}
+			if _, ok := in.p.(copilotLog); ok {
+				copilotDrop(data)
+			}
+			rebuildHeader(in.p.(format.HeaderRebuilder), in.path, data)
+			restore()
 			// Read a few bytes at a time: the same splice.
 			h := in.p.(format.HeaderRebuilder)
 			whole, _ := h.RebuildHeader(in.path, bytes.NewReader(data), int64(len(data)))
@@ -238,7 +249,9 @@ func refFindHeaderSpot(p format.Profile, path string, data []byte, isHeader func
 	case first.Val == nil && !first.Terminated:
 		return h, false // the file is one torn line: nothing to keep after it
 	case first.Val == nil:
-		h.torn, h.from = first.Raw, first.End
+		// Read up to line1Max bytes (since the rewrites hold no long line), as the file's
+		// own first line is below.
+		h.torn, h.from = first.Raw[:min(len(first.Raw), int(line1Max))], first.End
 	case isHeader(first.Val):
 		return h, false
 	default: // the salvage dropped line 1 (the file's own, if torn), or there never was one
@@ -542,4 +555,89 @@ func FuzzLineRewrites(f *testing.F) {
 			rebuildHeader(copilotLog{}, "/nonexistent/.copilot/session-state/"+copilotTestID+"/events.jsonl", data)
 		}
 	})
+}
+
+// bigStrings gives some of data's record lines a string over format.SkeletonString: a
+// member added first or last, or a string member's value (a cwd, a timestamp, an id)
+// lengthened. Taken with a window under their length, such lines are long and their
+// skeletons cut those strings.
+func bigStrings(rng *rand.Rand, data []byte) []byte {
+	big := strings.Repeat("é/x", format.SkeletonString/4+rng.IntN(1000))
+	lines := strings.SplitAfter(string(data), "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "{") || rng.IntN(3) == 0 {
+			continue
+		}
+		switch rng.IntN(3) {
+		case 0:
+			lines[i] = `{"zz":"` + big + `",` + l[1:]
+		case 1:
+			if j := strings.LastIndexByte(l, '}'); j > 0 {
+				lines[i] = l[:j] + `,"zz":"` + big + `"` + l[j:]
+			}
+		case 2:
+			for _, k := range []string{`"cwd":"`, `"timestamp":"`, `"sessionId":"`, `"parentId":"`, `"id":"`} {
+				if j := strings.Index(l, k); j >= 0 && rng.IntN(2) == 0 {
+					lines[i] = l[:j+len(k)] + big + l[j+len(k):]
+					break
+				}
+			}
+		}
+	}
+	return []byte(strings.Join(lines, ""))
+}
+
+// The line rewrites of files whose records hold strings over the skeleton's length, read with
+// a window those lines pass: the whole-file implementations' bytes, each value the rewrite
+// copies (a cwd, a timestamp, an id) read from the file where the skeleton cut it.
+func TestLineRewritesLongRecords(t *testing.T) {
+	defer format.SetLineWindow(256 << 10)()
+	inputs := []struct {
+		path string
+		p    format.Profile
+	}{
+		{cxSamples + "torn_session_meta/" + cxRel, codexLog{}},
+		{cxSamples + "last_record_missing_ordinal/" + cxRel, codexLog{}},
+		{gemSamples + "torn_metadata" + gemChat, geminiLog{}},
+		{piSamples + "torn_header/home/.pi/agent/sessions/--tmp-demo-proj--/" + piTestName, piLog{}},
+	}
+	rng := rand.New(rand.NewPCG(3, 17))
+	rebuilt, numbered := 0, 0
+	for _, in := range inputs {
+		orig, err := os.ReadFile(in.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			data := bigStrings(rng, orig)
+			if rng.IntN(2) == 0 {
+				data = mutateLines(rng, data)
+			}
+			if _, ok := in.p.(codexLog); ok && addOrdinals(codexLog{}, in.path, data) != nil {
+				numbered++
+			}
+			if rebuildHeader(in.p.(format.HeaderRebuilder), in.path, data) != nil {
+				rebuilt++
+			}
+		}
+	}
+	s := copilotStart("e1")
+	u := copilotEv("user.message", `"content":"hello one"`, "e2", "e1")
+	a := copilotEv("assistant.message", `"messageId":"m2","content":"ack"`, "e3", "e2")
+	dir := copilotDir(t, s[:180]+"\n"+u+a, copilotWSYAML)
+	for range 5 {
+		data := bigStrings(rng, []byte(s+u+a+u+a))
+		copilotDrop(data)
+		after := bigStrings(rng, []byte(u+a))
+		if rng.IntN(2) == 0 {
+			after = bytes.Replace([]byte(u+a), []byte(`"parentId":"`), []byte(`"parentId":"`+strings.Repeat("p", format.SkeletonString+9)), 1)
+		}
+		if rebuildHeader(copilotLog{}, dir, append([]byte(s[:180]+"\n"), after...)) != nil {
+			rebuilt++
+		}
+	}
+	t.Logf("%d headers rebuilt, %d numbered", rebuilt, numbered)
+	if rebuilt < 10 || numbered < 3 {
+		t.Errorf("too few rewrites to compare")
+	}
 }

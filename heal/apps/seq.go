@@ -20,9 +20,10 @@ type headerSpot struct {
 
 // findHeaderSpot reads r (size bytes) to its first non-blank line. ok is false when there is
 // nothing to rebuild: no line, a single torn line and nothing after it, or a first line that
-// isHeader says is a header already.
+// isHeader says is a header already. A torn line 1 is read up to line1Max bytes, as the
+// file's own first line is when a salvage dropped it.
 func findHeaderSpot(p format.Profile, path string, r io.ReaderAt, size int64, isHeader func(*jsonv.Value) bool, line1Max int64) (h headerSpot, ok bool, err error) {
-	err = format.SplitAt(p, r, size, func(l format.Line) error {
+	err = format.SplitAtLong(p, r, size, nil, func(l format.Line) error {
 		if l.Blank {
 			return nil
 		}
@@ -31,7 +32,23 @@ func findHeaderSpot(p format.Profile, path string, r io.ReaderAt, size int64, is
 		case l.Val == nil && !l.Terminated:
 			// the file is one torn line: nothing to keep after it
 		case l.Val == nil:
-			h.torn, h.from, ok = bytes.Clone(l.Raw), int64(l.End), true
+			h.from, ok = int64(l.End), true
+			n := int64(l.End - l.Start) // without its '\n'
+			if l.Terminated {
+				n--
+			}
+			n = min(n, line1Max)
+			if !l.Long() {
+				h.torn = bytes.Clone(l.Raw[:n])
+				break
+			}
+			h.torn = make([]byte, n)
+			if k, rerr := r.ReadAt(h.torn, int64(l.Start)); k < len(h.torn) {
+				if rerr == nil || rerr == io.EOF {
+					rerr = io.ErrUnexpectedEOF
+				}
+				return rerr
+			}
 		case isHeader(l.Val):
 		default: // the salvage dropped line 1 (the file's own, if torn), or there never was one
 			ok = true
@@ -50,9 +67,9 @@ func (h headerSpot) after(p format.Profile, r io.ReaderAt, size int64, want func
 	return splitFrom(p, r, h.from, size, want, fn)
 }
 
-// splitFrom is format.SplitAtWhere of r's bytes [from, size), a line's offsets in r.
+// splitFrom is format.SplitAtLong of r's bytes [from, size), a line's offsets in r.
 func splitFrom(p format.Profile, r io.ReaderAt, from, size int64, want func([]byte) bool, fn func(l format.Line) error) error {
-	return format.SplitAtWhere(p, io.NewSectionReader(r, from, size-from), size-from, want, func(l format.Line) error {
+	return format.SplitAtLong(p, io.NewSectionReader(r, from, size-from), size-from, want, func(l format.Line) error {
 		l.Start += int(from)
 		l.End += int(from)
 		return fn(l)

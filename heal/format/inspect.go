@@ -96,26 +96,50 @@ type Line struct {
 	Terminated bool
 	Blank      bool
 	Err        error
-	cuts       *jsonv.Cuts // a long line's (SplitAtLong): Raw is its record's skeleton
+	long       *longInfo // a long line's (SplitAtLong): Raw is its record's skeleton
+}
+
+// longInfo is what maps a long line's skeleton back to the file: where its strings were
+// cut, and the dialect they are read in.
+type longInfo struct {
+	cuts jsonv.Cuts
+	d    jsonv.Dialect
 }
 
 // Long: the line is longer than LineWindow and was not held ([SplitAtLong]): Raw and Val
 // are its record's skeleton (nil when it holds none), whose long strings are cut.
-func (l *Line) Long() bool { return l.cuts != nil }
+func (l *Line) Long() bool { return l.long != nil }
 
 // Off is the offset in the file of offset x of Raw (where a value, member or key of Val
 // starts or ends).
 func (l *Line) Off(x int) int64 {
-	if l.cuts != nil {
-		x = l.cuts.Orig(x)
+	if l.long != nil {
+		x = l.long.cuts.Orig(x)
 	}
 	return int64(l.Start + x)
+}
+
+// StrOf is the string v (a string of Val) holds, as the file holds it: v.Str, or decoded from
+// the file's bytes where a long line's skeleton cut it.
+func (l *Line) StrOf(r io.ReaderAt, v *jsonv.Value) (string, error) {
+	if l.long == nil || l.long.cuts.Whole(v.Start, v.End) {
+		return v.Str, nil
+	}
+	b, err := l.RawOf(r, v)
+	if err != nil {
+		return "", err
+	}
+	w, err := jsonv.Parse(b, l.long.d)
+	if err != nil {
+		return "", err
+	}
+	return w.Str, nil
 }
 
 // RawOf is the bytes of v, a value of Val, as the file holds them: from Raw, or read from r
 // (the file the line was read from) where a long line's skeleton cut a string of v.
 func (l *Line) RawOf(r io.ReaderAt, v *jsonv.Value) ([]byte, error) {
-	if l.cuts == nil || l.cuts.Whole(v.Start, v.End) {
+	if l.long == nil || l.long.cuts.Whole(v.Start, v.End) {
 		return bytes.Clone(v.Raw(l.Raw)), nil
 	}
 	start := l.Off(v.Start)

@@ -183,3 +183,11 @@ func judgeAny(d lineRules, off int64, line []byte, terminated bool, long *longLi
 	}
 	return judgeLine(d, off, line, terminated)
 }
+
+// SetLineWindow makes lines longer than n take the long lines' way until restore is called:
+// for the tests of the packages whose strategies read lines (never in parallel ones).
+func SetLineWindow(n int) (restore func()) {
+	was := lineWindow
+	lineWindow = n
+	return func() { lineWindow = was }
+}

@@ -72,8 +72,7 @@ func SplitBackLong(p Profile, r io.ReaderAt, size int64, want func(line []byte) 
 // longSplitLine is splitLine of a line judgeLong judged (with its record's skeleton and
 // cuts): what splitLine gives of the line held, its record's tree built from the skeleton.
 func longSplitLine(d jsonv.Dialect, anyValue, plain bool, start int64, ll *longLine) Line {
-	cuts := ll.cuts
-	l := Line{Start: int(start), End: int(start + ll.n), Terminated: ll.terminated, cuts: &cuts}
+	l := Line{Start: int(start), End: int(start + ll.n), Terminated: ll.terminated, long: &longInfo{cuts: ll.cuts, d: d}}
 	if ll.terminated {
 		l.End++
 	}
