@@ -12,7 +12,8 @@ import (
 )
 
 // errHoldRepair: a repair read from its file cannot be measured from it (a line over the
-// line window; more searches of its bytes than fileLinePasses): the caller holds it.
+// line window that a hunk would compare; more searches of its bytes than fileLinePasses):
+// the caller holds it.
 var errHoldRepair = errors.New("the repair is measured held whole")
 
 // fileLinePasses is how many searches of a repair's bytes a loss meter makes from its file
@@ -50,7 +51,25 @@ func newFileLines(p Profile, r io.ReaderAt, size int64, long bool) (*fileLines, 
 	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
 		func(start int64, line []byte, _ bool, ll *longLine) error {
 			if ll != nil {
-				return errHoldRepair
+				// A line over the window: known by the hash of its bytes (as the survey
+				// knows the original's), never held; read back only where a hunk would
+				// compare it (line: errHoldRepair).
+				if ll.blank {
+					return nil
+				}
+				full, err := longLineHash(r, start, ll.n)
+				if err != nil {
+					return err
+				}
+				i := len(fl.off)
+				fl.off = append(fl.off, start)
+				fl.n = append(fl.n, -1)
+				fl.sum = append(fl.sum, [16]byte(full[:16]))
+				fl.byKey = append(fl.byKey, lineKeyAt{binary.LittleEndian.Uint64(full[:8]), int32(i)})
+				if long {
+					longs[full] = append(longs[full], i)
+				}
+				return nil
 			}
 			line = bytes.TrimRight(line, "\r")
 			if len(bytes.TrimSpace(line)) == 0 {
@@ -102,6 +121,9 @@ func (fl *fileLines) indexFrom(line []byte, from int) int {
 }
 
 func (fl *fileLines) line(i int) ([]byte, error) {
+	if fl.n[i] < 0 {
+		return nil, errHoldRepair // a line over the window, not read back
+	}
 	b := make([]byte, fl.n[i])
 	if n, err := fl.r.ReadAt(b, fl.off[i]); n < len(b) {
 		if err == nil {

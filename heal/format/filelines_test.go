@@ -199,3 +199,54 @@ func FuzzSurveyFileCandidate(f *testing.F) {
 		})
 	})
 }
+
+// A candidate with lines over the window is measured from its file, those lines known by
+// their hashes, and held only where a hunk of the damaged file would compare one of them.
+func TestSurveyFileCandidateLongLines(t *testing.T) {
+	p := rejoiner{plain{jsonl: true}}
+	long := `{"type":"a","out":"` + strings.Repeat("x", 3000) + `"}` + "\n"
+	var orig []byte
+	for i := range 20 {
+		orig = fmt.Appendf(orig, `{"type":"b","n":%d}`+"\n", i)
+		if i%5 == 2 {
+			orig = append(orig, long...)
+		}
+	}
+	withWindow(512, func() {
+		for _, tc := range []struct {
+			name string
+			d    []byte
+			held bool
+		}{
+			// a line glued at the end, two records of which the candidate keeps one: no
+			// long line near it
+			{"glued", bytes.Replace(orig, []byte(`{"type":"b","n":18}`+"\n"), []byte(`{"type":"b","n":18}{"type":"z"}`+"\n"), 1), false},
+			// a long line torn: its whole version in the candidate is what the hunk
+			// compares
+			{"torn long", append(bytes.Clone(orig), long[:1000]...), false},
+			// a damaged line whose hunk ends past a long line of the candidate (the damaged
+			// file lost it)
+			{"hunk over a long line", bytes.Replace(orig, []byte(`{"type":"b","n":2}`+"\n"+long), []byte(`{"type":"b","n":2`+"\n"), 1), true},
+		} {
+			a := &SurveyCand{Data: orig}
+			want, err := Survey(bytes.NewReader(tc.d), int64(len(tc.d)), p, SurveyOptions{}, []*SurveyCand{a})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &SurveyCand{File: bytes.NewReader(orig), Size: int64(len(orig))}
+			got, err := Survey(bytes.NewReader(tc.d), int64(len(tc.d)), p, SurveyOptions{}, []*SurveyCand{b})
+			if tc.held {
+				if !errors.Is(err, ErrHoldCandidate) {
+					t.Errorf("%s: %v, want the candidate held", tc.name, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if got != want || a.PrefixN != b.PrefixN || a.Lost != b.Lost || a.LostBytes != b.LostBytes {
+				t.Fatalf("%s: from its file %+v %d %d %d, held %+v %d %d %d", tc.name, got, b.PrefixN, b.Lost, b.LostBytes, want, a.PrefixN, a.Lost, a.LostBytes)
+			}
+		}
+	})
+}
