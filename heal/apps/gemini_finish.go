@@ -97,11 +97,16 @@ func geminiOrphanLines(damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, s
 	f := geminiFinish{seed: maphash.MakeSeed(), calls: map[uint64]bool{}} // its reading of tool ids
 	type place struct{ start, n int64 }
 	var at []place // f.answers[i]'s line
-	err := format.SplitAtWhere(geminiLog{}, salvaged, ssize, func(line []byte) bool { return !geminiNoToolIDs(line) }, func(l format.Line) error {
-		if l.Val != nil {
-			if f.toolIDs(l.Val, l.Raw); len(f.answers) > len(at) {
-				at = append(at, place{int64(l.Start), int64(l.End - l.Start)})
-			}
+	err := format.SplitAtLong(geminiLog{}, salvaged, ssize, func(line []byte) bool { return !geminiNoToolIDs(line) }, func(l format.Line) error {
+		if l.Val == nil {
+			return nil
+		}
+		gl := geminiLine{salvaged, int64(l.Start), int64(l.End), l.Raw, l.Terminated, l.Long()}
+		if err := f.toolIDs(l.Val, gl); err != nil {
+			return err
+		}
+		if len(f.answers) > len(at) {
+			at = append(at, place{int64(l.Start), int64(l.End - l.Start)})
 		}
 		return nil
 	})
@@ -130,7 +135,7 @@ func geminiReplayAt(salvaged io.ReaderAt, ssize int64, skip map[int64]int64) (bo
 	var arena jsonv.Arena
 	var keys []int32
 	first := true
-	err := format.EachLineAt(salvaged, ssize, func(start int64, line []byte, _ bool) error {
+	err := format.EachLineLong(geminiLog{}, salvaged, ssize, func(start, _ int64, line []byte, _, _ bool) error {
 		if _, ok := skip[start]; ok || !format.ValidRecordKeys(geminiLog{}, line, &keys) {
 			return nil // dropped, blank or no record
 		}
@@ -158,14 +163,15 @@ func geminiTrailingCheckpoints(salvaged io.ReaderAt, ssize int64, skip map[int64
 		first += n
 	}
 	drop := map[int64]int64{}
-	err := format.EachLineBack(salvaged, ssize, func(start int64, line []byte, terminated bool) error {
+	err := format.SplitBackLong(geminiLog{}, salvaged, ssize, nil, func(l format.Line) error {
+		start := int64(l.Start)
 		if _, ok := skip[start]; ok {
 			return nil
 		}
 		if start == first {
 			return format.Stop
 		}
-		v := format.ParseLine(geminiLog{}, int(start), line, terminated).Val
+		v := l.Val
 		if v == nil {
 			return nil
 		}
@@ -175,11 +181,7 @@ func geminiTrailingCheckpoints(salvaged io.ReaderAt, ssize int64, skip map[int64
 					return format.Stop
 				}
 			}
-			n := int64(len(line))
-			if terminated {
-				n++
-			}
-			drop[start] = n
+			drop[start] = int64(l.End - l.Start)
 			return nil
 		}
 		if isStr(v.Get("id")) && geminiResumable(v, nil) {

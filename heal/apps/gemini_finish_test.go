@@ -188,7 +188,7 @@ func gemRandChat(rng *rand.Rand) []byte {
 func TestGeminiFinishSpliceIsFinishSalvage(t *testing.T) {
 	p := geminiLog{}
 	path := filepath.Join(t.TempDir(), gemName)
-	counts := map[string]int{}
+	counts, checks := map[string]int{}, 0
 	check := func(name string, damaged, salvaged []byte) {
 		t.Helper()
 		want := gemRefFinishSalvage(damaged, salvaged)
@@ -207,6 +207,15 @@ func TestGeminiFinishSpliceIsFinishSalvage(t *testing.T) {
 		}
 		if g := p.FinishSalvage(path, damaged, salvaged); !bytes.Equal(g, want) {
 			t.Fatalf("%s: FinishSalvage %q, held whole %q", name, g, want)
+		}
+		// Lines over a window read as their records' skeletons, never held: the same.
+		checks++
+		w := []int{1, 40, 300}[checks%3]
+		restore := format.SetLineWindow(w)
+		g := p.FinishSalvage(path, damaged, salvaged)
+		restore()
+		if !bytes.Equal(g, want) {
+			t.Fatalf("%s: lines over %d bytes long: FinishSalvage %q, held whole %q", name, w, g, want)
 		}
 		asIs, _ := p.FinishesAsIs(path, bytes.NewReader(damaged), int64(len(damaged)), bytes.NewReader(salvaged), int64(len(salvaged)))
 		switch {

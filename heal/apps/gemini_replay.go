@@ -737,7 +737,7 @@ func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvag
 
 // geminiOrphans: the lines (by key) of answers that answer a call calls lacks, and which of
 // them damaged holds as a whole valid line (read only when there are some).
-func geminiOrphans(answers []geminiAnswer, calls map[uint64]bool, damaged io.ReaderAt, dsize int64, key func([]byte) uint64) (orphans, whole map[uint64]bool, err error) {
+func geminiOrphans(answers []geminiAnswer, calls map[uint64]bool, damaged io.ReaderAt, dsize int64, key func(geminiLine) (uint64, error)) (orphans, whole map[uint64]bool, err error) {
 	orphans = map[uint64]bool{}
 	for _, a := range answers {
 		for _, id := range a.ids {
@@ -750,8 +750,12 @@ func geminiOrphans(answers []geminiAnswer, calls map[uint64]bool, damaged io.Rea
 	if len(orphans) == 0 {
 		return orphans, whole, nil
 	}
-	err = format.EachLineAt(damaged, dsize, func(_ int64, line []byte, _ bool) error {
-		if k := key(line); orphans[k] && format.ValidRecord(geminiLog{}, line) {
+	err = format.EachLineLong(geminiLog{}, damaged, dsize, func(start, end int64, line []byte, terminated, long bool) error {
+		k, err := key(geminiLine{damaged, start, end, line, terminated, long})
+		if err != nil {
+			return err
+		}
+		if orphans[k] && format.ValidRecord(geminiLog{}, line) {
 			whole[k] = true
 		}
 		return nil
@@ -801,15 +805,42 @@ var geminiCheckpointFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
 	"$set": {Members: map[string]*jsonv.Fields{"messages": {Items: geminiMessageFields}}},
 }}
 
-func (f *geminiFinish) lineKey(b []byte) uint64 {
-	return maphash.Bytes(f.seed, bytes.TrimRight(b, "\r"))
+// lineKey is the key of a line (without its '\n'), held or long (then read from r: its
+// start and end, where the next line starts, and terminated say where).
+func (f *geminiFinish) lineKey(l geminiLine) (uint64, error) {
+	if !l.long {
+		return maphash.Bytes(f.seed, bytes.TrimRight(l.line, "\r")), nil
+	}
+	n := l.end - l.start
+	if l.terminated {
+		n--
+	}
+	n, err := format.TrimmedLen(l.r, l.start, n)
+	if err != nil {
+		return 0, err
+	}
+	var h maphash.Hash
+	h.SetSeed(f.seed)
+	if _, err := io.Copy(&h, io.NewSectionReader(l.r, l.start, n)); err != nil {
+		return 0, err
+	}
+	return h.Sum64(), nil
+}
+
+// geminiLine is a line the finish reads: held, or long (format.EachLineLong: line is then
+// its record's skeleton) and read from r where its key needs its bytes.
+type geminiLine struct {
+	r                io.ReaderAt
+	start, end       int64
+	line             []byte
+	terminated, long bool
 }
 
 // read reads the records of salvaged.
 func (f *geminiFinish) read(salvaged io.ReaderAt, ssize int64) error {
 	f.calls = map[uint64]bool{}
 	first := true
-	return format.EachLineAt(salvaged, ssize, func(_ int64, line []byte, _ bool) error {
+	return format.EachLineLong(geminiLog{}, salvaged, ssize, func(start, end int64, line []byte, terminated, long bool) error {
 		if !format.ValidRecordKeys(geminiLog{}, line, &f.keys) { // the keys of the record's members
 			return nil
 		}
@@ -824,7 +855,9 @@ func (f *geminiFinish) read(salvaged io.ReaderAt, ssize int64) error {
 			v, src = f.arena.ParseFieldsKeys(body, nodeDialect, fields, f.keys), body
 		} else {
 			v = jsonv.ParseDepthValid(body, nodeDialect, 0) // the whole tree, as Parse builds it
-			f.toolIDs(v, line)
+			if err := f.toolIDs(v, geminiLine{salvaged, start, end, line, terminated, long}); err != nil {
+				return err
+			}
 		}
 		if first {
 			first = false // the metadata record
@@ -862,8 +895,8 @@ func (f *geminiFinish) read(salvaged io.ReaderAt, ssize int64) error {
 	})
 }
 
-// toolIDs adds the tool calls the whole tree v of line makes, and its tool results.
-func (f *geminiFinish) toolIDs(v *jsonv.Value, line []byte) {
+// toolIDs adds the tool calls the whole tree v of l makes, and its tool results.
+func (f *geminiFinish) toolIDs(v *jsonv.Value, l geminiLine) error {
 	var results []string
 	cs := map[string]bool{}
 	geminiToolIDs(v, "", cs, &results)
@@ -871,10 +904,15 @@ func (f *geminiFinish) toolIDs(v *jsonv.Value, line []byte) {
 		f.calls[maphash.String(f.seed, id)] = true
 	}
 	if len(results) > 0 {
-		a := geminiAnswer{line: f.lineKey(line)}
+		key, err := f.lineKey(l)
+		if err != nil {
+			return err
+		}
+		a := geminiAnswer{line: key}
 		for _, id := range results {
 			a.ids = append(a.ids, maphash.String(f.seed, id))
 		}
 		f.answers = append(f.answers, a)
 	}
+	return nil
 }

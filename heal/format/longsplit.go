@@ -95,3 +95,50 @@ func longSplitLine(d jsonv.Dialect, anyValue, plain bool, start int64, ll *longL
 	}
 	return l
 }
+
+// EachLineLong calls fn with each line of r's size bytes as [EachLineAt] gives them, but a
+// line longer than LineWindow, which is never held: it is given as long, line being its
+// record's skeleton when it holds a valid value (else nil). end is where the next line
+// starts. Stop ends the walk without an error.
+func EachLineLong(p Profile, r io.ReaderAt, size int64, fn func(start, end int64, line []byte, terminated, long bool) error) error {
+	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: true, cuts: true}
+	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
+		func(start int64, line []byte, terminated bool, ll *longLine) error {
+			if ll != nil {
+				end := start + ll.n
+				if ll.terminated {
+					end++
+				}
+				return fn(start, end, ll.skel, ll.terminated, true)
+			}
+			end := start + int64(len(line))
+			if terminated {
+				end++
+			}
+			return fn(start, end, line, terminated, false)
+		})
+	if err == Stop {
+		err = nil
+	}
+	return err
+}
+
+// TrimmedLen is the length of the n bytes of r at start without the '\r's that end them.
+func TrimmedLen(r io.ReaderAt, start, n int64) (int64, error) {
+	var b [64]byte
+	for n > 0 {
+		c := min(n, int64(len(b)))
+		if k, err := r.ReadAt(b[:c], start+n-c); int64(k) < c {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		t := bytes.TrimRight(b[:c], "\r")
+		n -= c - int64(len(t))
+		if len(t) > 0 {
+			break
+		}
+	}
+	return n, nil
+}

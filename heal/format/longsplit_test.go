@@ -113,6 +113,31 @@ func TestSplitAtLongIsSplit(t *testing.T) {
 						if len(got) != len(want) {
 							t.Fatalf("window %d back %v: %d lines, want %d", window, back, len(got), len(want))
 						}
+						// EachLineLong: each line's place, and its bytes or, long, its
+						// record's skeleton.
+						if !back {
+							i := 0
+							err := EachLineLong(p, bytes.NewReader(data), int64(len(data)), func(start, end int64, line []byte, terminated, long bool) error {
+								w := want[i]
+								i++
+								if start != int64(w.Start) || end != int64(w.End) || terminated != w.Terminated {
+									t.Fatalf("EachLineLong: line at %d..%d, want %d..%d", start, end, w.Start, w.End)
+								}
+								body := bytes.TrimSuffix(w.Raw, []byte("\r"))
+								switch {
+								case !long && !bytes.Equal(line, w.Raw):
+									t.Fatalf("EachLineLong: line %q, want %q", line, w.Raw)
+								case long && w.Err == nil && !w.Blank && len(data) < SkeletonString && !bytes.Equal(line, body):
+									t.Fatalf("EachLineLong: long line %q, want %q", line, body)
+								case long && (w.Err != nil && w.Err != ErrNotObject || w.Blank) && line != nil:
+									t.Fatalf("EachLineLong: a skeleton of a line without a value")
+								}
+								return nil
+							})
+							if err != nil || i != len(want) {
+								t.Fatalf("EachLineLong: %d lines, %v", i, err)
+							}
+						}
 						for i := range got {
 							if got[i].Long() {
 								long++
