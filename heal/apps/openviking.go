@@ -210,8 +210,8 @@ func ovArchives(sid string) []ovArchive {
 		}
 		// Read line by line, never held: an archive may hold many messages.
 		if f, id, err := fsio.OpenRegular(filepath.Join(dir, "messages.jsonl")); err == nil {
-			format.EachLineAt(f, id.Size, func(_ int64, line []byte, _ bool) error {
-				if format.ValidRecord(ovMessages{}, line) {
+			format.EachLineLong(ovMessages{}, f, id.Size, func(_, _ int64, line []byte, _, _ bool) error {
+				if format.ValidRecord(ovMessages{}, line) { // a long line's skeleton
 					v := jsonv.ParseFieldsValid(bytes.TrimSuffix(line, []byte("\r")), ovDialect, ovIDField)
 					if id := v.Get("id"); isStr(id) {
 						a.ids[id.Str] = true
@@ -367,8 +367,8 @@ func ovLive(sid string) (live int, overlap bool, ok bool) {
 	defer f.Close()
 	archived := ovArchivedIDs(sid)
 	bad := errors.New("not a whole record")
-	err = format.EachLineAt(f, id.Size, func(_ int64, line []byte, terminated bool) error {
-		if len(bytes.TrimSpace(line)) == 0 {
+	err = format.EachLineLong(ovMessages{}, f, id.Size, func(_, _ int64, line []byte, terminated, _ bool) error {
+		if line != nil && len(bytes.TrimSpace(line)) == 0 {
 			return nil
 		}
 		if !terminated || !format.ValidRecord(ovMessages{}, line) {

@@ -82,6 +82,13 @@ func TestOVMessagesJudgedAsWholeChecklist(t *testing.T) {
 			if err != nil || !reflect.DeepEqual(got, want) || !reflect.DeepEqual(at, want) {
 				t.Fatalf("%s: whole-lines checklist %+v, held %+v, streamed %+v (%v)\ninput %q", p, want, got, at, err, data)
 			}
+			// Lines over a window (the archives' too) read as their records' skeletons.
+			restore := format.SetLineWindow(40)
+			long, err := format.InspectAt(ovMessages{}, p, bytes.NewReader(data), int64(len(data)))
+			restore()
+			if err != nil || !reflect.DeepEqual(long, want) {
+				t.Fatalf("%s: whole-lines checklist %+v, lines over 40 bytes long %+v (%v)", p, want, long, err)
+			}
 			kinds[want.Kind]++
 		}
 	}

@@ -98,8 +98,8 @@ func longSplitLine(d jsonv.Dialect, anyValue, plain bool, start int64, ll *longL
 
 // EachLineLong calls fn with each line of r's size bytes as [EachLineAt] gives them, but a
 // line longer than LineWindow, which is never held: it is given as long, line being its
-// record's skeleton when it holds a valid value (else nil). end is where the next line
-// starts. Stop ends the walk without an error.
+// record's skeleton when it holds a valid value, empty when it is blank, else nil. end is
+// where the next line starts. Stop ends the walk without an error.
 func EachLineLong(p Profile, r io.ReaderAt, size int64, fn func(start, end int64, line []byte, terminated, long bool) error) error {
 	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: true, cuts: true}
 	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
@@ -109,7 +109,11 @@ func EachLineLong(p Profile, r io.ReaderAt, size int64, fn func(start, end int64
 				if ll.terminated {
 					end++
 				}
-				return fn(start, end, ll.skel, ll.terminated, true)
+				skel := ll.skel
+				if ll.blank {
+					skel = []byte{}
+				}
+				return fn(start, end, skel, ll.terminated, true)
 			}
 			end := start + int64(len(line))
 			if terminated {

@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -129,8 +130,10 @@ func TestSplitAtLongIsSplit(t *testing.T) {
 									t.Fatalf("EachLineLong: line %q, want %q", line, w.Raw)
 								case long && w.Err == nil && !w.Blank && len(data) < SkeletonString && !bytes.Equal(line, body):
 									t.Fatalf("EachLineLong: long line %q, want %q", line, body)
-								case long && (w.Err != nil && w.Err != ErrNotObject || w.Blank) && line != nil:
+								case long && w.Err != nil && w.Err != ErrNotObject && line != nil:
 									t.Fatalf("EachLineLong: a skeleton of a line without a value")
+								case long && w.Blank && (line == nil || len(line) > 0):
+									t.Fatalf("EachLineLong: a blank line given as %q", line)
 								}
 								return nil
 							})
@@ -183,5 +186,39 @@ func TestSplitAtLongHoldsNoLine(t *testing.T) {
 		if d := after.TotalAlloc - before.TotalAlloc; d > 4*LineWindow {
 			t.Fatalf("back %v: %d bytes allocated for a line of %d", back, d, len(big))
 		}
+	}
+}
+
+// The daemon's tail state of a log (its sha256 and lines) is the same whether its lines are
+// held or, longer than the window, walked from the file.
+func TestTailStateLongLines(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 1))
+	p := recChecker{plain{jsonl: true}}
+	states := 0
+	for range 300 {
+		data := genTail(r)
+		want, err := newTailState(p, bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want != nil {
+			states++
+			h := sha256.New()
+			h.Write(data)
+			if exp := stateOf(h, bytes.Count(data, []byte("\n"))); !bytes.Equal(want.sha, exp.sha) || want.lines != exp.lines {
+				t.Fatalf("%q: state %+v, want %+v", data, want, exp)
+			}
+		}
+		for _, w := range []int{1, 16, 64} {
+			withWindow(w, func() {
+				got, err := newTailState(p, bytes.NewReader(data), int64(len(data)))
+				if err != nil || (got == nil) != (want == nil) || got != nil && (!bytes.Equal(got.sha, want.sha) || got.lines != want.lines) {
+					t.Fatalf("window %d, %q: %+v (%v), want %+v", w, data, got, err, want)
+				}
+			})
+		}
+	}
+	if states < 50 {
+		t.Fatalf("only %d states made", states)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
+	"errors"
 	"hash"
 	"io"
 	"sync"
@@ -28,22 +29,29 @@ type tailState struct {
 	lines int
 }
 
-// newTailState is the tailState of the size bytes of r: nil when a line is blank or too
-// long to hold (MaxLine), or the bytes do not end with a '\n'.
-func newTailState(r io.ReaderAt, size int64) (*tailState, error) {
+// newTailState is the tailState of the size bytes of r (lines of profile p): nil when a line
+// is blank or cannot be judged streaming, or the bytes do not end with a '\n'. A line over
+// LineWindow is walked from r, never held.
+func newTailState(p Profile, r io.ReaderAt, size int64) (*tailState, error) {
 	h := sha256.New()
+	ta := &teeAt{r: io.NewSectionReader(r, 0, size), w: h}
 	lines, blank, open := 0, false, false
-	err := EachLine(io.TeeReader(io.NewSectionReader(r, 0, size), h), func(_ int64, line []byte, terminated bool) error {
-		if blankLine(line) {
-			blank = true
-			return Stop
-		}
-		lines++
-		open = !terminated
-		return nil
-	})
+	lj := &longJudge{r: rulesOf(p), window: lineWindow}
+	err := readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
+		func(_ int64, line []byte, terminated bool, long *longLine) error {
+			if long != nil && long.blank || long == nil && blankLine(line) {
+				blank = true
+				return Stop
+			}
+			lines++
+			open = !terminated
+			return nil
+		})
+	if err == nil {
+		err = ta.through(size)
+	}
 	switch {
-	case err == ErrNoStream || err == Stop || blank || open:
+	case errors.Is(err, ErrNoStream) || err == Stop || blank || open:
 		return nil, nil
 	case err != nil:
 		return nil, err
@@ -110,7 +118,7 @@ func (c *AppendCache) RememberTail(path string, t Profile, id fsio.Identity) {
 		return // remembered without: a torn tail is cut from the file
 	}
 	defer f.Close()
-	if st, err := newTailState(f, id.Size); err == nil && st != nil && fsio.StillSame(f, id) {
+	if st, err := newTailState(t, f, id.Size); err == nil && st != nil && fsio.StillSame(f, id) {
 		c.setTail(path, id, st)
 	}
 }
