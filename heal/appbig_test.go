@@ -26,8 +26,10 @@ func appRule(t *testing.T, preset, root string) *policy.Rule {
 }
 
 // healApp heals data at rel under a fresh engine whose streamed path takes files over
-// threshold bytes (0: the default), with lastGood planted first when set: the report, the
-// file after, the quarantined bytes, and whether the file was planned streaming.
+// threshold bytes (0: the default, an app log up to appBigFile then planned on its bytes
+// held whole, as planWhole plans it: the reference the planner from the file is held to),
+// with lastGood planted first when set: the report, the file after, the quarantined bytes,
+// and whether the file was planned streaming.
 func healApp(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64) (Report, []byte, []byte, bool) {
 	t.Helper()
 	return healAppWith(t, preset, rel, data, lastGood, threshold, 0, Options{})
@@ -44,6 +46,7 @@ func healAppWith(t *testing.T, preset, rel string, data, lastGood []byte, thresh
 func healAppTweak(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64, o Options, tweak func(*Engine)) (Report, []byte, []byte, bool) {
 	t.Helper()
 	e, root := bigEngineWith(t, threshold, o)
+	e.heldAppPlans = threshold == 0
 	tweak(e)
 	p := filepath.Join(root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -16,6 +16,7 @@ type bigEdit struct {
 	newSHA  string
 	newSize int64
 	prefix  bool // the new bytes are a prefix of the old: a tail cut
+	small   bool // an app log up to appBigFile: a tail cut replaces it whole
 }
 
 func (ed *edit) oldSize() int64 {
@@ -59,7 +60,7 @@ func (ed *edit) quarantined() int64 {
 // made in place where a write lease proves no one else has the file open (see
 // Engine.truncateLeased).
 func (ed *edit) cutsInPlace() bool {
-	return !ed.missing && ed.big != nil && ed.big.prefix && ed.big.newSize > 0 && ed.big.newSize < ed.oldID.Size
+	return !ed.missing && ed.big != nil && ed.big.prefix && !ed.big.small && ed.big.newSize > 0 && ed.big.newSize < ed.oldID.Size
 }
 
 // tailCut: the new bytes are the old ones cut short (allowed in place beside a writer).

@@ -26,12 +26,18 @@ import (
 // planLimit, when streaming finds no repair or when both salvage and the last-good copy apply.
 const bigFile = 8 << 20
 
-// appBigFile is the size above which a damaged app transcript judged record by record
-// (appStreamed) is planned streaming: lower than bigFile, for its streamed plan is the one
-// made on its bytes held whole (TestAppBigPathMatchesInMemory) at half the memory and twice
-// the speed from a few MB on (a 7.9 MB Claude Code transcript healed in 0.14–0.22 s at
-// 20–31 MB streaming, 0.31–0.54 s at 41–55 MB held; the two meet at about 1 MB).
+// A damaged app transcript judged record by record (appStreamed) is planned from the file
+// at every size: its streamed plan is the one made on its bytes held whole
+// (TestAppBigPathMatchesInMemory), which only planWhole still makes. appBigFile is the size
+// above which such a log's torn tail is cut in place (a smaller one is replaced whole, its
+// whole original quarantined), its last-good copy copied from the file, and the daemon keeps
+// the state a torn tail is cut from (AppendCache.RememberTail).
 const appBigFile = 1 << 20
+
+// appPlanStreamed: a damaged app log of typ and size bytes is planned from the file.
+func (e *Engine) appPlanStreamed(typ format.Profile, size int64) bool {
+	return appStreamed(typ) && (!e.heldAppPlans || size > e.appBigAbove())
+}
 
 // bigAbove is the size above which a file is planned streaming.
 func (e *Engine) bigAbove() int64 {

@@ -101,7 +101,7 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 				e.inc.Full.Add(1)
 				e.remember(t.Path, in.ctx.typ, sid)
 				return in
-			case serr == nil && v.Status == Damaged && sid.Size <= streamThreshold && !(appStreamed(in.ctx.typ) && sid.Size > e.appBigAbove()):
+			case serr == nil && v.Status == Damaged && sid.Size <= streamThreshold && !e.appPlanStreamed(in.ctx.typ, sid.Size):
 				// Read whole below, and planned as such.
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v
@@ -162,7 +162,7 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 				e.inc.Drop(t.Path)
 			}
 		}
-		if in.verdict.Status == Damaged && appStreamed(in.ctx.typ) && id.Size > e.appBigAbove() {
+		if in.verdict.Status == Damaged && e.appPlanStreamed(in.ctx.typ, id.Size) && id.Size > 0 {
 			// Planned streaming (bigplan.go): the bytes read are let go.
 			in.data, in.big, in.bigEnd = nil, true, -1
 		}
