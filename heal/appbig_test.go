@@ -46,7 +46,7 @@ func healAppWith(t *testing.T, preset, rel string, data, lastGood []byte, thresh
 func healAppTweak(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64, o Options, tweak func(*Engine)) (Report, []byte, []byte, bool) {
 	t.Helper()
 	e, root := bigEngineWith(t, threshold, o)
-	e.heldAppPlans = threshold == 0
+	e.heldPlans = threshold == 0
 	tweak(e)
 	p := filepath.Join(root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -114,6 +114,13 @@ func TestAppBigPathMatchesInMemory(t *testing.T) {
 			if big1 {
 				t.Fatalf("%s: the in-memory engine took the streamed path", a.preset)
 			}
+			// The engine as it runs plans it from the file at this size too, its tail cut
+			// made by a replace (the whole original quarantined), as in memory.
+			r3, f3, q3, big3 := healAppTweak(t, a.preset, a.rel, data, lg, 0, Options{}, func(e *Engine) { e.heldPlans = false })
+			r3.Quarantine, r3.Wrote, r3.Path = "", nil, ""
+			if r1.Verdict == Damaged && !big3 {
+				t.Fatalf("%s: damaged, %d bytes, not planned from the file", a.preset, len(data))
+			}
 			if big2 {
 				streamed++
 				if r2.Strategy == "salvage+last-good" {
@@ -121,6 +128,9 @@ func TestAppBigPathMatchesInMemory(t *testing.T) {
 				}
 			}
 			r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
+			if !equalReports(r1, r3) || !bytes.Equal(f1, f3) || !bytes.Equal(q1, q3) {
+				t.Fatalf("%s: the heal as it runs differs from the held one:\nheld %+v\nruns %+v", a.preset, r1, r3)
+			}
 			if big2 && r2.QuarantinedBytes == int64(len(data)-len(f2)) && bytes.HasPrefix(data, f2) && len(f2) > 0 {
 				r2.QuarantinedBytes = r1.QuarantinedBytes // a streamed tail cut quarantines what it cuts
 			}

@@ -26,17 +26,18 @@ import (
 // planLimit, when streaming finds no repair or when both salvage and the last-good copy apply.
 const bigFile = 8 << 20
 
-// A damaged app transcript judged record by record (appStreamed) is planned from the file
-// at every size: its streamed plan is the one made on its bytes held whole
-// (TestAppBigPathMatchesInMemory), which only planWhole still makes. appBigFile is the size
-// above which such a log's torn tail is cut in place (a smaller one is replaced whole, its
-// whole original quarantined), its last-good copy copied from the file, and the daemon keeps
-// the state a torn tail is cut from (AppendCache.RememberTail).
+// A damaged app transcript judged record by record (appStreamed), and a damaged app
+// document, is planned from the file at every size: its streamed plan is the one made on
+// its bytes held whole (TestAppBigPathMatchesInMemory, TestAppDocumentsJudgedStreaming),
+// which only planWhole still makes. appBigFile is the size above which such a log's torn
+// tail is cut in place (a smaller one is replaced whole, its whole original quarantined, as
+// a document up to bigFile is), its last-good copy copied from the file, and the daemon
+// keeps the state a torn tail is cut from (AppendCache.RememberTail).
 const appBigFile = 1 << 20
 
 // appPlanStreamed: a damaged app log of typ and size bytes is planned from the file.
 func (e *Engine) appPlanStreamed(typ format.Profile, size int64) bool {
-	return appStreamed(typ) && (!e.heldAppPlans || size > e.appBigAbove())
+	return appStreamed(typ) && (!e.heldPlans || size > e.appBigAbove())
 }
 
 // bigAbove is the size above which a file is planned streaming.

@@ -48,6 +48,15 @@ func TestAppDocumentsJudgedStreaming(t *testing.T) {
 				if r1.Verdict == Damaged && !big && len(data) > 1 {
 					t.Errorf("%s: damaged, not planned streaming", path)
 				}
+				// The engine as it runs: planned from the file at this size too.
+				r3, after3, q3, big3 := healAppTweak(t, app.preset, rel, data, lg, 0, Options{}, func(e *Engine) { e.heldPlans = false })
+				if r1.Verdict == Damaged && !big3 && len(data) > 1 {
+					t.Errorf("%s: damaged, %d bytes, not planned from the file", path, len(data))
+				}
+				if r1.Action != r3.Action || r1.Strategy != r3.Strategy || r1.LostRecords != r3.LostRecords || r1.LostBytes != r3.LostBytes ||
+					!bytes.Equal(after1, after3) || !bytes.Equal(q1, q3) {
+					t.Errorf("%s: the heal as it runs differs from the held one:\nheld %+v\nruns %+v", path, r1, r3)
+				}
 				if r1.Action == ActionHealed {
 					healed++
 				}

@@ -50,9 +50,10 @@ type Engine struct {
 	// twoPassTorn: a heal judges a big app log torn at its end, then plans its cut, in two
 	// passes (tests compare it with the one pass of inspectTorn).
 	twoPassTorn bool
-	// heldAppPlans: a damaged app log up to appBigFile is planned on its bytes held whole,
-	// as planWhole plans it (tests compare that planner with the one from the file).
-	heldAppPlans bool
+	// heldPlans: a damaged app log up to appBigFile, or app document up to bigFile, is
+	// planned on its bytes held whole, as planWhole plans it (tests compare that planner
+	// with the one from the file).
+	heldPlans bool
 }
 
 // DefaultQuietCheck is the quiet check of files of apps without a lock (see

@@ -154,6 +154,19 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 			in.data, in.id = data, id
 			in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
 		}
+		if in.verdict.Status == Damaged && doc && id.Size > 0 && !e.heldPlans {
+			// An app document is planned from the file at every size (bigplan.go): judged
+			// again from it, its bytes let go.
+			lastGood := in.ctx.lastGood
+			*in = inspection{ctx: in.ctx}
+			in.ctx.lastGood = nil
+			if e.inspectDoc(t, in) {
+				return in
+			}
+			in.ctx.lastGood = lastGood
+			in.data, in.id = data, id
+			in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
+		}
 		if in.ctx.typ.AppendOnly() {
 			e.inc.Full.Add(1)
 			if in.verdict.Status == Healthy && !e.oneShot {
