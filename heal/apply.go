@@ -1,8 +1,9 @@
 package heal
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -538,8 +539,9 @@ func (e *Engine) putBack(d *fsio.Dir, old *os.File, ed edit, ours Identity) erro
 		// The path still holds the inode we wrote, grown: an app without a lock that
 		// appends (Claude Code's appendFile) appended to the old inode during the heal,
 		// then to ours.
-		if merged, ok := appendsOnBoth(d, old, fi, ed, now); ok {
-			return e.putBackAppends(d, ed, merged, now)
+		if merged, src, done, ok := appendsOnBoth(d, old, fi, ed, now); ok {
+			defer done()
+			return e.putBackAppends(d, ed, merged, src, now)
 		}
 	}
 	return busyErr("%s: the app wrote during the heal, then saved again over it", ed.path)
@@ -571,44 +573,69 @@ func (e *Engine) putAgain(d *fsio.Dir, ed edit, c fsio.Content, src io.ReaderAt,
 	return d.Sync()
 }
 
-// maxMergedAppends bounds what appendsOnBoth holds: the heal's own bytes and both appends.
+// maxMergedAppends bounds what appendsOnBoth holds: both appends.
 const maxMergedAppends = 64 << 20
 
 // appendsOnBoth: the old inode is the bytes the heal read with an append after them, and the
 // file at the path is the bytes the heal wrote with another append after them. Both appends
 // are the app's, in that order: merged is the heal's bytes, then the old inode's append, then
-// the new one's. ok is false for anything else (a rewrite, a big edit, too large to hold).
-func appendsOnBoth(d *fsio.Dir, old *os.File, oldFi os.FileInfo, ed edit, now Identity) ([]byte, bool) {
-	if ed.old == nil || ed.data == nil || ed.big != nil || oldFi.Size()+now.Size > maxMergedAppends {
-		return nil, false
+// the new one's, said as a splice of the file at the path (src, open until done is called;
+// the old inode's append held). Each file's bytes before its append are told by their sha256,
+// read streaming: the heal's bytes are not held, whatever their size. ok is false for
+// anything else (a rewrite, appends too large to hold).
+func appendsOnBoth(d *fsio.Dir, old *os.File, oldFi os.FileInfo, ed edit, now Identity) (merged *format.Splice, src io.ReaderAt, done func(), ok bool) {
+	oldN, newN := ed.oldSize(), ed.newSize()
+	if oldFi.Size() < oldN || now.Size < newN || oldFi.Size()-oldN+now.Size-newN > maxMergedAppends {
+		return nil, nil, nil, false
 	}
-	n1 := make([]byte, oldFi.Size())
-	if _, err := old.ReadAt(n1, 0); err != nil || !bytes.HasPrefix(n1, ed.old) {
-		return nil, false
+	if sum, err := prefixSHA(old, oldN); err != nil || sum != ed.oldSHA() {
+		return nil, nil, nil, false
 	}
 	f, err := d.OpenFile(filepath.Base(ed.path), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	n2 := make([]byte, now.Size)
-	if _, err := f.ReadAt(n2, 0); err != nil || !bytes.HasPrefix(n2, ed.data) {
-		return nil, false
+		return nil, nil, nil, false
 	}
 	if fi, err := f.Stat(); err != nil || !fsio.IdentityOf(fi).SameWrite(now) {
-		return nil, false // still being written: the caller backs off
+		f.Close()
+		return nil, nil, nil, false // still being written: the caller backs off
 	}
-	merged := make([]byte, 0, len(n1)-len(ed.old)+len(n2))
-	merged = append(merged, ed.data...)
-	merged = append(merged, n1[len(ed.old):]...)
-	return append(merged, n2[len(ed.data):]...), true
+	if sum, err := prefixSHA(f, newN); err != nil || sum != ed.newSHA() {
+		f.Close()
+		return nil, nil, nil, false
+	}
+	a1 := make([]byte, oldFi.Size()-oldN)
+	if k, _ := old.ReadAt(a1, oldN); k < len(a1) {
+		f.Close()
+		return nil, nil, nil, false
+	}
+	if fi, err := f.Stat(); err != nil || !fsio.IdentityOf(fi).SameWrite(now) {
+		f.Close()
+		return nil, nil, nil, false
+	}
+	merged = &format.Splice{}
+	merged.AddRange(0, newN)
+	merged.AddData(a1)
+	merged.AddRange(newN, now.Size-newN)
+	return merged, f, func() { f.Close() }, true
+}
+
+// prefixSHA is the hex sha256 of the first n bytes of f, read streaming.
+func prefixSHA(f io.ReaderAt, n int64) (string, error) {
+	h := sha256.New()
+	if k, err := io.Copy(h, io.NewSectionReader(f, 0, n)); err != nil || k < n {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // putBackAppends replaces the file at the path (still the version now) with merged, the
 // heal's bytes and both of the app's appends in order, and reports busy: the file is looked
 // at again later (an append glued to a torn line is damage a next heal salvages).
-func (e *Engine) putBackAppends(d *fsio.Dir, ed edit, merged []byte, now Identity) error {
-	err := e.putAgain(d, ed, fsio.Bytes(merged), nil, func() error {
+func (e *Engine) putBackAppends(d *fsio.Dir, ed edit, merged fsio.Content, src io.ReaderAt, now Identity) error {
+	err := e.putAgain(d, ed, merged, src, func() error {
 		if cur, err := d.Stat(filepath.Base(ed.path)); err != nil || !cur.SameWrite(now) {
 			return busyErr("%s: the app appended during the heal, and again while its appends were put back", ed.path)
 		}

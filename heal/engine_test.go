@@ -3,6 +3,7 @@ package heal
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -394,9 +395,20 @@ func TestOpenWriterAllowsOnlyATailCut(t *testing.T) {
 
 // An app without a lock that appends (Claude Code's appendFile) appended to the old inode
 // during the heal, then to the healed file: both appends are put back, in order, after the
-// heal's bytes; none is lost in the unlinked inode.
+// heal's bytes; none is lost in the unlinked inode. So for a heal planned on the bytes held
+// and for one planned from the file (as every app log's is), whose bytes the put-back reads
+// streaming.
 func TestAppendsOnBothInodesArePutBackInOrder(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		t.Run(fmt.Sprint("from the file: ", big), func(t *testing.T) { appendsOnBothInodes(t, big) })
+	}
+}
+
+func appendsOnBothInodes(t *testing.T, big bool) {
 	e, faults, _, p, appendTo := appendingApp(t)
+	if big {
+		e.bigThreshold = 1
+	}
 	var renamed atomic.Bool
 	e.findWriters = func(dev, ino uint64) []int {
 		if renamed.CompareAndSwap(true, false) {
@@ -432,7 +444,16 @@ func TestAppendsOnBothInodesArePutBackInOrder(t *testing.T) {
 // inode's bytes are copied for their put-back: that append is not lost under the put-back's
 // rename; both appends are put back in order after the heal's bytes.
 func TestAppendDuringThePutBackIsKept(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		t.Run(fmt.Sprint("from the file: ", big), func(t *testing.T) { appendDuringThePutBack(t, big) })
+	}
+}
+
+func appendDuringThePutBack(t *testing.T, big bool) {
 	e, faults, dir, p, appendTo := appendingApp(t)
+	if big {
+		e.bigThreshold = 1
+	}
 	e.findWriters = func(dev, ino uint64) []int { return nil }
 	renamed, copying := false, false
 	faults.set(func(op, path string) error {
