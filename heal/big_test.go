@@ -74,6 +74,7 @@ var bigCases = []bigCase{
 	{"jsonl/not-object-last", "jsonl", "{\"a\":1}\n[1]", ""},
 	{"jsonl/all-bad", "jsonl", "x\ny\n", ""},
 	{"jsonl/all-bad-last-good", "jsonl", "x\ny\n", "{\"a\":1}\n{\"b\":2}\n"},
+	{"jsonl/union", "jsonl", "{\"a\":1}\n{\"a\":2}\nxx\n{\"a\":4}\n", "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n"},
 	{"jsonl/last-good-wins", "jsonl", "{\"a\":1}\nx\n", "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"},
 	{"jsonl/bad-utf8", "jsonl", "{\"a\":1}\n{\"b\":\"\xff\"}\n{\"c\":3}\n", ""},
 	{"jsonl/healthy", "jsonl", "{\"a\":1}\n{\"b\":2}\n", ""},
@@ -83,11 +84,14 @@ var bigCases = []bigCase{
 	{"jsonl/prefix-of-bad-last-good", "jsonl", "{\"a\":1}\n", "{\"a\":1}\n{\"b\":2}garbage\n"},
 }
 
-// healOnce heals one case on a fresh engine and returns the report, the file after, the
-// quarantine entry (if any) and whether the streamed path planned it.
+// healOnce heals one case on a fresh engine whose streamed path takes files over threshold
+// bytes (0: the reference, planned on the bytes held whole; -1: the engine as it runs) and
+// returns the report, the file after, the quarantine entry (if any) and whether the streamed
+// path planned it.
 func healOnce(t *testing.T, c bigCase, threshold int64) (Report, []byte, os.FileInfo, *Manifest, []byte, bool) {
 	t.Helper()
 	e, root := bigEngine(t, threshold)
+	e.heldPlans = threshold == 0 // the reference: planned on the bytes held whole
 	name := "s." + c.format
 	p := filepath.Join(root, name)
 	if err := os.WriteFile(p, []byte(c.data), 0o640); err != nil {
@@ -198,16 +202,18 @@ func compareBig(t *testing.T, c bigCase) {
 				}
 				r2.QuarantinedBytes = r1.QuarantinedBytes
 			}
-			if r1.Strategy == "salvage+last-good" && big2 {
-				// The union is not planned for a big file (bigplan.go): the streamed heal
-				// is one of the other strategies, and heals all the same.
-				if r2.Action != ActionHealed || r2.Verdict != r1.Verdict || r2.Kind != r1.Kind {
-					t.Fatalf("in memory %+v\nstreamed  %+v", r1, r2)
-				}
-				return
-			}
 			if !equalReports(r1, r2) {
 				t.Fatalf("reports differ:\nin memory %+v\nstreamed  %+v", r1, r2)
+			}
+			// The engine as it runs plans it from the file at this size too, a tail cut
+			// made by a replace (the whole original quarantined), as in memory.
+			r3, f3, _, _, q3, big3 := healOnce(t, c, -1)
+			r3.Quarantine, r3.Wrote, r3.Path = "", nil, ""
+			if !big3 && r3.Verdict == Damaged && !cut && len(c.data) > 0 {
+				t.Fatal("the engine as it runs did not plan it from the file")
+			}
+			if !equalReports(r1, r3) || !bytes.Equal(f1, f3) || !bytes.Equal(q1, q3) {
+				t.Fatalf("the heal as it runs differs:\nin memory %+v\nas it runs %+v", r1, r3)
 			}
 			if !bytes.Equal(f1, f2) {
 				t.Fatalf("results differ:\nin memory %q\nstreamed  %q", f1, f2)

@@ -6,33 +6,31 @@ import (
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
-// Big files (DESIGN §10: memory stays bounded whatever the file's size). A damaged generic JSON
-// or JSONL file larger than bigFile is judged, planned and healed from the file itself, never
-// held in memory: its salvage is described as the bytes of the original it keeps (a JSON
-// document's first value, a JSONL file's valid lines, the bytes after a byte order mark), and
-// every step of the heal protocol that needs those bytes — the quarantine copy, the hashes of
-// the journal, the temp file, the put-back of an app's late write, the verification — streams
-// them from the original's descriptor. The result is byte for byte what the in-memory plan
-// would write. Candidates from elsewhere (a backup, the last-good copy, itself bounded by
-// last_good.max_file_bytes) stay in memory; the salvage+last-good union is not planned for a
-// big file (it would index every record of the file).
+// Planned from the file (DESIGN §10: memory stays bounded whatever the file's size). A
+// damaged file — an app transcript judged record by record (appStreamed), an app document,
+// a plain JSON or JSONL file — is planned from the file itself at every size (bigplan.go):
+// its salvage is said as the bytes of the original it keeps (a JSON document's first value,
+// a JSONL file's valid lines, the bytes after a byte order mark; an app log's records split
+// out of glued lines, rejoined, repeats dropped: format.PlanKeep, only the damaged lines held,
+// a run at a time), its line rewrites as splices of it, each judged streaming; every step of
+// the heal protocol that needs those bytes — the quarantine copy, the hashes of the journal,
+// the temp file, the put-back of an app's late write, the verification — streams them from
+// the original's descriptor. Candidates from elsewhere (a backup, the last-good copy, itself
+// bounded by last_good.max_file_bytes) are held or measured from their files; the union of
+// the salvage and the last-good copy adds at most unionBudget bytes of salvaged records. The
+// plan is the one made on the bytes held whole (TestAppBigPathMatchesInMemory,
+// TestAppDocumentsJudgedStreaming, TestBigPathMatchesInMemory), which only planWhole (a line
+// that cannot be read streaming, a strategy done on whole files only: OpenViking's
+// .meta.json reconcile, up to planLimit) and a missing file's restore still make.
 //
-// So is an app's transcript whose checklist runs record by record (appStreamed: Claude Code,
-// Codex, pi, Qwen Code, Copilot CLI, OpenClaw): its salvage (records split out of glued
-// lines, rejoined, repeats dropped) is a splice of the original (format.PlanKeep: only the
-// damaged lines are held, a run at a time), judged streaming (format.InspectAt). The
-// strategies that rewrite records (rebuild-header, drop-invalid-entries, add-ordinals,
-// restore-fields, reconcile) and the union are planned on the file held whole, up to
-// planLimit, when streaming finds no repair or when both salvage and the last-good copy apply.
+// bigFile is the size above which a document or plain file is judged streaming, never read
+// whole; a damaged one up to it whose repair is a tail cut is replaced whole, its whole
+// original quarantined (a larger one is cut in place).
 const bigFile = 8 << 20
 
-// A damaged app transcript judged record by record (appStreamed), and a damaged app
-// document, is planned from the file at every size: its streamed plan is the one made on
-// its bytes held whole (TestAppBigPathMatchesInMemory, TestAppDocumentsJudgedStreaming),
-// which only planWhole still makes. appBigFile is the size above which such a log's torn
-// tail is cut in place (a smaller one is replaced whole, its whole original quarantined, as
-// a document up to bigFile is), its last-good copy copied from the file, and the daemon
-// keeps the state a torn tail is cut from (AppendCache.RememberTail).
+// appBigFile is the size above which an app log's torn tail is cut in place (a smaller one is
+// replaced whole, its whole original quarantined), its last-good copy copied from the file,
+// and the daemon keeps the state a torn tail is cut from (AppendCache.RememberTail).
 const appBigFile = 1 << 20
 
 // appPlanStreamed: a damaged app log of typ and size bytes is planned from the file.
@@ -40,7 +38,7 @@ func (e *Engine) appPlanStreamed(typ format.Profile, size int64) bool {
 	return appStreamed(typ) && (!e.heldPlans || size > e.appBigAbove())
 }
 
-// bigAbove is the size above which a file is planned streaming.
+// bigAbove is bigFile, or the tests' threshold.
 func (e *Engine) bigAbove() int64 {
 	if e.bigThreshold > 0 {
 		return e.bigThreshold
@@ -48,7 +46,7 @@ func (e *Engine) bigAbove() int64 {
 	return bigFile
 }
 
-// appBigAbove is bigAbove for an app transcript judged record by record (appStreamed).
+// appBigAbove is appBigFile, or the tests' threshold.
 func (e *Engine) appBigAbove() int64 {
 	if e.bigThreshold > 0 {
 		return e.bigThreshold
@@ -80,18 +78,19 @@ func (e *Engine) wholeLimit(r *policy.Rule, typ format.Profile) int64 {
 	return e.bigAbove()
 }
 
-// inspectBig judges a big-eligible file over the big size streaming. done is false when the
-// caller is to go on with its own reading: the file is small, not there, not regular, over
-// max_file_size, cannot be judged streaming, or is healthy and wanted whole (for its last-good
-// copy, or for the JSONL checks against that copy).
-func (e *Engine) inspectBig(t Target, in *inspection) (done bool) {
+// inspectBig judges a plain file over above bytes streaming (a damaged one is planned from
+// the file). done is false when the caller is to go on with its own reading: the file is
+// not over above, empty, not there, not regular, over max_file_size, cannot be judged
+// streaming, or is healthy and wanted whole (for its last-good copy, or for the JSONL checks
+// against that copy).
+func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 	maxSize := t.Rule.Limits.MaxFileSize
 	f, id, err := fsio.OpenRegular(t.Path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	if id.Size <= e.bigAbove() || (maxSize > 0 && id.Size > maxSize) {
+	if id.Size <= above || id.Size == 0 || (maxSize > 0 && id.Size > maxSize) {
 		return false
 	}
 	v, firstEnd, err := format.StreamVerdict(f, 0, id.Size, in.ctx.typ)

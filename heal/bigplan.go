@@ -22,9 +22,10 @@ type memCand struct {
 	splice *format.Splice // ... a union: a splice of that file (records file.records)
 }
 
-// makeBigPlans is makePlans for a big file: the same strategies in the same order, with the
-// same results, except that salvage+last-good is not offered for a generic file (nor for an
-// app's whose salvaged records the copy lacks are over unionBudget).
+// makeBigPlans is makePlans of a damaged file planned from the file (every one but a missing
+// file's restore): the same strategies in the same order, with the same results, except that
+// salvage+last-good is not offered where the salvaged records the copy lacks are over
+// unionBudget.
 func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try, error) {
 	c := &in.ctx
 	crossFile := in.verdict.Kind == format.KindDanglingReference || in.verdict.Kind == format.KindStaleLiveRecords || in.verdict.Kind == format.KindMetadataLag
@@ -295,6 +296,26 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 		}
 	}
+	// A plain JSONL file's union of the copy and its salvage (its valid lines), as the
+	// in-memory last-good planner offers it: the copy and the salvaged records it lacks, up
+	// to unionBudget of them.
+	if c.typ.Plain() && c.typ.JSONL() && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) {
+		if lg := c.lastGood; lg != nil && heldOK(c, lg) {
+			sp, err := format.ValidLinesSplice(c.typ, f, size)
+			if err != nil {
+				return nil, nil, err
+			}
+			u, err := format.UnionFrom(c.typ, lg, sp.At(f), sp.Size(), unionBudget)
+			switch {
+			case errors.Is(err, format.ErrUnionTooLarge):
+			case err != nil:
+				return nil, nil, err
+			case u != nil && !bytes.Equal(u, lg):
+				union = &memCand{strategy: "salvage+last-good", SurveyCand: &format.SurveyCand{Data: u}}
+				surveyed = append(surveyed, union.SurveyCand)
+			}
+		}
+	}
 	// An app document's salvage is its first value (the bytes before trailing garbage), as a
 	// plain document's, when its checklist passes it.
 	var valueV *Verdict
@@ -383,7 +404,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	if err != nil {
 		return nil, nil, err
 	}
-	small := appStreamed(c.typ) && size <= e.appBigAbove() || doc && size <= e.bigAbove()
+	small := appStreamed(c.typ) && size <= e.appBigAbove() || !appStreamed(c.typ) && size <= e.bigAbove()
 	bigPlan := func(s policy.Strategy, src fsio.Content, newSHA string, newSize int64, prefix bool) *plan {
 		return &plan{strategy: s, edits: []edit{{path: c.path, oldID: in.id,
 			big: &bigEdit{src: src, oldSHA: sv.OldSHA, newSHA: newSHA, newSize: newSize, prefix: prefix, small: small}}}}

@@ -50,7 +50,7 @@ type Engine struct {
 	// twoPassTorn: a heal judges a big app log torn at its end, then plans its cut, in two
 	// passes (tests compare it with the one pass of inspectTorn).
 	twoPassTorn bool
-	// heldPlans: a damaged app log up to appBigFile, or app document up to bigFile, is
+	// heldPlans: a damaged app log up to appBigFile, or other file up to bigFile, is
 	// planned on its bytes held whole, as planWhole plans it (tests compare that planner
 	// with the one from the file).
 	heldPlans bool

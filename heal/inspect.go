@@ -56,7 +56,7 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 		releaseRead(buf)
 		buf = nil
 	}
-	if errors.Is(err, fsio.ErrBig) && in.ctx.typ.Plain() && e.inspectBig(t, in) {
+	if errors.Is(err, fsio.ErrBig) && in.ctx.typ.Plain() && e.inspectBig(t, in, e.bigAbove()) {
 		return in
 	}
 	if errors.Is(err, fsio.ErrBig) && doc {
@@ -140,12 +140,13 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 	case err == nil:
 		in.data, in.id, in.buf = data, id, buf
 		in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
-		if in.verdict.Status == Damaged && in.ctx.typ.Plain() && id.Size > e.bigAbove() {
-			// Planned streaming: the bytes read are let go, the plan reads the file again.
+		if in.verdict.Status == Damaged && in.ctx.typ.Plain() && id.Size > 0 && (!e.heldPlans || id.Size > e.bigAbove()) {
+			// Planned from the file at every size (bigplan.go): the bytes read are let go,
+			// the plan reads the file again.
 			lastGood := in.ctx.lastGood
 			*in = inspection{ctx: in.ctx}
 			in.ctx.lastGood = nil
-			if e.inspectBig(t, in) {
+			if e.inspectBig(t, in, 0) {
 				return in
 			}
 			// Judged whole after all (a healthy stream the whole-file checks may yet call

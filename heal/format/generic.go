@@ -113,3 +113,33 @@ func FirstDuplicate(lines []Line) int {
 	}
 	return -1
 }
+
+// ValidLinesSplice is [ValidLines] said as a splice of the original (size bytes of r): each
+// valid record line's range, and a '\n' after an unterminated one.
+func ValidLinesSplice(p Profile, r io.ReaderAt, size int64) (*Splice, error) {
+	sp := &Splice{}
+	lj := &longJudge{r: rulesOf(p), window: lineWindow}
+	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
+		func(start int64, line []byte, terminated bool, long *longLine) error {
+			n := int64(len(line))
+			if long != nil {
+				if !long.record {
+					return nil
+				}
+				n, terminated = long.n, long.terminated
+			} else if !ValidRecord(p, line) {
+				return nil
+			}
+			if terminated {
+				sp.AddRange(start, n+1)
+			} else {
+				sp.AddRange(start, n)
+				sp.AddData([]byte{'\n'})
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return sp, nil
+}

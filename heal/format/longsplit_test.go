@@ -222,3 +222,30 @@ func TestTailStateLongLines(t *testing.T) {
 		t.Fatalf("only %d states made", states)
 	}
 }
+
+// ValidLinesSplice is the salvage ValidLines writes, said as a splice of the original: the
+// same bytes, lines long or not.
+func TestValidLinesSplice(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 8))
+	for _, p := range []Profile{plain{jsonl: true}, recChecker{plain{jsonl: true}}} {
+		for range 300 {
+			data := genTail(r)
+			for _, w := range []int{1, 16, 1 << 20} {
+				withWindow(w, func() {
+					var want bytes.Buffer
+					if _, err := (ValidLines{Profile: p, Size: int64(len(data))}).WriteOut(&want, bytes.NewReader(data)); err != nil {
+						t.Fatal(err)
+					}
+					sp, err := ValidLinesSplice(p, bytes.NewReader(data), int64(len(data)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := sp.Bytes(bytes.NewReader(data))
+					if err != nil || !bytes.Equal(got, want.Bytes()) {
+						t.Fatalf("window %d, %q: splice %q (%v), want %q", w, data, got, err, want.Bytes())
+					}
+				})
+			}
+		}
+	}
+}
