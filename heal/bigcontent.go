@@ -16,7 +16,7 @@ type bigEdit struct {
 	newSHA  string
 	newSize int64
 	prefix  bool // the new bytes are a prefix of the old: a tail cut
-	small   bool // an app log up to appBigFile: a tail cut replaces it whole
+	small   bool // an app log up to appBigFile, another file up to bigFile: a tail cut replaces it whole
 }
 
 func (ed *edit) oldSize() int64 {

@@ -147,12 +147,13 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 			*in = inspection{ctx: in.ctx}
 			in.ctx.lastGood = nil
 			if e.inspectBig(t, in, 0) {
+				releaseRead(buf)
 				return in
 			}
 			// Judged whole after all (a healthy stream the whole-file checks may yet call
 			// damaged, such as a strict line-aligned prefix of the last-good copy).
 			in.ctx.lastGood = lastGood
-			in.data, in.id = data, id
+			in.data, in.id, in.buf = data, id, buf
 			in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
 		}
 		if in.verdict.Status == Damaged && doc && id.Size > 0 && !e.heldPlans {
@@ -162,10 +163,11 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 			*in = inspection{ctx: in.ctx}
 			in.ctx.lastGood = nil
 			if e.inspectDoc(t, in) {
+				releaseRead(buf)
 				return in
 			}
 			in.ctx.lastGood = lastGood
-			in.data, in.id = data, id
+			in.data, in.id, in.buf = data, id, buf
 			in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
 		}
 		if in.ctx.typ.AppendOnly() {
