@@ -39,18 +39,27 @@ func (p geminiLog) FinishSalvage(path string, damaged, data []byte) []byte {
 // splice of salvaged (nil: none dropped). It reads the salvage line by line, one line's tree
 // held at a time; what it remembers is a 64-bit hash of each tool call's id, and the place,
 // line hash and results' ids of each record holding a tool result, and the places of the
-// lines it drops. A salvage FinishesAsIs passes is read once.
+// lines it drops. A salvage FinishesAsIs passes is read once; one whose finish drops only
+// checkpoints, three times (the reading, the checkpoints from its end, the replay without
+// them).
 func (p geminiLog) FinishSplice(path string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (*format.Splice, error) {
-	if asIs, err := p.FinishesAsIs(path, damaged, dsize, salvaged, ssize); err != nil || asIs {
-		return nil, err
+	fr, err := geminiFinishRead(damaged, dsize, salvaged, ssize)
+	if err != nil || !fr.checkpoint && !fr.orphans {
+		return nil, err // finished as it is
 	}
-	drop, err := geminiOrphanLines(damaged, dsize, salvaged, ssize)
-	if err != nil {
-		return nil, err
+	drop := map[int64]int64{}
+	if fr.orphans {
+		if drop, err = geminiOrphanLines(damaged, dsize, salvaged, ssize); err != nil {
+			return nil, err
+		}
 	}
-	ok, err := geminiReplayAt(salvaged, ssize, drop)
-	if err != nil {
-		return nil, err
+	// With no line dropped, the replay is the one the reading made: resumable unless a
+	// checkpoint may be dropped.
+	ok := !fr.checkpoint
+	if len(drop) > 0 {
+		if ok, err = geminiReplayAt(salvaged, ssize, drop); err != nil {
+			return nil, err
+		}
 	}
 	if !ok {
 		more, err := geminiTrailingCheckpoints(salvaged, ssize, drop)

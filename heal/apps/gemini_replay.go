@@ -717,22 +717,35 @@ func geminiToolIDs(v *jsonv.Value, key string, calls map[string]bool, results *[
 // The ids and lines it must remember are kept as 64-bit hashes. false also when a drop is
 // possible but not certain: FinishSalvage, on the file held whole, decides.
 func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (bool, error) {
+	fr, err := geminiFinishRead(damaged, dsize, salvaged, ssize)
+	return err == nil && !fr.checkpoint && !fr.orphans, err
+}
+
+// geminiFinishNeed is what a salvage's finish has to do: drop context-only checkpoints, drop
+// orphan answers.
+type geminiFinishNeed struct{ checkpoint, orphans bool }
+
+// geminiFinishRead is what FinishesAsIs reads of the salvage (and, where some record answers
+// a call no record makes, of the damaged file): whether a checkpoint may be dropped (the
+// replay of every record is not resumable and has a context-only checkpoint after its last
+// resumable point), and whether orphan answers not whole in the damaged file are to be
+// dropped.
+func geminiFinishRead(damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (fr geminiFinishNeed, err error) {
 	f := geminiFinish{seed: maphash.MakeSeed()}
-	err := f.read(salvaged, ssize)
+	err = f.read(salvaged, ssize)
 	if err == errGeminiReplayAll {
 		f = geminiFinish{seed: f.seed, all: true}
 		err = f.read(salvaged, ssize)
 	}
 	if err != nil {
-		return false, err
+		return fr, err
 	}
-	if f.pending && !f.r.resumable() {
-		return false, nil // a checkpoint may be dropped
-	}
+	fr.checkpoint = f.pending && !f.r.resumable()
 	// Records answering a call no record makes: dropped unless the damaged file holds each
 	// as a whole line.
 	orphans, whole, err := geminiOrphans(f.answers, f.calls, damaged, dsize, f.lineKey)
-	return err == nil && len(whole) == len(orphans), err
+	fr.orphans = len(whole) < len(orphans)
+	return fr, err
 }
 
 // geminiOrphans: the lines (by key) of answers that answer a call calls lacks, and which of
