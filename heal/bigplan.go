@@ -359,6 +359,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				Unchanged:     func() bool { return fsio.StillSame(f, in.id) },
 				OwnSalvage:    !c.typ.Plain() && !doc,
 				Gone:          gone,
+				OldSHA:        oldSHA,
 			}, surveyed)
 		}
 		sv, err = survey()

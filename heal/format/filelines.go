@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"hash/maphash"
 	"io"
 	"slices"
 
@@ -21,9 +22,10 @@ var errHoldRepair = errors.New("the repair is measured held whole")
 const fileLinePasses = 8
 
 // fileLines is a repair read from its file (size bytes of r), never held: each non-blank
-// line's place and the first 16 bytes of the sha256 of its bytes ('\r' aside), by which
-// lines are compared; a line's bytes are read back when a hunk of the damaged file needs
-// them, and a search of the repair's bytes is a pass over the file.
+// line's place and a 128-bit hash of its bytes ('\r' aside: lineSum), by which lines are
+// compared; a line's bytes are read back when a hunk of the damaged file needs them, and a
+// search of the repair's bytes is a pass over the file. A line over the window is known by
+// its sha256, as the damaged file's long lines are compared (lossMeter.long).
 type fileLines struct {
 	r      io.ReaderAt
 	size   int64
@@ -32,6 +34,20 @@ type fileLines struct {
 	sum    [][16]byte
 	byKey  []lineKeyAt // sorted by key, then index
 	passes int
+}
+
+// lineSeeds are the seeds of lineSum, the process's own: no one who writes a file can make
+// two lines of it collide.
+var lineSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// lineSum is a line's key (a 64-bit hash) and its 128-bit sum (that key and another): a
+// tenth of the cost of a sha256 of it.
+func lineSum(line []byte) (uint64, [16]byte) {
+	a, b := maphash.Bytes(lineSeeds[0], line), maphash.Bytes(lineSeeds[1], line)
+	var s [16]byte
+	binary.LittleEndian.PutUint64(s[:8], a)
+	binary.LittleEndian.PutUint64(s[8:], b)
+	return a, s
 }
 
 type lineKeyAt struct {
@@ -75,13 +91,14 @@ func newFileLines(p Profile, r io.ReaderAt, size int64, long bool) (*fileLines, 
 			if len(bytes.TrimSpace(line)) == 0 {
 				return nil
 			}
-			full := sha256.Sum256(line)
+			k, sum := lineSum(line)
 			i := len(fl.off)
 			fl.off = append(fl.off, start)
 			fl.n = append(fl.n, int32(len(line)))
-			fl.sum = append(fl.sum, [16]byte(full[:16]))
-			fl.byKey = append(fl.byKey, lineKeyAt{binary.LittleEndian.Uint64(full[:8]), int32(i)})
+			fl.sum = append(fl.sum, sum)
+			fl.byKey = append(fl.byKey, lineKeyAt{k, int32(i)})
 			if long && len(line) > lineWindow/2 {
+				full := sha256.Sum256(line)
 				longs[full] = append(longs[full], i)
 			}
 			return nil
@@ -107,13 +124,12 @@ func compareKeyAt(a, b lineKeyAt) int {
 func (fl *fileLines) count() int { return len(fl.off) }
 
 func (fl *fileLines) indexFrom(line []byte, from int) int {
-	full := sha256.Sum256(bytes.TrimRight(line, "\r"))
-	k := binary.LittleEndian.Uint64(full[:8])
+	k, sum := lineSum(bytes.TrimRight(line, "\r"))
 	// The first entry of the key at or after from (byKey is sorted by key, then index): a
 	// line repeated many times is found without walking its earlier copies.
 	j, _ := slices.BinarySearchFunc(fl.byKey, lineKeyAt{k, int32(from)}, compareKeyAt)
 	for ; j < len(fl.byKey) && fl.byKey[j].k == k; j++ {
-		if i := int(fl.byKey[j].i); fl.sum[i] == [16]byte(full[:16]) {
+		if i := int(fl.byKey[j].i); fl.sum[i] == sum {
 			return i
 		}
 	}

@@ -30,6 +30,9 @@ type SurveyOptions struct {
 	// Gone, when set, says a record is kept elsewhere (a [Superseder]'s): a candidate that
 	// lacks it loses nothing, as [Loss] counts.
 	Gone func(rec *jsonv.Value) bool
+	// OldSHA, when set, is the original's hex sha256, already known (a pass that planned
+	// the salvage made it): the result's, not computed again.
+	OldSHA string
 }
 
 // SurveyCand is a candidate replacement held in memory (a backup, the last-good copy),
@@ -95,8 +98,12 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	// original may be) also by hash, as a long line of the original is never held.
 	meters := make([]*lossMeter, len(cands))
 	prefix := make([]*fsio.PrefixMatch, len(cands))
-	oldH := sha256.New()
-	ws := []io.Writer{oldH}
+	var ws []io.Writer
+	var oldH hash.Hash
+	if opt.OldSHA == "" {
+		oldH = sha256.New()
+		ws = append(ws, oldH)
+	}
 	for i, c := range cands {
 		prefix[i] = &fsio.PrefixMatch{Data: c.Data}
 		if c.Data == nil && c.File != nil {
@@ -211,7 +218,10 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	if opt.Unchanged != nil && !opt.Unchanged() {
 		return SurveyResult{}, fsio.ErrChanged
 	}
-	res.OldSHA = hex.EncodeToString(oldH.Sum(nil))
+	res.OldSHA = opt.OldSHA
+	if oldH != nil {
+		res.OldSHA = hex.EncodeToString(oldH.Sum(nil))
+	}
 	// A torn last record whose whole version the salvage holds is not lost.
 	if torn != nil && res.SalvKeep > 0 && !opt.OwnSalvage {
 		cw := &fsio.ContainsWriter{Needle: torn}
