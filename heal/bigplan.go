@@ -285,13 +285,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			if keep == nil || uc.Exact && (!uc.Made || uc.Same) {
 				break // no union, or the copy itself: not built
 			}
-			u, err := format.UnionFrom(c.typ, lg, keep.At(f), keep.Size(), unionBudget)
-			switch {
-			case errors.Is(err, format.ErrUnionTooLarge):
-			case err != nil:
+			if union, err = heldUnion(c, lg, keep.At(f), keep.Size()); err != nil {
 				return nil, nil, err
-			case u != nil && !bytes.Equal(u, lg):
-				union = &memCand{strategy: "salvage+last-good", SurveyCand: &format.SurveyCand{Data: u}}
+			}
+			if union != nil {
 				surveyed = append(surveyed, union.SurveyCand)
 			}
 		}
@@ -305,13 +302,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			if err != nil {
 				return nil, nil, err
 			}
-			u, err := format.UnionFrom(c.typ, lg, sp.At(f), sp.Size(), unionBudget)
-			switch {
-			case errors.Is(err, format.ErrUnionTooLarge):
-			case err != nil:
+			if union, err = heldUnion(c, lg, sp.At(f), sp.Size()); err != nil {
 				return nil, nil, err
-			case u != nil && !bytes.Equal(u, lg):
-				union = &memCand{strategy: "salvage+last-good", SurveyCand: &format.SurveyCand{Data: u}}
+			}
+			if union != nil {
 				surveyed = append(surveyed, union.SurveyCand)
 			}
 		}
@@ -901,6 +895,22 @@ func unionPlan(c *fileCtx, u *memCand, total int, bigPlan func(policy.Strategy, 
 	p.keep, p.total = format.Records(c.typ, u.Data), total
 	p.lostRecords, p.lostBytes = u.Lost, u.LostBytes
 	return p
+}
+
+// heldUnion is the union of the copy lg, held, with the salvage (size bytes of salv), held as
+// a candidate: nil when it is the copy's bytes (as no union is offered then) or refused over
+// its budget.
+func heldUnion(c *fileCtx, lg []byte, salv io.ReaderAt, size int64) (*memCand, error) {
+	u, err := format.UnionFrom(c.typ, lg, salv, size, unionBudget)
+	switch {
+	case errors.Is(err, format.ErrUnionTooLarge):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case u == nil || bytes.Equal(u, lg):
+		return nil, nil
+	}
+	return &memCand{strategy: "salvage+last-good", SurveyCand: &format.SurveyCand{Data: u}}, nil
 }
 
 // fileUnion is the union of the copy lg (fc, counted to hold records records in a union)

@@ -202,29 +202,6 @@ func splitLine(d jsonv.Dialect, anyValue, plain bool, start int, line []byte, te
 	return l
 }
 
-// SplitAt calls fn with each line of r's size bytes as Split gives it, read streaming: one
-// line held at a time (l.Raw and l.Val are fn's only until it returns). It stops at the
-// first error fn returns (Stop: with none); a line over MaxLine is ErrNoStream.
-func SplitAt(p Profile, r io.ReaderAt, size int64, fn func(l Line) error) error {
-	return SplitAtWhere(p, r, size, nil, fn)
-}
-
-// SplitAtWhere is SplitAt of the lines want (nil: all) says fn needs, each asked of its raw
-// bytes first: the others are neither validated nor built.
-func SplitAtWhere(p Profile, r io.ReaderAt, size int64, want func(line []byte) bool, fn func(l Line) error) error {
-	d, anyValue, plain := p.Dialect(), rulesOf(p).anyValue, p.Plain()
-	err := EachLineAt(r, size, func(start int64, line []byte, terminated bool) error {
-		if want != nil && !want(line) {
-			return nil
-		}
-		return fn(splitLine(d, anyValue, plain, int(start), line, terminated))
-	})
-	if err == Stop {
-		err = nil
-	}
-	return err
-}
-
 func inspectJSONL(p Profile, f File, data []byte) Verdict {
 	if _, ok := p.(SequenceChecker); ok {
 		if _, ok := p.(RecordChecker); ok {

@@ -13,28 +13,17 @@ import (
 // judged from the file as the checklist judges it (judgeLong), and given as a Line whose Raw
 // and Val are its record's skeleton (a string over SkeletonString cut), with the map back to
 // the file's offsets (Line.Off) and the file's own bytes of a value a cut touched
-// (Line.RawOf). Every other line is the one SplitAt gives.
+// (Line.RawOf). Every other line is the one Split gives.
 
-// SplitAtLong is [SplitAtWhere] that holds no line longer than LineWindow: such a line is
-// given as its skeleton ([Line.Long]), want asked of the skeleton (a line with none, blank
-// or damaged, is given without asking).
+// SplitAtLong calls fn with each line of r's size bytes as Split gives it, read streaming:
+// one line at a time (l.Raw and l.Val are fn's only until it returns), and none longer than
+// LineWindow held: such a line is given as its skeleton ([Line.Long]). want, when set, is
+// asked of each line's bytes (a long line's skeleton; a long line with none, blank or
+// damaged, is given without asking) before it is validated and built. It stops at the first
+// error fn returns (Stop: with none).
 func SplitAtLong(p Profile, r io.ReaderAt, size int64, want func(line []byte) bool, fn func(l Line) error) error {
-	d, anyValue, plain := p.Dialect(), rulesOf(p).anyValue, p.Plain()
 	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: true, cuts: true}
-	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
-		func(start int64, line []byte, terminated bool, long *longLine) error {
-			if long != nil {
-				l := longSplitLine(d, anyValue, plain, start, long)
-				if want != nil && l.Raw != nil && !want(l.Raw) {
-					return nil
-				}
-				return fn(l)
-			}
-			if want != nil && !want(line) {
-				return nil
-			}
-			return fn(splitLine(d, anyValue, plain, int(start), line, terminated))
-		})
+	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false, splitter(p, want, fn))
 	if err == Stop {
 		err = nil
 	}
@@ -44,14 +33,30 @@ func SplitAtLong(p Profile, r io.ReaderAt, size int64, want func(line []byte) bo
 // SplitBackLong is SplitAtLong of r's lines last first, as [EachLineBack] reads them: Stop
 // ends the walk without an error.
 func SplitBackLong(p Profile, r io.ReaderAt, size int64, want func(line []byte) bool, fn func(l Line) error) error {
-	d, anyValue, plain := p.Dialect(), rulesOf(p).anyValue, p.Plain()
 	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: true, cuts: true}
+	split := splitter(p, want, fn)
 	err := eachLineBack(r, size, int64(lineWindow), func(start, _ int64, line []byte, terminated, long bool) error {
-		if long {
-			long, err := lj.judgeLong(r, start, size)
-			if err != nil {
-				return err
-			}
+		if !long {
+			return split(start, line, terminated, nil)
+		}
+		ll, err := lj.judgeLong(r, start, size)
+		if err != nil {
+			return err
+		}
+		return split(start, nil, ll.terminated, ll)
+	})
+	if err == Stop {
+		err = nil
+	}
+	return err
+}
+
+// splitter is the walk of SplitAtLong: each line built as Split builds it (a long one from
+// its skeleton), given to fn where want wants it.
+func splitter(p Profile, want func(line []byte) bool, fn func(l Line) error) lineFunc {
+	d, anyValue, plain := p.Dialect(), rulesOf(p).anyValue, p.Plain()
+	return func(start int64, line []byte, terminated bool, long *longLine) error {
+		if long != nil {
 			l := longSplitLine(d, anyValue, plain, start, long)
 			if want != nil && l.Raw != nil && !want(l.Raw) {
 				return nil
@@ -62,11 +67,7 @@ func SplitBackLong(p Profile, r io.ReaderAt, size int64, want func(line []byte) 
 			return nil
 		}
 		return fn(splitLine(d, anyValue, plain, int(start), line, terminated))
-	})
-	if err == Stop {
-		err = nil
 	}
-	return err
 }
 
 // longSplitLine is splitLine of a line judgeLong judged (with its record's skeleton and

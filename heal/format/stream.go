@@ -25,8 +25,8 @@ const (
 // the caller falls back to reading it whole.
 var ErrNoStream = errors.New("cannot be judged streaming")
 
-// Stop, returned by the function a walk calls (EachLine's, SplitAt's, EachLineBack's, the
-// walkers'), ends the walk early; SplitAt and EachLineBack then return no error.
+// Stop, returned by the function a walk calls (EachLine's, SplitAtLong's, EachLineBack's, the
+// walkers'), ends the walk early; SplitAtLong and EachLineBack then return no error.
 var Stop = errors.New("stop the walk")
 
 // StreamInspect validates an append-only JSONL file record by record (see [StreamLines]),
