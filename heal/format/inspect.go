@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 
@@ -120,7 +121,7 @@ func (l *Line) Off(x int) int64 {
 }
 
 // StrOf is the string v (a string of Val) holds, as the file holds it: v.Str, or decoded from
-// the file's bytes where a long line's skeleton cut it.
+// the file's bytes where a long line's skeleton cut it (as RawOf reads them).
 func (l *Line) StrOf(r io.ReaderAt, v *jsonv.Value) (string, error) {
 	if l.long == nil || l.long.cuts.Whole(v.Start, v.End) {
 		return v.Str, nil
@@ -137,12 +138,16 @@ func (l *Line) StrOf(r io.ReaderAt, v *jsonv.Value) (string, error) {
 }
 
 // RawOf is the bytes of v, a value of Val, as the file holds them: from Raw, or read from r
-// (the file the line was read from) where a long line's skeleton cut a string of v.
+// (the file the line was read from) where a long line's skeleton cut a string of v. A value
+// over maxValue bytes is not held: ErrNoStream.
 func (l *Line) RawOf(r io.ReaderAt, v *jsonv.Value) ([]byte, error) {
 	if l.long == nil || l.long.cuts.Whole(v.Start, v.End) {
 		return bytes.Clone(v.Raw(l.Raw)), nil
 	}
 	start := l.Off(v.Start)
+	if l.Off(v.End)-start > int64(maxValue) {
+		return nil, fmt.Errorf("%w: a value of %d bytes", ErrNoStream, l.Off(v.End)-start)
+	}
 	b := make([]byte, l.Off(v.End)-start)
 	if n, err := r.ReadAt(b, start); n < len(b) {
 		if err == nil || err == io.EOF {

@@ -15,6 +15,10 @@ import (
 // the file's offsets (Line.Off) and the file's own bytes of a value a cut touched
 // (Line.RawOf). Every other line is the one Split gives.
 
+// maxValue is the longest value a long line's Line.RawOf reads from the file (MaxLine, as a
+// number or literal a walker holds); tests make it smaller.
+var maxValue = MaxLine
+
 // SplitAtLong calls fn with each line of r's size bytes as Split gives it, read streaming:
 // one line at a time (l.Raw and l.Val are fn's only until it returns), and none longer than
 // LineWindow held: such a line is given as its skeleton ([Line.Long]). want, when set, is

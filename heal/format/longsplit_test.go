@@ -3,6 +3,7 @@ package format
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -248,4 +249,39 @@ func TestValidLinesSplice(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A value a long line's skeleton cut is read from the file up to maxValue bytes; a longer one
+// is not held: ErrNoStream, which sends a rewrite to the planner on held bytes (bounded by
+// the operator's memory limit).
+func TestRawOfBounded(t *testing.T) {
+	big := strings.Repeat("c", SkeletonString+SkeletonString/2) // the skeleton cuts it
+	data := []byte(`{"type":"turn_context","payload":{"cwd":"` + big + `"}}` + "\n")
+	p := recChecker{plain{jsonl: true}}
+	was := maxValue
+	defer func() { maxValue = was }()
+	withWindow(64, func() {
+		for _, limit := range []int{2 * SkeletonString, SkeletonString + 9} {
+			maxValue = limit
+			n := 0
+			err := SplitAtLong(p, bytes.NewReader(data), int64(len(data)), nil, func(l Line) error {
+				n++
+				cwd := l.Val.Get("payload").Get("cwd")
+				if !l.Long() || l.long.cuts.Whole(cwd.Start, cwd.End) {
+					t.Fatal("the line is not long, or its cwd not cut")
+				}
+				raw, err := l.RawOf(bytes.NewReader(data), cwd)
+				switch {
+				case limit > len(big) && (err != nil || string(raw) != `"`+big+`"`):
+					t.Fatalf("limit %d: %d bytes, %v", limit, len(raw), err)
+				case limit < len(big) && !errors.Is(err, ErrNoStream):
+					t.Fatalf("limit %d: %d bytes read, %v", limit, len(raw), err)
+				}
+				return nil
+			})
+			if err != nil || n != 1 {
+				t.Fatal(n, err)
+			}
+		}
+	})
 }
