@@ -302,8 +302,11 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			if err != nil {
 				return nil, nil, err
 			}
-			if union, err = heldUnion(c, lg, sp.At(f), sp.Size()); err != nil {
-				return nil, nil, err
+			// A salvage that keeps nothing is none: no union with it (as in memory).
+			if sp.Size() > 0 {
+				if union, err = heldUnion(c, lg, sp.At(f), sp.Size()); err != nil {
+					return nil, nil, err
+				}
 			}
 			if union != nil {
 				surveyed = append(surveyed, union.SurveyCand)
