@@ -110,6 +110,12 @@ func SkeletonCuts(r io.Reader, keep, limit int) ([]byte, Cuts, error) {
 	if err != nil {
 		return nil, Cuts{}, err
 	}
+	cs.summed()
+	return sk, cs, nil
+}
+
+// summed adds up the bytes each cut left out, once the cuts are noted.
+func (cs *Cuts) summed() {
 	cs.sum = make([]int, len(cs.cuts))
 	for i, c := range cs.cuts {
 		cs.sum[i] = c.n
@@ -117,7 +123,6 @@ func SkeletonCuts(r io.Reader, keep, limit int) ([]byte, Cuts, error) {
 			cs.sum[i] += cs.sum[i-1]
 		}
 	}
-	return sk, cs, nil
 }
 
 // Cuts is where a skeleton ([SkeletonCuts]) cut its strings; the zero Cuts is none.

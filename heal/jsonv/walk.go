@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
 )
 
 // Shape says which parts of a JSON document a streamed pass ([Walk]) builds. An app's
@@ -361,21 +360,22 @@ func (w *walker) captureDepth(depth int, f *Fields, a *Arena) (*Value, error) {
 		if w.valid {
 			// A value of a valid document is valid on its own.
 			v := buildValid(b, w.d, depth, f, a)
-			remap(v, int(start), nil)
+			remap(v, int(start), Cuts{})
 			return v, nil
 		}
 		v, err := w.parse(b, depth, f, a)
 		if err != nil {
 			return nil, err
 		}
-		remap(v, int(start), nil)
+		remap(v, int(start), Cuts{})
 		return v, nil
 	}
-	var cuts []cut
-	sk, err := skeleton(bufio.NewReaderSize(io.NewSectionReader(w.r, start, end-start), 64<<10), WalkCut, WalkLimit, &cuts)
+	var cuts Cuts
+	sk, err := skeleton(bufio.NewReaderSize(io.NewSectionReader(w.r, start, end-start), 64<<10), WalkCut, WalkLimit, &cuts.cuts)
 	if err != nil {
 		return nil, err
 	}
+	cuts.summed()
 	v, err := w.parse(sk, depth, f, a)
 	if err != nil {
 		return nil, err
@@ -654,33 +654,19 @@ type cut struct{ pos, n int }
 
 // remap turns the offsets of a value built from a slice (or a skeleton with cuts) starting at
 // base in the document into the document's.
-func remap(v *Value, base int, cuts []cut) {
-	if len(cuts) == 0 {
+func remap(v *Value, base int, cuts Cuts) {
+	if len(cuts.cuts) == 0 {
 		shift(v, base)
 		return
 	}
-	sum := make([]int, len(cuts)) // bytes left out up to and including each cut
-	for i, c := range cuts {
-		sum[i] = c.n
-		if i > 0 {
-			sum[i] += sum[i-1]
-		}
-	}
-	at := func(x int) int {
-		// The cuts whose closing quote is before x moved it.
-		if i := sort.Search(len(cuts), func(i int) bool { return cuts[i].pos >= x }); i > 0 {
-			x += sum[i-1]
-		}
-		return base + x
-	}
 	var walk func(v *Value)
 	walk = func(v *Value) {
-		v.Start, v.End = at(v.Start), at(v.End)
+		v.Start, v.End = base+cuts.Orig(v.Start), base+cuts.Orig(v.End)
 		for _, it := range v.Items {
 			walk(it)
 		}
 		for i := range v.Keys {
-			v.Keys[i].KeyStart = at(v.Keys[i].KeyStart)
+			v.Keys[i].KeyStart = base + cuts.Orig(v.Keys[i].KeyStart)
 			walk(v.Keys[i].Val)
 		}
 	}

@@ -82,7 +82,7 @@ func checkWalkValid(t *testing.T, b []byte, d Dialect, s Shape) {
 		if err != nil {
 			t.Fatalf("element %d: ParseFields: %v", i, err)
 		}
-		remap(v, e.val.Start, nil)
+		remap(v, e.val.Start, Cuts{})
 		normNaN(v)
 		if !reflect.DeepEqual(v, e.val) {
 			t.Fatalf("element %d: built as ElemFields says differs from ParseFields of its bytes", i)
