@@ -144,11 +144,11 @@ func (l *Line) RawOf(r io.ReaderAt, v *jsonv.Value) ([]byte, error) {
 	if l.long == nil || l.long.cuts.Whole(v.Start, v.End) {
 		return bytes.Clone(v.Raw(l.Raw)), nil
 	}
-	start := l.Off(v.Start)
-	if l.Off(v.End)-start > int64(maxValue) {
-		return nil, fmt.Errorf("%w: a value of %d bytes", ErrNoStream, l.Off(v.End)-start)
+	start, n := l.Off(v.Start), l.Off(v.End)-l.Off(v.Start)
+	if n > int64(maxValue) {
+		return nil, fmt.Errorf("%w: a value of %d bytes", ErrNoStream, n)
 	}
-	b := make([]byte, l.Off(v.End)-start)
+	b := make([]byte, n)
 	if n, err := r.ReadAt(b, start); n < len(b) {
 		if err == nil || err == io.EOF {
 			err = io.ErrUnexpectedEOF

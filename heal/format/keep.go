@@ -445,18 +445,9 @@ func longStartsRecord(p Profile, f io.ReaderAt, start, n int64) (bool, error) {
 // longLineHash is the sha256 of the n-byte line at start of f without its trailing '\r's,
 // read from f (a line too long to hold).
 func longLineHash(f io.ReaderAt, start, n int64) (key [sha256.Size]byte, err error) {
-	var b [64]byte
-	keyN := n
-	for keyN > 0 {
-		c := min(keyN, int64(len(b)))
-		if _, err := f.ReadAt(b[:c], start+keyN-c); err != nil && err != io.EOF {
-			return key, err
-		}
-		t := bytes.TrimRight(b[:c], "\r")
-		keyN -= c - int64(len(t))
-		if len(t) > 0 {
-			break
-		}
+	keyN, err := TrimmedLen(f, start, n)
+	if err != nil {
+		return key, err
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, io.NewSectionReader(f, start, keyN)); err != nil {
