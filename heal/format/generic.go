@@ -67,24 +67,13 @@ type ValidLines struct {
 func (c ValidLines) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 	h := sha256.New()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, h), StreamBuf)
-	// A line longer than LineWindow is judged and copied from src, never held.
-	lj := &longJudge{r: rulesOf(c.Profile), window: lineWindow}
-	walk := readWalker(src, c.Size, min(StreamBuf, lineWindow), MaxLine, lj)
-	err := walk(0, c.Size, false, func(start int64, line []byte, _ bool, long *longLine) error {
-		if long != nil {
-			if !long.record {
-				return nil
-			}
-			if _, err := io.Copy(bw, io.NewSectionReader(src, start, long.n)); err != nil {
+	err := validLines(c.Profile, src, c.Size, func(start, n int64, line []byte, _ bool) error {
+		if line != nil {
+			if _, err := bw.Write(line); err != nil {
 				return err
 			}
-			return bw.WriteByte('\n')
-		}
-		if !ValidRecord(c.Profile, line) {
-			return nil
-		}
-		if _, err := bw.Write(line); err != nil {
-			return err
+		} else if _, err := io.Copy(bw, io.NewSectionReader(src, start, n)); err != nil {
+			return err // a long line, copied from src
 		}
 		return bw.WriteByte('\n')
 	})
@@ -95,6 +84,23 @@ func (c ValidLines) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// validLines calls fn with each valid record line of the size bytes of r, the salvage
+// ValidLines keeps: its n bytes at start (its '\n' not counted), held (line), or, longer than
+// LineWindow, judged from r and never held (line nil).
+func validLines(p Profile, r io.ReaderAt, size int64, fn func(start, n int64, line []byte, terminated bool) error) error {
+	lj := &longJudge{r: rulesOf(p), window: lineWindow}
+	return readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
+		func(start int64, line []byte, terminated bool, long *longLine) error {
+			switch {
+			case long != nil && long.record:
+				return fn(start, long.n, nil, long.terminated)
+			case long == nil && ValidRecord(p, line):
+				return fn(start, int64(len(line)), line, terminated)
+			}
+			return nil
+		})
 }
 
 // FirstDuplicate is the first line of data (its index in lines) that is byte for byte an
@@ -118,26 +124,15 @@ func FirstDuplicate(lines []Line) int {
 // valid record line's range, and a '\n' after an unterminated one.
 func ValidLinesSplice(p Profile, r io.ReaderAt, size int64) (*Splice, error) {
 	sp := &Splice{}
-	lj := &longJudge{r: rulesOf(p), window: lineWindow}
-	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
-		func(start int64, line []byte, terminated bool, long *longLine) error {
-			n := int64(len(line))
-			if long != nil {
-				if !long.record {
-					return nil
-				}
-				n, terminated = long.n, long.terminated
-			} else if !ValidRecord(p, line) {
-				return nil
-			}
-			if terminated {
-				sp.AddRange(start, n+1)
-			} else {
-				sp.AddRange(start, n)
-				sp.AddData([]byte{'\n'})
-			}
-			return nil
-		})
+	err := validLines(p, r, size, func(start, n int64, _ []byte, terminated bool) error {
+		if terminated {
+			sp.AddRange(start, n+1)
+		} else {
+			sp.AddRange(start, n)
+			sp.AddData([]byte{'\n'})
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
