@@ -2,7 +2,6 @@ package apps
 
 import (
 	"bytes"
-	"hash/maphash"
 	"io"
 	"slices"
 
@@ -39,20 +38,15 @@ func (p geminiLog) FinishSalvage(path string, damaged, data []byte) []byte {
 // splice of salvaged (nil: none dropped). It reads the salvage line by line, one line's tree
 // held at a time; what it remembers is a 64-bit hash of each tool call's id, and the place,
 // line hash and results' ids of each record holding a tool result, and the places of the
-// lines it drops. A salvage FinishesAsIs passes is read once; one whose finish drops only
-// checkpoints, three times (the reading, the checkpoints from its end, the replay without
-// them).
+// lines it drops. The salvage is read once (and the damaged file, where an answer's call is
+// missing), then again for each replay a drop needs: without the orphan answers, and from
+// its end for the checkpoints, then without them.
 func (p geminiLog) FinishSplice(path string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (*format.Splice, error) {
 	fr, err := geminiFinishRead(damaged, dsize, salvaged, ssize)
-	if err != nil || !fr.checkpoint && !fr.orphans {
+	if err != nil || !fr.checkpoint && len(fr.drop) == 0 {
 		return nil, err // finished as it is
 	}
-	drop := map[int64]int64{}
-	if fr.orphans {
-		if drop, err = geminiOrphanLines(damaged, dsize, salvaged, ssize); err != nil {
-			return nil, err
-		}
-	}
+	drop := fr.drop
 	// With no line dropped, the replay is the one the reading made: resumable unless a
 	// checkpoint may be dropped.
 	ok := !fr.checkpoint
@@ -97,42 +91,6 @@ func (p geminiLog) FinishSplice(path string, damaged io.ReaderAt, dsize int64, s
 	}
 	sp.AddRange(at, ssize-at)
 	return sp, nil
-}
-
-// geminiOrphanLines: the lines of salvaged (their starts, and lengths with their '\n') that
-// the split recovered from a glued line — no whole line of damaged — and that answer a tool
-// call no record of salvaged makes.
-func geminiOrphanLines(damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (map[int64]int64, error) {
-	f := geminiFinish{seed: maphash.MakeSeed(), calls: map[uint64]bool{}} // its reading of tool ids
-	type place struct{ start, n int64 }
-	var at []place // f.answers[i]'s line
-	err := format.SplitAtLong(geminiLog{}, salvaged, ssize, func(line []byte) bool { return !geminiNoToolIDs(line) }, func(l format.Line) error {
-		if l.Val == nil {
-			return nil
-		}
-		gl := geminiLine{salvaged, int64(l.Start), int64(l.End), l.Raw, l.Terminated, l.Long()}
-		if err := f.toolIDs(l.Val, gl); err != nil {
-			return err
-		}
-		if len(f.answers) > len(at) {
-			at = append(at, place{int64(l.Start), int64(l.End - l.Start)})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	orphans, whole, err := geminiOrphans(f.answers, f.calls, damaged, dsize, f.lineKey)
-	if err != nil || len(orphans) == 0 {
-		return nil, err
-	}
-	drop := map[int64]int64{}
-	for i, a := range f.answers {
-		if orphans[a.line] && !whole[a.line] {
-			drop[at[i].start] = at[i].n
-		}
-	}
-	return drop, nil
 }
 
 // geminiReplayAt: the replay of the records of salvaged but the lines skip holds (by start),

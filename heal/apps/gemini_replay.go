@@ -718,18 +718,21 @@ func geminiToolIDs(v *jsonv.Value, key string, calls map[string]bool, results *[
 // possible but not certain: FinishSalvage, on the file held whole, decides.
 func (geminiLog) FinishesAsIs(_ string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (bool, error) {
 	fr, err := geminiFinishRead(damaged, dsize, salvaged, ssize)
-	return err == nil && !fr.checkpoint && !fr.orphans, err
+	return err == nil && !fr.checkpoint && len(fr.drop) == 0, err
 }
 
 // geminiFinishNeed is what a salvage's finish has to do: drop context-only checkpoints, drop
-// orphan answers.
-type geminiFinishNeed struct{ checkpoint, orphans bool }
+// the lines of orphan answers (by start: their lengths with their '\n').
+type geminiFinishNeed struct {
+	checkpoint bool
+	drop       map[int64]int64
+}
 
 // geminiFinishRead is what FinishesAsIs reads of the salvage (and, where some record answers
 // a call no record makes, of the damaged file): whether a checkpoint may be dropped (the
 // replay of every record is not resumable and has a context-only checkpoint after its last
-// resumable point), and whether orphan answers not whole in the damaged file are to be
-// dropped.
+// resumable point), and the lines the split recovered from a glued line — no whole line of
+// damaged — that answer a tool call no record of salvaged makes.
 func geminiFinishRead(damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (fr geminiFinishNeed, err error) {
 	f := geminiFinish{seed: maphash.MakeSeed()}
 	err = f.read(salvaged, ssize)
@@ -744,7 +747,12 @@ func geminiFinishRead(damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ss
 	// Records answering a call no record makes: dropped unless the damaged file holds each
 	// as a whole line.
 	orphans, whole, err := geminiOrphans(f.answers, f.calls, damaged, dsize, f.lineKey)
-	fr.orphans = len(whole) < len(orphans)
+	fr.drop = map[int64]int64{}
+	for _, a := range f.answers {
+		if orphans[a.line] && !whole[a.line] {
+			fr.drop[a.start] = a.n
+		}
+	}
 	return fr, err
 }
 
@@ -805,10 +813,11 @@ type geminiFinish struct {
 	keys    []int32
 }
 
-// geminiAnswer is a record holding tool results: its line's key and its results' ids.
+// geminiAnswer is a record holding tool results: its line's key and place, and its results' ids.
 type geminiAnswer struct {
-	line uint64
-	ids  []uint64
+	line     uint64
+	ids      []uint64
+	start, n int64 // the line's place, and its length with its '\n'
 }
 
 // geminiCheckpointFields: what FinishesAsIs reads of a record while no checkpoint is pending:
@@ -921,7 +930,7 @@ func (f *geminiFinish) toolIDs(v *jsonv.Value, l geminiLine) error {
 		if err != nil {
 			return err
 		}
-		a := geminiAnswer{line: key}
+		a := geminiAnswer{line: key, start: l.start, n: l.end - l.start}
 		for _, id := range results {
 			a.ids = append(a.ids, maphash.String(f.seed, id))
 		}
