@@ -140,35 +140,18 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 	case err == nil:
 		in.data, in.id, in.buf = data, id, buf
 		in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
-		if in.verdict.Status == Damaged && in.ctx.typ.Plain() && id.Size > 0 && (!e.heldPlans || id.Size > e.bigAbove()) {
-			// Planned from the file at every size (bigplan.go): the bytes read are let go,
-			// the plan reads the file again.
-			lastGood := in.ctx.lastGood
-			*in = inspection{ctx: in.ctx}
-			in.ctx.lastGood = nil
-			if e.inspectBig(t, in, 0) {
-				releaseRead(buf)
+		// A damaged plain file or app document is planned from the file at every size
+		// (bigplan.go): judged again from it, the bytes read let go.
+		switch {
+		case in.verdict.Status != Damaged || id.Size == 0:
+		case in.ctx.typ.Plain() && (!e.heldPlans || id.Size > e.bigAbove()):
+			if fromFile(in, func() bool { return e.inspectBig(t, in, 0) }) {
 				return in
 			}
-			// Judged whole after all (a healthy stream the whole-file checks may yet call
-			// damaged, such as a strict line-aligned prefix of the last-good copy).
-			in.ctx.lastGood = lastGood
-			in.data, in.id, in.buf = data, id, buf
-			in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
-		}
-		if in.verdict.Status == Damaged && doc && id.Size > 0 && !e.heldPlans {
-			// An app document is planned from the file at every size (bigplan.go): judged
-			// again from it, its bytes let go.
-			lastGood := in.ctx.lastGood
-			*in = inspection{ctx: in.ctx}
-			in.ctx.lastGood = nil
-			if e.inspectDoc(t, in) {
-				releaseRead(buf)
+		case doc && !e.heldPlans:
+			if fromFile(in, func() bool { return e.inspectDoc(t, in) }) {
 				return in
 			}
-			in.ctx.lastGood = lastGood
-			in.data, in.id, in.buf = data, id, buf
-			in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
 		}
 		if in.ctx.typ.AppendOnly() {
 			e.inc.Full.Add(1)
@@ -201,6 +184,22 @@ func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 		in.verdict = format.Skip("unreadable: %v", err)
 	}
 	return in
+}
+
+// fromFile has judge judge in's file from the file itself, the bytes in holds let go: true
+// when it did. Else in is as it was, judged whole after all (a healthy stream the whole-file
+// checks may yet call damaged, such as a strict line-aligned prefix of the last-good copy; a
+// document that cannot be judged streaming).
+func fromFile(in *inspection, judge func() bool) bool {
+	held := *in
+	*in = inspection{ctx: held.ctx}
+	in.ctx.lastGood = nil
+	if judge() {
+		releaseRead(held.buf)
+		return true
+	}
+	*in = held
+	return false
 }
 
 // copyLonger: path's last-good copy is longer than size bytes.
