@@ -174,10 +174,7 @@ func (e *Engine) verify(t Target, in *inspection, wrote Identity, newSHA string)
 	if !t.Rule.KeepLastGood {
 		return // the verdict would keep no copy
 	}
-	big := e.bigAbove()
-	if appStreamed(c.typ) {
-		big = e.appBigAbove()
-	}
+	big := e.bigFor(c.typ)
 	if id, err := fsio.StatIdentity(t.Path); err == nil && (c.typ.Plain() || appStreamed(c.typ) || format.IsDocument(c.typ)) && id.Size > big {
 		if lg := e.LastGood.MaxFileBytes; (lg > 0 && id.Size > lg) || id.Size > planLimit {
 			return // no copy of a file this large

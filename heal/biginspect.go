@@ -46,6 +46,16 @@ func (e *Engine) bigAbove() int64 {
 	return bigFile
 }
 
+// bigFor is the size above which a file of typ is big: its tail cut made in place, its
+// last-good copy copied from the file (appBigAbove for an app log judged record by record,
+// bigAbove for any other).
+func (e *Engine) bigFor(typ format.Profile) int64 {
+	if appStreamed(typ) {
+		return e.appBigAbove()
+	}
+	return e.bigAbove()
+}
+
 // appBigAbove is appBigFile, or the tests' threshold.
 func (e *Engine) appBigAbove() int64 {
 	if e.bigThreshold > 0 {

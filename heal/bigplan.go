@@ -402,7 +402,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	if err != nil {
 		return nil, nil, err
 	}
-	small := appStreamed(c.typ) && size <= e.appBigAbove() || !appStreamed(c.typ) && size <= e.bigAbove()
+	small := size <= e.bigFor(c.typ)
 	bigPlan := func(s policy.Strategy, src fsio.Content, newSHA string, newSize int64, prefix bool) *plan {
 		return &plan{strategy: s, edits: []edit{{path: c.path, oldID: in.id,
 			big: &bigEdit{src: src, oldSHA: sv.OldSHA, newSHA: newSHA, newSize: newSize, prefix: prefix, small: small}}}}
