@@ -57,8 +57,18 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		return "", err
 	}
 	defer held.Release()
+	// An app without a lock may be in the middle of a save: the file must have stayed the
+	// version the plan was made from (the inspection's identity, compared again after the
+	// quarantine) for the quiet check's time before anything is written to it. That time
+	// runs from the end of the inspection: the planning, the journal and the quarantine,
+	// which touch only the state directory, take it first; what is left is waited for.
+	var quiet time.Time
 	if _, unlocked := held.(noLock); unlocked && e.quietCheck > 0 {
-		time.Sleep(e.quietCheck)
+		from := in.at
+		if from.IsZero() {
+			from = time.Now()
+		}
+		quiet = from.Add(e.quietCheck)
 	}
 	e.step("locked", t.Path)
 	for _, ed := range p.edits {
@@ -96,6 +106,17 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		}
 		var err error
 		if ed.big != nil {
+			linked, id, err := e.quarantineLinked(m, &p.edits[i], ruleRoot(t.Rule, t.Path), now)
+			if err != nil {
+				e.abandon(entry)
+				return "", err
+			}
+			if linked {
+				p.edits[i].oldID = id
+				continue
+			}
+		}
+		if ed.big != nil {
 			// The old bytes are copied from the file, the version the plan was made from:
 			// of a tail cut, those it removes.
 			var keep int64
@@ -112,6 +133,9 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		}
 	}
 	e.step("quarantined", t.Path)
+	if wait := time.Until(quiet); wait > 0 {
+		time.Sleep(wait)
+	}
 	for _, ed := range p.edits {
 		if !sameNow(ed) {
 			e.abandon(entry)

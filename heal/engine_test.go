@@ -434,8 +434,14 @@ func appendsOnBothInodes(t *testing.T, big bool) {
 	if b, _ := os.ReadFile(p); string(b) != want {
 		t.Fatalf("after the heal: %q, want the healed bytes and both appends in order %q", b, want)
 	}
-	if all, _ := e.Quarantine.List(); len(all) != 1 {
+	all, _ := e.Quarantine.List()
+	if len(all) != 1 {
 		t.Fatalf("%d quarantine entries, want the damaged original's", len(all))
+	}
+	// The entry holds the original (a linked one, the old inode: the append written into it
+	// after the rename follows the original's bytes there, and is at the path too).
+	if b, err := all[0].Bytes(); err != nil || string(b) != "{\"n\":1}\nxx\n{\"n\":2}\n" {
+		t.Fatalf("quarantine %q (%v), want the original", b, err)
 	}
 }
 
@@ -540,5 +546,45 @@ func TestTailCutBesideAWriterNeverCutsAHardLinkedFile(t *testing.T) {
 	r = e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
 	if b, _ := os.ReadFile(p); r.Action != ActionHealed || string(b) != "{\"n\":1}\n" {
 		t.Fatalf("a lone file beside a writer: %q, %+v", b, r)
+	}
+}
+
+// An app without a lock may be in the middle of a save: the file is written only once it
+// has stayed the version planned from for the quiet check's time (counted from the end of
+// the inspection), and a save in that time, while the journal and the quarantine are made,
+// is seen: busy, the app's bytes stand, and nothing is left in quarantine.
+func TestQuietCheckBeforeTheFirstWrite(t *testing.T) {
+	const quiet = 200 * time.Millisecond
+	for _, saves := range []bool{false, true} {
+		t.Run(fmt.Sprint("saves: ", saves), func(t *testing.T) {
+			e, _, _, p, appendTo := appendingApp(t)
+			e.quietCheck = quiet
+			start := time.Now()
+			var firstWrite time.Duration
+			e.onStep = func(s, path string) {
+				if s == "quarantined" && saves {
+					appendTo("{\"n\":3}\n")
+				}
+				if s == "temp-written" && firstWrite == 0 {
+					firstWrite = time.Since(start)
+				}
+			}
+			r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false)
+			if !saves {
+				if r.Action != ActionHealed || firstWrite < quiet {
+					t.Fatalf("healed %v, its temp written %v after the heal began (quiet check %v)", r.Action, firstWrite, quiet)
+				}
+				return
+			}
+			if r.Verdict != Busy || firstWrite != 0 {
+				t.Fatalf("a save during the quiet check: %+v, temp written %v", r, firstWrite)
+			}
+			if b, _ := os.ReadFile(p); string(b) != linkedOrig+"{\"n\":3}\n" {
+				t.Fatalf("the app's save does not stand: %q", b)
+			}
+			if all, _ := e.Quarantine.List(); len(all) != 0 || nlink(t, p) != 1 {
+				t.Fatalf("%d quarantine entries, %d names of the file", len(all), nlink(t, p))
+			}
+		})
 	}
 }

@@ -15,6 +15,12 @@ func (e *Engine) inspect(t Target) *inspection { return e.inspectAs(t, false) }
 // inspectAs is inspect; for a heal (heal), a big app log whose last line is torn is judged
 // and its cut planned in one pass (format.InspectTorn), which the planner takes as it is.
 func (e *Engine) inspectAs(t Target, heal bool) *inspection {
+	in := e.inspectOnce(t, heal)
+	in.at = time.Now()
+	return in
+}
+
+func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 	in := &inspection{ctx: fileCtx{path: t.Path, typ: e.profile(t.Rule.Format, t.Path), maxSize: t.Rule.Limits.MaxFileSize}}
 	if id, ok := e.inc.TryIncremental(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok {
 		in.id, in.incremental, in.verdict = id, true, format.OK()

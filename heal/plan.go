@@ -1,6 +1,8 @@
 package heal
 
 import (
+	"time"
+
 	"bytes"
 	"fmt"
 	"io"
@@ -57,6 +59,7 @@ type inspection struct {
 	docRecords  int             // a big app document that parses: the records it holds (inspectDoc)
 	tornCut     *format.TornCut // a big app log's torn last line, judged and its cut planned (inspectTorn)
 	copyErr     error           // the state dir refused its last-good copy (see [copyFailed])
+	at          time.Time       // when the inspection ended: the file was id from then on, as far as it knows
 }
 
 // candidateOK reports whether bytes would be a healthy file at c's path.

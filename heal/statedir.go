@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -67,4 +69,36 @@ func (e *Engine) lockPath(ctx context.Context, path string) (*state.PathLock, er
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
 	return state.LockPath(ctx, e.StateDir, path, func() { e.step("path-busy", path) })
+}
+
+// quarantineLinked keeps the original of a replace in quarantine by giving its inode a second
+// name there (see [state.Quarantine.PutLinked], [fsio.Dir.LinkAway]): no byte is copied,
+// and the rename that follows leaves the original's bytes where they are, under that name
+// alone. Only a replace links: a cut in place (a tail cut beside a writer, or under a lease)
+// would cut the entry too, and copies. linked is false, and nothing is kept, where the file
+// cannot be linked there (the state directory on another file system, a file of another
+// user, one with other names, one changed since it was read): the caller copies. id is the
+// file's identity once linked (its ctime and link count changed with the link), which the
+// heal's later checks compare with.
+func (e *Engine) quarantineLinked(m *Manifest, ed *edit, root string, now time.Time) (linked bool, id Identity, err error) {
+	if ed.missing || ed.big == nil || ed.tailCut() || ed.big.oldSHA == "" {
+		return false, Identity{}, nil
+	}
+	d, err := e.fs.OpenParent(root, ed.path)
+	if err != nil {
+		return false, Identity{}, nil // the copy says why, or finds it
+	}
+	defer d.Close()
+	if d.Insecure() != "" {
+		return false, Identity{}, nil
+	}
+	_, err = e.Quarantine.PutLinked(m, ed.oldID.Size, ed.big.oldSHA, func(dst string) (*os.File, error) {
+		f, got, err := d.LinkAway(filepath.Base(ed.path), dst, ed.oldID)
+		id = got
+		return f, err
+	}, now)
+	if errors.Is(err, fsio.ErrNotLinked) {
+		return false, Identity{}, nil
+	}
+	return err == nil, id, err
 }

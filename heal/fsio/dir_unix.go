@@ -298,3 +298,70 @@ func (d *Dir) Writable() error {
 // ActsAs is the uid whose identity the Dir's writes take: the tree's owner, run as root;
 // else -1 (the process's own).
 func (d *Dir) ActsAs() int { return d.asUID }
+
+// ErrNotLinked: LinkAway made no second name for the file, because it is not the one the
+// caller read, has other names already, or belongs to someone other than the tree's owner;
+// or the file system refused (another file system, a user who may not link it).
+var ErrNotLinked = errors.New("not linked")
+
+// LinkAway gives the file name, in the directory, the second name dst, a path outside the
+// tree (an entry of the process's own state directory), as the process: dst's directory is
+// the process's, never the tree owner's. It links only the version want names (device,
+// inode, size, mtime), and only a file that had no other name and belongs to the user whose
+// tree it is (run as root: the owner the Dir acts as; else the process itself): a hard link
+// swapped in from elsewhere, or a file of someone else, is never linked. It returns the file
+// dst names, open for reading, and its identity once linked (its ctime and link count
+// changed with the link). Any refusal is an ErrNotLinked, and leaves no dst.
+func (d *Dir) LinkAway(name, dst string, want Identity) (*os.File, Identity, error) {
+	owner := d.asUID
+	if owner < 0 {
+		owner = os.Geteuid()
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, Identity{}, fmt.Errorf("%w: %v", ErrNotLinked, err)
+	}
+	if id := identityOfUnixStat(&st); st.Mode&unix.S_IFMT != unix.S_IFREG || !id.Same(want) || id.Nlink != 1 || int(id.UID) != owner {
+		return nil, Identity{}, fmt.Errorf("%w: %s is not the version read with one name, of its tree's owner", ErrNotLinked, filepath.Join(d.path, name))
+	}
+	if err := d.fs.fault("link", dst); err != nil {
+		return nil, Identity{}, err
+	}
+	if err := unix.Linkat(d.fd, name, unix.AT_FDCWD, dst, 0); err != nil {
+		err := &os.LinkError{Op: "link", Old: filepath.Join(d.path, name), New: dst, Err: err}
+		if linkRefused(err.Err) {
+			return nil, Identity{}, fmt.Errorf("%w: %v", ErrNotLinked, err)
+		}
+		return nil, Identity{}, err // an I/O error, a full disk: the caller's to report
+	}
+	// linkat never follows a symlink at name: what dst names now is checked to be the file
+	// checked above, unwritten since (a file swapped in between the two is unlinked again).
+	f, err := os.OpenFile(dst, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		os.Remove(dst)
+		return nil, Identity{}, fmt.Errorf("%w: %v", ErrNotLinked, err)
+	}
+	fi, err := f.Stat()
+	id := Identity{}
+	if err == nil {
+		id = IdentityOf(fi)
+	}
+	if err != nil || !fi.Mode().IsRegular() || id.Dev != want.Dev || id.Ino != want.Ino || id.Size != want.Size || !id.Mtime.Equal(want.Mtime) || id.Nlink != 2 {
+		f.Close()
+		os.Remove(dst)
+		return nil, Identity{}, fmt.Errorf("%w: %s changed as it was linked", ErrNotLinked, filepath.Join(d.path, name))
+	}
+	return f, id, nil
+}
+
+// linkRefused: linkat refused to link, as a file system or its rules may (another file
+// system, a file the process may not link, too many links, no hard links there), which
+// a copy does instead.
+func linkRefused(err error) bool {
+	switch {
+	case errors.Is(err, unix.EXDEV), errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES),
+		errors.Is(err, unix.EMLINK), errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.ENOTSUP):
+		return true
+	}
+	return false
+}

@@ -142,6 +142,53 @@ func (q Quarantine) PutTail(m *Manifest, size, prefix int64, src io.ReaderAt, su
 	return q.putFrom(m, size, fsio.Range{Off: prefix, N: size - prefix}, src, sum, check, now)
 }
 
+// PutLinked is PutFrom without a copy: link gives the original's inode a second name at
+// the path it is given (the entry's file), and returns it open, checked to be the version
+// planned from (size bytes, whose sha256, computed when the plan was made, is sum). The
+// inode's data is fsynced (what the app wrote and never synced is durable before any file
+// is touched, as a copy's would be), then the entry's directory and its manifest. The entry
+// then holds the original's bytes for as long as nobody writes into that inode: the heal
+// that links it renames another file over the original's name, and an app that held it open
+// and wrote after that rename wrote past size (see Bytes), bytes the heal puts back in place.
+// Any error leaves no entry; a link refused (fsio.ErrNotLinked) is the caller's to copy
+// instead.
+func (q Quarantine) PutLinked(m *Manifest, size int64, sum string, link func(dst string) (*os.File, error), now time.Time) (string, error) {
+	if sum == "" {
+		return "", fmt.Errorf("quarantine: a linked entry needs the original's sum")
+	}
+	dir := q.EntryDir(m, now)
+	m.Created = now.UTC()
+	m.Size, m.SHA256 = size, sum
+	m.Prefix, m.PrefixSHA256 = 0, ""
+	m.File = filepath.Base(m.Path)
+	if err := q.fs.MkdirAllSync(dir); err != nil {
+		return "", fmt.Errorf("quarantine: %w", err)
+	}
+	dst := filepath.Join(dir, m.File)
+	f, err := link(dst)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	err = q.fs.Do("fsync", dst, f.Sync)
+	f.Close()
+	if err == nil {
+		err = q.fs.SyncDir(dir)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("quarantine: %w", err)
+	}
+	m.encodeNames()
+	mj, _ := json.MarshalIndent(m, "", "  ")
+	if err := q.fs.WriteDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("quarantine manifest: %w", err)
+	}
+	m.Dir = dir
+	return dir, nil
+}
+
 func (q Quarantine) putFrom(m *Manifest, size int64, c fsio.Content, src io.ReaderAt, known string, check func(sum string) error, now time.Time) (string, error) {
 	dir := q.EntryDir(m, now)
 	m.Created = now.UTC()
@@ -254,6 +301,16 @@ func (q Quarantine) mark(dir, status string) error {
 		return nil
 	}
 	m.decodeNames()
+	if sharesInode(filepath.Join(dir, m.File), m.Path) {
+		// A linked entry (see PutLinked) whose heal never replaced the file: the entry is a
+		// second name of the file there now, whose bytes it holds, and would go on sharing
+		// them (and every write the app makes). Removed, manifest first, as a heal that
+		// stops before its rename removes it.
+		if err := os.Remove(filepath.Join(dir, "manifest.json")); err != nil {
+			return fmt.Errorf("quarantine %s: %w", dir, err)
+		}
+		return os.RemoveAll(dir)
+	}
 	m.Status = status
 	m.encodeNames()
 	mj, _ := json.MarshalIndent(&m, "", "  ")
@@ -270,6 +327,16 @@ func (q Quarantine) mark(dir, status string) error {
 		return fmt.Errorf("quarantine %s: %w", dir, err)
 	}
 	return nil
+}
+
+// sharesInode reports whether a and b name one file.
+func sharesInode(a, b string) bool {
+	fa, err := os.Lstat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Lstat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // Get finds an entry by id (or a unique prefix of one).
@@ -310,11 +377,15 @@ func (m *Manifest) Bytes() ([]byte, error) {
 	if m.Prefix > 0 {
 		return nil, fmt.Errorf("quarantine %s holds the original's bytes from offset %d on (a tail cut); its first %d bytes are the file's: %w", m.ID, m.Prefix, m.Prefix, ErrTail)
 	}
-	b, err := os.ReadFile(filepath.Join(m.Dir, m.File))
+	// The original's Size bytes: a linked entry (see PutLinked) may hold more after them,
+	// what an app that held the original open wrote into it after the heal's rename.
+	f, err := os.Open(filepath.Join(m.Dir, m.File))
 	if err != nil {
 		return nil, err
 	}
-	if sha(b) != m.SHA256 {
+	defer f.Close()
+	b := make([]byte, m.Size)
+	if _, err := io.ReadFull(f, b); err != nil || sha(b) != m.SHA256 {
 		return nil, fmt.Errorf("quarantine %s: bytes do not match the manifest's sha256", m.ID)
 	}
 	return b, nil

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -59,8 +60,29 @@ func CheckTrusted(dir string, uid int) error {
 		if err != nil {
 			return err
 		}
+		if linkedEntry(dir, p, fi) {
+			return nil
+		}
 		return checkOwn(p, fi, uid)
 	})
+}
+
+// linkedEntry: p is the original bytes of a quarantine entry (quarantine/<day>/<id>/<name>,
+// not its manifest), a regular file: a linked entry's file is the original's
+// own inode (see Quarantine.PutLinked), whose owner and mode are the tree's user's. It is
+// read as bytes, never as a record, and is reached only through the entry's directories,
+// which must be the process's own like everything else: whoever can write it (a process
+// that held the original open) could have written those bytes into the file anyway.
+func linkedEntry(dir, p string, fi fs.FileInfo) bool {
+	rel, err := filepath.Rel(dir, p)
+	if err != nil {
+		return false
+	}
+	parts := strings.Split(rel, string(filepath.Separator))
+	if len(parts) != 4 || parts[0] != "quarantine" || parts[3] == "manifest.json" || strings.HasPrefix(parts[3], ".") {
+		return false
+	}
+	return fi.Mode().IsRegular()
 }
 
 // checkOwn: p (lstat'ed as fi) is no symlink, no FIFO, socket or device, is owned by uid

@@ -119,3 +119,48 @@ func TestPolicyTheAttackerCanChange(t *testing.T) {
 		t.Errorf("root's own policy refused: %s", r.stderr)
 	}
 }
+
+// Root heals a session of another user by keeping its inode in quarantine (a hard link in
+// the state dir, then its only name): the entry's file is that user's, with its mode (group
+// writable here), and the state dir stays trusted for every command. Only an entry's bytes
+// are exempt: that user's file anywhere else in the state dir (an entry's manifest) is
+// still refused.
+func TestLinkedQuarantineOfAnotherUsersFile(t *testing.T) {
+	needRoot(t)
+	s := newStage(t, "")
+	session := filepath.Join(s.tree, "s.jsonl")
+	orig := "{\"a\":1}\nxx\n{\"a\":2}\n"
+	write(t, session, orig, 0o664, attackerUID)
+	before, err := os.Lstat(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := sm(t, nil, "heal", "-config", s.policy); r.code != 0 {
+		t.Fatalf("heal: exit %d, %s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(session); string(b) != "{\"a\":1}\n{\"a\":2}\n" {
+		t.Fatalf("healed to %q", b)
+	}
+	entries, _ := filepath.Glob(filepath.Join(s.state, "quarantine", "*", "*", "s.jsonl"))
+	if len(entries) != 1 {
+		t.Fatalf("quarantine entries: %v", entries)
+	}
+	kept, _ := os.Lstat(entries[0])
+	if !os.SameFile(before, kept) || kept.Mode().Perm() != 0o664 {
+		t.Fatalf("the entry is not the original's inode, or not as it was (%v)", kept.Mode())
+	}
+	if b, _ := os.ReadFile(entries[0]); string(b) != orig {
+		t.Fatalf("entry holds %q", b)
+	}
+	for _, args := range [][]string{{"quarantine", "list"}, {"check"}, {"heal"}} {
+		if r := sm(t, nil, append(args, "-config", s.policy)...); r.code != 0 {
+			t.Errorf("%v after the heal: exit %d, %s", args, r.code, r.stderr)
+		}
+	}
+	manifest := filepath.Join(filepath.Dir(entries[0]), "manifest.json")
+	os.Lchown(manifest, attackerUID, attackerUID)
+	r := sm(t, nil, "quarantine", "list", "-config", s.policy)
+	if want := manifest + " is owned by uid"; r.code != 2 || !strings.Contains(r.stderr, want) {
+		t.Errorf("a manifest of another user: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
