@@ -161,8 +161,8 @@ func FuzzStreamedVerdictMatchesWhole(f *testing.F) {
 	})
 }
 
-// planKeepDiff says how the salvage of data planned streaming (PlanKeep, PlanKeepSum, the
-// splice read and written) differs from the one planned held whole (KeepLines), in bytes or
+// planKeepDiff says how the salvage of data planned streaming (PlanKeep, the splice read and
+// written) differs from the one planned held whole (KeepLines), in bytes or
 // figures ("" for none), and gives the latter.
 func planKeepDiff(typ format.Profile, path string, data []byte) (whole []byte, diff string) {
 	whole = format.KeepLines(typ, path, data)
@@ -187,18 +187,13 @@ func planKeepDiff(typ format.Profile, path string, data []byte) (whole []byte, d
 	if msg := figuresDiff(typ, path, data, whole, fig); msg != "" {
 		return whole, msg
 	}
-	// PlanKeepSum is the same plan, and the original's hash read in the same pass.
-	s2, fig2, sum, err := format.PlanKeepSum(typ, path, r, int64(len(data)))
-	if err != nil || fig2 != fig || (s2 == nil) != (s == nil) || sum != fmt.Sprintf("%x", sha256.Sum256(data)) {
-		return whole, fmt.Sprintf("PlanKeepSum: %+v %q %v; PlanKeep %+v", fig2, sum, err, fig)
-	}
 	_, diff = tornCutDiff(typ, path, data)
 	return whole, diff
 }
 
 // tornCutDiff says how the plan of a torn last line cut from the verdict (PlanTornCut)
-// differs from the salvage's walk (PlanKeepSum) and the judge of its result (InspectSum): the
-// same bytes, figures, sums and verdict ("" for none; cut says it planned one).
+// differs from the salvage's walk (PlanKeep, the original's sha256) and the judge of its result
+// (InspectSum): the same bytes, figures, sums and verdict ("" for none; cut says it planned one).
 func tornCutDiff(typ format.Profile, path string, data []byte) (cut bool, diff string) {
 	r := bytes.NewReader(data)
 	size := int64(len(data))
@@ -213,10 +208,11 @@ func tornCutDiff(typ format.Profile, path string, data []byte) (cut bool, diff s
 	if !ok {
 		return false, ""
 	}
-	s, fig, sum, err := format.PlanKeepSum(typ, path, r, size)
+	s, fig, err := format.PlanKeep(typ, path, r, size)
 	if err != nil || s == nil {
-		return true, fmt.Sprintf("PlanTornCut planned %d bytes, PlanKeepSum %v (%v)", tc.Keep.Size(), s, err)
+		return true, fmt.Sprintf("PlanTornCut planned %d bytes, PlanKeep %v (%v)", tc.Keep.Size(), s, err)
 	}
+	sum := fmt.Sprintf("%x", sha256.Sum256(data))
 	want, _ := s.Bytes(r)
 	got, _ := tc.Keep.Bytes(r)
 	kv, ksum, err := format.InspectSum(typ, path, s.At(r), s.Size())

@@ -49,22 +49,6 @@ func keepWalker(p Profile, r io.ReaderAt, size int64) walker {
 	return readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)
 }
 
-// PlanKeepSum is [PlanKeep] that also gives the hex sha256 of the original, read in the same
-// pass.
-func PlanKeepSum(p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepFigures, string, error) {
-	h := newBGHash()
-	defer h.Close()
-	ta := &teeAt{r: io.NewSectionReader(f, 0, size), w: h}
-	s, fig, err := planKeep(p, path, f, size, keepWalker(p, ta, size))
-	if err == nil {
-		err = ta.through(size)
-	}
-	if err != nil {
-		return nil, KeepFigures{}, "", err
-	}
-	return s, fig, h.Sum(), nil
-}
-
 // TornCut is a salvage planned by [PlanTornCut]: the plan, its figures, the sums and the
 // verdict on its result.
 type TornCut struct {
@@ -77,7 +61,7 @@ type TornCut struct {
 	kept    *tailState // planned by AppendCache.TryTorn: the state of the bytes kept
 }
 
-// PlanTornCut is [PlanKeepSum] and [InspectSum] of its result, in one pass, for a file whose
+// PlanTornCut is [PlanKeep], the original's sha256 and [InspectSum] of its result, in one pass, for a file whose
 // last line, from x on, is torn (unterminated, not blank, not a record) and whose lines
 // before it are all records: the salvage then keeps exactly the bytes before x (plus what
 // the torn line's repair rebuilds, which PlanTornCut does not plan), so the walk that looks
@@ -86,7 +70,7 @@ type TornCut struct {
 // or the salvage is not such a cut: a blank line before x (the salvage drops it), a
 // profile whose salvage drops repeated or superseded records, a torn line the salvage
 // rebuilds a record from or too long to hold, a result that is not healthy. The figures,
-// the sums and the verdict are the ones PlanKeepSum and InspectSum give.
+// the sums and the verdict are the ones PlanKeep, a sha256 of the file and InspectSum give.
 func PlanTornCut(p Profile, path string, f io.ReaderAt, size, x int64) (tc TornCut, ok bool, err error) {
 	if _, seq := p.(SequenceChecker); !seq || x <= 0 || x >= size || size-x >= int64(lineWindow)/2 {
 		return tc, false, nil
