@@ -106,14 +106,7 @@ func (q Quarantine) Put(m *Manifest, data []byte, now time.Time) (string, error)
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
-	m.encodeNames()
-	mj, _ := json.MarshalIndent(m, "", "  ")
-	if err := q.fs.WriteDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
-		os.RemoveAll(dir) // an entry without its manifest is of no use: nothing was touched yet
-		return "", fmt.Errorf("quarantine manifest: %w", err)
-	}
-	m.Dir = dir
-	return dir, nil
+	return q.writeManifest(m, dir)
 }
 
 // PutFrom is Put for bytes too big to hold: c writes them out of src (size bytes). known is
@@ -179,14 +172,7 @@ func (q Quarantine) PutLinked(m *Manifest, size int64, sum string, link func(dst
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("quarantine: %w", err)
 	}
-	m.encodeNames()
-	mj, _ := json.MarshalIndent(m, "", "  ")
-	if err := q.fs.WriteDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("quarantine manifest: %w", err)
-	}
-	m.Dir = dir
-	return dir, nil
+	return q.writeManifest(m, dir)
 }
 
 func (q Quarantine) putFrom(m *Manifest, size int64, c fsio.Content, src io.ReaderAt, known string, check func(sum string) error, now time.Time) (string, error) {
@@ -220,14 +206,7 @@ func (q Quarantine) putFrom(m *Manifest, size int64, c fsio.Content, src io.Read
 		}
 	}
 	m.SHA256 = sum
-	m.encodeNames()
-	mj, _ := json.MarshalIndent(m, "", "  ")
-	if err := q.fs.WriteDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("quarantine manifest: %w", err)
-	}
-	m.Dir = dir
-	return dir, nil
+	return q.writeManifest(m, dir)
 }
 
 // List returns every entry, oldest first.
@@ -327,6 +306,19 @@ func (q Quarantine) mark(dir, status string) error {
 		return fmt.Errorf("quarantine %s: %w", dir, err)
 	}
 	return nil
+}
+
+// writeManifest makes the entry at dir, whose bytes are written, whole: its manifest,
+// durably. An entry without one is of no use (nothing was touched yet): removed.
+func (q Quarantine) writeManifest(m *Manifest, dir string) (string, error) {
+	m.encodeNames()
+	mj, _ := json.MarshalIndent(m, "", "  ")
+	if err := q.fs.WriteDurable(filepath.Join(dir, "manifest.json"), append(mj, '\n'), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("quarantine manifest: %w", err)
+	}
+	m.Dir = dir
+	return dir, nil
 }
 
 // sharesInode reports whether a and b name one file.
