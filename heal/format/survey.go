@@ -99,10 +99,18 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	meters := make([]*lossMeter, len(cands))
 	prefix := make([]*fsio.PrefixMatch, len(cands))
 	var ws []io.Writer
-	var oldH hash.Hash
+	var oldSum, valueSum func() string
+	firstValue := !p.JSONL() && opt.FirstValueEnd > 0
 	if opt.OldSHA == "" {
-		oldH = sha256.New()
-		ws = append(ws, oldH)
+		// The original's hash, which takes a JSON document's first value's sum on its way.
+		mh := fsio.NewMarkHash(max(opt.FirstValueEnd, 0))
+		ws, oldSum = append(ws, mh), mh.Sum
+		if firstValue {
+			valueSum = mh.MarkSum
+		}
+	} else if firstValue {
+		vh := fsio.NewRangeHash(0, opt.FirstValueEnd)
+		ws, valueSum = append(ws, vh), vh.Sum
 	}
 	for i, c := range cands {
 		prefix[i] = &fsio.PrefixMatch{Data: c.Data}
@@ -126,11 +134,9 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	if opt.BOMLess {
 		ws = append(ws, normH, normFirst)
 	}
-	var valueH *fsio.RangeHash
 	valueFirst := &fsio.FirstNonWS{}
-	if !p.JSONL() && opt.FirstValueEnd > 0 {
-		valueH = fsio.NewRangeHash(0, opt.FirstValueEnd)
-		ws = append(ws, valueH, valueFirst)
+	if firstValue {
+		ws = append(ws, valueFirst)
 	}
 	// JSONL: the salvage's lines, and each line's fate in every candidate.
 	var (
@@ -219,8 +225,8 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		return SurveyResult{}, fsio.ErrChanged
 	}
 	res.OldSHA = opt.OldSHA
-	if oldH != nil {
-		res.OldSHA = hex.EncodeToString(oldH.Sum(nil))
+	if oldSum != nil {
+		res.OldSHA = oldSum()
 	}
 	// A torn last record whose whole version the salvage holds is not lost.
 	if torn != nil && res.SalvKeep > 0 && !opt.OwnSalvage {
@@ -257,8 +263,8 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 	if opt.BOMLess {
 		res.NormSHA, res.NormFirst = normH.Sum(), *normFirst
 	}
-	if valueH != nil {
-		res.ValueSHA, res.ValueFirst = valueH.Sum(), *valueFirst
+	if valueSum != nil {
+		res.ValueSHA, res.ValueFirst = valueSum(), *valueFirst
 	}
 	return res, nil
 }

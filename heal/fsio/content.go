@@ -110,6 +110,43 @@ func (r *RangeHash) Write(p []byte) (int, error) {
 // Sum is the hex sha256 of the range.
 func (r *RangeHash) Sum() string { return hex.EncodeToString(r.h.Sum(nil)) }
 
+// MarkHash is the sha256 of everything written to it, which also takes the sum of its first
+// At bytes on the way (a sum leaves the hash going on): a file's sum and a prefix's, in one
+// pass over the bytes instead of two.
+type MarkHash struct {
+	At   int64
+	pos  int64
+	h    hash.Hash
+	mark string
+}
+
+// NewMarkHash hashes what is written to it, and its first at bytes.
+func NewMarkHash(at int64) *MarkHash { return &MarkHash{At: at, h: sha256.New()} }
+
+func (m *MarkHash) Write(p []byte) (int, error) {
+	n := len(p)
+	if k := m.At - m.pos; m.mark == "" && k <= int64(len(p)) {
+		m.h.Write(p[:k])
+		m.mark = hex.EncodeToString(m.h.Sum(nil))
+		p = p[k:]
+		m.pos += k
+	}
+	m.h.Write(p)
+	m.pos += int64(len(p))
+	return n, nil
+}
+
+// Sum is the hex sha256 of all that was written.
+func (m *MarkHash) Sum() string { return hex.EncodeToString(m.h.Sum(nil)) }
+
+// MarkSum is the hex sha256 of the first At bytes written ("" while fewer were).
+func (m *MarkHash) MarkSum() string {
+	if m.mark == "" && m.pos == m.At {
+		return m.Sum()
+	}
+	return m.mark
+}
+
 // FirstNonWS records the first byte after offset From that is not JSON whitespace: C, when
 // Found.
 type FirstNonWS struct {

@@ -36,3 +36,28 @@ func TestFileAtWritesTheVersionItNames(t *testing.T) {
 		t.Fatalf("after a change: %v, want ErrChanged", err)
 	}
 }
+
+// MarkHash is the sum of all written and of the first At bytes, however the writes cut them.
+func TestMarkHash(t *testing.T) {
+	data := make([]byte, 10_000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	hexSum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	for _, at := range []int64{0, 1, 4095, 4096, 9999, 10_000} {
+		for _, chunk := range []int{1, 7, 4096, 10_000} {
+			m := NewMarkHash(at)
+			if at > 0 && m.MarkSum() != "" {
+				t.Fatalf("at %d: a mark before its bytes were written", at)
+			}
+			for off := 0; off < len(data); off += chunk {
+				if n, err := m.Write(data[off:min(off+chunk, len(data))]); err != nil || n != min(chunk, len(data)-off) {
+					t.Fatalf("Write: %d, %v", n, err)
+				}
+			}
+			if m.Sum() != hexSum(data) || m.MarkSum() != hexSum(data[:at]) {
+				t.Fatalf("at %d, writes of %d: sums differ", at, chunk)
+			}
+		}
+	}
+}
