@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -328,14 +329,19 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	}
 	// An app document's salvage is its first value (the bytes before trailing garbage), as a
 	// plain document's, when its checklist passes it.
+	// It is judged beside the survey's pass below (each reads the file, on a core of its own).
 	var valueV *Verdict
 	valueRecords := 0
+	valueJudged := func() error { return nil }
 	if doc && in.bigEnd > 0 && slices.Contains(rule.Strategies, policy.Salvage) {
-		v, n, err := judgeStreamedDoc(c, f, 0, in.bigEnd)
-		if err != nil {
-			return nil, nil, err
-		}
-		valueV, valueRecords = &v, n
+		judged := make(chan error, 1)
+		go func() {
+			v, n, err := judgeStreamedDoc(c, f, 0, in.bigEnd)
+			valueV, valueRecords = &v, n
+			judged <- err
+		}()
+		valueJudged = sync.OnceValue(func() error { return <-judged })
+		defer valueJudged()
 	}
 	// A JSONL app log's line rewrites, planned as splices of it and measured by the survey.
 	var rewrites map[policy.Strategy]*lineRewrite
@@ -405,6 +411,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 			sv, err = survey()
 		}
+	}
+	if jerr := valueJudged(); jerr != nil {
+		return nil, nil, jerr // as when it was judged before the survey
 	}
 	if errors.Is(err, format.ErrNoStream) {
 		return nil, nil, fmt.Errorf("%s: a number or literal is over %d bytes: not repaired streaming", in.ctx.path, maxLine)
