@@ -105,18 +105,20 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 			continue // a missing file: nothing to keep
 		}
 		var err error
+		linked := false
 		if ed.big != nil {
-			linked, id, err := e.quarantineLinked(m, &p.edits[i], ruleRoot(t.Rule, t.Path), now)
-			if err != nil {
-				e.abandon(entry)
-				return "", err
-			}
-			if linked {
+			// A replace keeps the original's own inode where it may; its identity changed
+			// with the link, and the checks that follow compare with that one.
+			var id Identity
+			if linked, id, err = e.quarantineLinked(m, &ed, ruleRoot(t.Rule, t.Path), now); linked {
 				p.edits[i].oldID = id
-				continue
 			}
 		}
-		if ed.big != nil {
+		switch {
+		case err != nil || linked:
+		case ed.big == nil:
+			_, err = e.Quarantine.Put(m, ed.old, now)
+		default:
 			// The old bytes are copied from the file, the version the plan was made from:
 			// of a tail cut, those it removes.
 			var keep int64
@@ -124,8 +126,6 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 				keep = ed.big.newSize
 			}
 			_, err = e.quarantineFile(m, ed.path, ed.oldID, ed.big.oldSHA, keep, ed.big.newSHA, now)
-		} else {
-			_, err = e.Quarantine.Put(m, ed.old, now)
 		}
 		if err != nil {
 			e.abandon(entry)

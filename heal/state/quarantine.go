@@ -371,6 +371,9 @@ func (m *Manifest) Bytes() ([]byte, error) {
 	}
 	// The original's Size bytes: a linked entry (see PutLinked) may hold more after them,
 	// what an app that held the original open wrote into it after the heal's rename.
+	if m.Size < 0 {
+		return nil, fmt.Errorf("quarantine %s: the manifest's size is %d", m.ID, m.Size)
+	}
 	f, err := os.Open(filepath.Join(m.Dir, m.File))
 	if err != nil {
 		return nil, err
