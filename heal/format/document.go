@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
@@ -119,9 +120,30 @@ func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, Doc
 	if v, done, err := judgeFront(p, f, head, size, func() (bool, error) { return AllNULAt(r, 0, size) }); done || err != nil {
 		return v, j, err
 	}
+	// The checklist's walk reads the document beside the syntax pass, each on a core of its
+	// own; its verdict counts once the syntax pass has accepted the document (a walk is for
+	// a valid document: on any other it returns, and is stopped as soon as that is known).
+	type walked struct {
+		v   Verdict
+		n   int
+		err error
+	}
+	var stop atomic.Bool
+	var walk chan walked
+	if _, ok := p.(DocChecker); ok && !p.Plain() {
+		walk = make(chan walked, 1)
+		go func() {
+			v, n, err := checkDoc(p, f, stoppable{r, &stop}, size)
+			walk <- walked{v, n, err}
+		}()
+	}
 	// A document shorter than a block is read in one block of its size (and one more read,
 	// which finds its end).
 	end, err := jsonv.ValidReader(io.NewSectionReader(r, 0, size), p.Dialect(), int(min(StreamBuf, size+1)), MaxLine)
+	if err != nil && walk != nil {
+		stop.Store(true)
+		<-walk
+	}
 	if errors.Is(err, jsonv.ErrTokenTooLong) {
 		return Verdict{}, j, ErrNoStream
 	}
@@ -135,9 +157,30 @@ func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, Doc
 	if err != nil {
 		return Verdict{}, j, err
 	}
-	v, n, err := checkDoc(p, f, r, size)
-	j.Records = n
-	return v, j, err
+	if walk == nil {
+		v, n, err := checkDoc(p, f, r, size) // no checklist: its answer at once
+		j.Records = n
+		return v, j, err
+	}
+	w := <-walk
+	j.Records = w.n
+	return w.v, j, w.err
+}
+
+// stoppable reads r until stop is set, and then fails every read: a pass that reads
+// through it ends at its next read.
+type stoppable struct {
+	r    io.ReaderAt
+	stop *atomic.Bool
+}
+
+var errStopped = errors.New("stopped")
+
+func (s stoppable) ReadAt(p []byte, off int64) (int, error) {
+	if s.stop.Load() {
+		return 0, errStopped
+	}
+	return s.r.ReadAt(p, off)
 }
 
 // IsDocument: p is an app's JSON document with a checklist ([DocChecker]), judged and
