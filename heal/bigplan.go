@@ -2,8 +2,6 @@ package heal
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -164,13 +162,13 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 			keep, keepFig, oldSHA = tc.Keep, tc.Fig, tc.OldSHA
 		}
-		var oldSum func() (string, error)
+		var oldSum *format.AsideHash
 		if !cut {
 			// The original is hashed beside the planning rather than in its read: the
 			// salvage's walk, then the judge of its result (with its own sum), take a core;
 			// the original's sum the other, through both.
-			oldSum = sumAside(f, size)
-			defer oldSum()
+			oldSum = format.HashAside(f, size)
+			defer oldSum.Stop()
 			if keep, keepFig, err = format.PlanKeep(c.typ, c.path, f, size); err != nil {
 				return nil, nil, err
 			}
@@ -206,7 +204,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 		judged(v, sum)
 		if oldSum != nil {
-			if oldSHA, err = oldSum(); err != nil {
+			if oldSHA, err = oldSum.Wait(); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -1095,40 +1093,6 @@ func judgeStreamedLog(c *fileCtx, r io.ReaderAt, off, size int64) (Verdict, erro
 		return v, err
 	}
 	return format.InspectAt(c.typ, c.path, io.NewSectionReader(r, off, size-off), size-off)
-}
-
-// sumAside hashes the first n bytes of f (sha256, hex) on a goroutine of its own; the sum
-// is the returned function's, which waits for it (and may be called again).
-func sumAside(f io.ReaderAt, n int64) func() (string, error) {
-	type result struct {
-		sum string
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		h := sha256.New()
-		buf := make([]byte, 1<<20)
-		var err error
-		for off := int64(0); off < n; {
-			k, rerr := f.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
-			h.Write(buf[:k])
-			if off += int64(k); off < n && (rerr != nil || k == 0) {
-				if err = rerr; err == nil || err == io.EOF {
-					err = io.ErrUnexpectedEOF // the file is shorter than it was
-				}
-				break
-			}
-		}
-		ch <- result{hex.EncodeToString(h.Sum(nil)), err}
-	}()
-	var got *result
-	return func() (string, error) {
-		if got == nil {
-			r := <-ch
-			got = &r
-		}
-		return got.sum, got.err
-	}
 }
 
 // keepsPrefixAt is keepsPrefix of a streamed salvage.

@@ -3,9 +3,11 @@ package format
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"hash"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // bgHash is a SHA-256 of what is written to it, computed on a goroutine of its own: a plan's
@@ -99,4 +101,58 @@ func (b *bgHash) Close() {
 			bgHashPool.Put(&buf)
 		}
 	}
+}
+
+// AsideHash is the sha256 of the first n bytes of a reader, read in order in blocks on a
+// goroutine of its own (HashAside): a judge or a walk that reads the same bytes, on several
+// CPUs or in no set order, runs beside it (the bytes are the same as long as the file is the
+// version the caller checks it is, after). Wait gives the sum; Stop ends the read early, and
+// waits for it. The creator calls one of them, and may call both.
+type AsideHash struct {
+	stop atomic.Bool
+	done chan struct{}
+	sum  string
+	err  error
+}
+
+var errAsideStopped = errors.New("stopped")
+
+// HashAside starts the hash of the first n bytes of r.
+func HashAside(r io.ReaderAt, n int64) *AsideHash {
+	a := &AsideHash{done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		h := sha256.New()
+		bp := bgHashPool.Get().(*[]byte)
+		defer bgHashPool.Put(bp)
+		buf := *bp
+		for off := int64(0); off < n; {
+			if a.stop.Load() {
+				a.err = errAsideStopped
+				return
+			}
+			k, err := r.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
+			h.Write(buf[:k])
+			if off += int64(k); off < n && (err != nil || k == 0) {
+				if a.err = err; err == nil || err == io.EOF {
+					a.err = io.ErrUnexpectedEOF // shorter than it was
+				}
+				return
+			}
+		}
+		a.sum = hex.EncodeToString(h.Sum(nil))
+	}()
+	return a
+}
+
+// Wait is the hex sha256 of the bytes, once read.
+func (a *AsideHash) Wait() (string, error) {
+	<-a.done
+	return a.sum, a.err
+}
+
+// Stop ends the read, if it is still going, and waits for it to end.
+func (a *AsideHash) Stop() {
+	a.stop.Store(true)
+	<-a.done
 }

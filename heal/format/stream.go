@@ -394,36 +394,37 @@ func appendedLines(p Profile, walk walker, n int64) bool {
 
 // InspectAt judges the size bytes of r as the content of the file at path, as [Inspect]
 // judges them without a last-good copy, reading them in blocks: for a JSONL profile whose
-// checklist runs record by record ([SequenceChecker]) or that has none (Plain). The
+// checklist runs record by record ([SequenceChecker]) or that has none (Plain), on several
+// CPUs where the file is large enough (r's ReadAt is called from several goroutines). The
 // profile's skip reason is asked of the first bytes only.
 func InspectAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error) {
 	v, _, err := inspectAt(p, path, r, size, false)
 	return v, err
 }
 
-// InspectSum is [InspectAt] that also gives the hex sha256 of the bytes, read in the same
-// pass ("" when they are not healthy).
+// InspectSum is [InspectAt] that also gives the hex sha256 of the bytes ("" when they are not
+// healthy), read beside the judge on a goroutine of its own: r's ReadAt may be called from
+// several goroutines at once (a file, a splice of one), and the bytes must not change under
+// the pass (the caller checks the file is the version it planned from, after).
 func InspectSum(p Profile, path string, r io.ReaderAt, size int64) (Verdict, string, error) {
 	return inspectAt(p, path, r, size, true)
 }
 
 func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Verdict, string, error) {
-	var ta *teeAt
-	var h *bgHash
+	var a *AsideHash
 	if sum {
-		h = newBGHash()
-		defer h.Close()
-		ta = &teeAt{r: io.NewSectionReader(r, 0, size), w: h}
-		r = ta
+		a = HashAside(r, size)
+		defer a.Stop()
 	}
 	v, err := judgeAt(p, path, r, size, nil)
 	if err != nil || v.Status != Healthy || !sum {
 		return v, "", err
 	}
-	if err := ta.through(size); err != nil {
+	s, err := a.Wait()
+	if err != nil {
 		return Verdict{}, "", err
 	}
-	return v, h.Sum(), nil
+	return v, s, nil
 }
 
 // judgeAt is InspectAt; each, when set, is shown every line the walk reads (as the walk's
@@ -442,7 +443,8 @@ func judgeAt(p Profile, path string, r io.ReaderAt, size int64, each func(line [
 	// A read error would end the walk as the end of the file: it is the caller's instead.
 	var mu sync.Mutex
 	var rerr error
-	v := judgeLines(p, path, size, false, func(maxHeld int, lj *longJudge) walker {
+	// Judged on several CPUs unless each must see the lines in order, once.
+	v := judgeLines(p, path, size, each == nil, func(maxHeld int, lj *longJudge) walker {
 		w := readWalker(r, size, StreamBuf, maxHeld, lj)
 		return func(from, limit int64, skip bool, fn lineFunc) error {
 			if each != nil {
