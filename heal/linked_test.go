@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // The quarantine of a replace keeps the original's own inode (a second name in the state
@@ -188,4 +191,39 @@ func sameFile(t *testing.T, p string, fi os.FileInfo) bool {
 	t.Helper()
 	got, err := os.Lstat(p)
 	return err == nil && os.SameFile(got, fi)
+}
+
+// A state dir on another file system than the tree: the original is copied, and the heal
+// is the same.
+func TestQuarantineOnAnotherFileSystemCopies(t *testing.T) {
+	shm, err := os.MkdirTemp("/dev/shm", "sessionmedic-state")
+	if err != nil {
+		t.Skip("no /dev/shm")
+	}
+	defer os.RemoveAll(shm)
+	dir := filepath.Join(t.TempDir(), "sessions")
+	os.MkdirAll(dir, 0o755)
+	a, _ := os.Stat(shm)
+	b, _ := os.Stat(dir)
+	if a.Sys().(*syscall.Stat_t).Dev == b.Sys().(*syscall.Stat_t).Dev {
+		t.Skip("/dev/shm is on the tree's file system here")
+	}
+	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(shm, "state"), Rules: []policy.Rule{{
+		Name: "j", Format: "jsonl", Paths: []string{dir}, Lock: policy.Lock{Protocol: "none"},
+		Strategies: []policy.Strategy{policy.Salvage}, Limits: policy.Limits{MaxLoss: 0.9}, Mode: "heal",
+	}}}
+	e := New(cfg, Options{QuietCheck: time.Millisecond})
+	p := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(p, []byte(linkedOrig), 0o644)
+	if r := e.Heal(context.Background(), Target{Path: p, Rule: &e.Policy.Rules[0]}, false); r.Action != ActionHealed {
+		t.Fatalf("%+v", r)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "{\"n\":1}\n{\"n\":2}\n" {
+		t.Fatalf("healed to %q", b)
+	}
+	if _, m := onlyEntry(t, e); m.Size != int64(len(linkedOrig)) {
+		t.Fatalf("entry of %d bytes", m.Size)
+	} else if got, err := m.Bytes(); err != nil || string(got) != linkedOrig {
+		t.Fatalf("entry %q (%v)", got, err)
+	}
 }
