@@ -238,6 +238,16 @@ func tornCutDiff(typ format.Profile, path string, data []byte) (cut bool, diff s
 // glued before the torn bytes (rebuilt by the walk), CRLF lines. Planned from the verdict
 // (PlanTornCut) or not, a cut is the walk's.
 func TestTornCutMatchesTheWalk(t *testing.T) {
+	t.Run("one CPU", tornCutMatchesTheWalk)
+	// Every file judged on several CPUs, in blocks of 64 bytes: lines across blocks, a
+	// blank or repeated line in any block, a sum read beside the judge.
+	t.Run("blocks on several CPUs", func(t *testing.T) {
+		defer format.SetParallel(1, 64)()
+		tornCutMatchesTheWalk(t)
+	})
+}
+
+func tornCutMatchesTheWalk(t *testing.T) {
 	reg := apps.Registry()
 	cuts, elsewhere := 0, 0
 	for _, a := range streamApps {

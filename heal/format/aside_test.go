@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"math/rand"
 	"testing"
 )
 
@@ -36,5 +37,29 @@ func TestHashAside(t *testing.T) {
 		}
 	} else if !errors.Is(err, errAsideStopped) {
 		t.Fatalf("stopped: %q, %v", sum, err)
+	}
+}
+
+// hashAside's mark takes the sum of the bytes before it, the hash going on; what is written
+// to upToMark is exactly those bytes, in order.
+func TestHashAsideMark(t *testing.T) {
+	r := rand.New(rand.NewSource(4))
+	data := make([]byte, 3*asideBuf+77) // several of its reads
+	r.Read(data)
+	for i := 0; i < 20; i++ {
+		at := int64(r.Intn(len(data) + 1))
+		if i < 3 {
+			at = []int64{0, asideBuf, int64(len(data))}[i]
+		}
+		var before bytes.Buffer
+		a := hashAside(bytes.NewReader(data), int64(len(data)), at, &before)
+		whole, err := a.Wait()
+		pre, all := sha256.Sum256(data[:at]), sha256.Sum256(data)
+		if err != nil || a.MarkSum() != hex.EncodeToString(pre[:]) || whole != hex.EncodeToString(all[:]) {
+			t.Fatalf("round %d (mark at %d): mark %s, sum %s, %v", i, at, a.MarkSum(), whole, err)
+		}
+		if !bytes.Equal(before.Bytes(), data[:at]) {
+			t.Fatalf("round %d: %d bytes written up to the mark at %d", i, before.Len(), at)
+		}
 	}
 }

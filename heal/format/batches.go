@@ -18,10 +18,9 @@ import (
 // batchesAhead is how many blocks per worker may be read ahead of the sequence; recordBlock
 // is the size of a block (half of lineBlock: a worker's buffer is touched only as far as a
 // block and the end of its last line go, and a batch holds half as many records).
-const (
-	batchesAhead = 2
-	recordBlock  = lineBlock / 2
-)
+const batchesAhead = 2
+
+var recordBlock int64 = lineBlock / 2 // SetParallel sets it for a test
 
 // batchRecord is where a record of a block starts and its line's number in the block.
 type batchRecord struct {

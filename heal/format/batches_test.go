@@ -220,7 +220,7 @@ func TestRecordBlocksEntryPoints(t *testing.T) {
 	dir := t.TempDir()
 	for iter := 0; iter < 6; iter++ {
 		var b bytes.Buffer
-		for b.Len() < parallelFrom+3*lineBlock {
+		for int64(b.Len()) < parallelFrom+3*lineBlock {
 			b.Write(genRecords(r, 200, false, false))
 		}
 		switch iter % 3 {

@@ -17,10 +17,22 @@ import (
 // back to one goroutine (which holds a line up to MaxLine, as a walk always did).
 const (
 	lineBlock      = 1 << 20
-	parallelFrom   = 4 << 20 // smaller files are judged on one goroutine
 	maxLineWorkers = 4
 	heldPerWorker  = 8 << 20
 )
+
+// parallelFrom: smaller files are judged on one goroutine (SetParallel sets it for a test).
+var parallelFrom int64 = 4 << 20
+
+// SetParallel makes files from from bytes on be judged on several CPUs, a record checklist's
+// in blocks of block bytes, until restore is called: for the tests of the packages whose
+// strategies judge files (never in parallel ones), so that their small files take the way
+// big ones take. It needs two CPUs (GOMAXPROCS) to have an effect.
+func SetParallel(from, block int64) (restore func()) {
+	wasFrom, wasBlock := parallelFrom, recordBlock
+	parallelFrom, recordBlock = from, block
+	return func() { parallelFrom, recordBlock = wasFrom, wasBlock }
+}
 
 // errHeld: a worker met a line longer than it may hold.
 var errHeld = errors.New("line longer than a worker holds")

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"hash/maphash"
 	"io"
+	"sync/atomic"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
@@ -95,18 +96,19 @@ func PlanTornCut(p Profile, path string, f io.ReaderAt, size, x int64) (tc TornC
 		blankLine(last) {
 		return tc, false, nil
 	}
-	h := newBGHash()
-	defer h.Close()
-	// The torn line's whole version is looked for before it (see keeper.flush) by the
-	// hash's goroutine, in the bytes it hashes.
+	// The original is hashed beside the judge, which takes both CPUs unless it must see the
+	// lines in order (to find a repeat): its sum at x is the cut's. That read also looks for
+	// the torn line's whole version before it (see keeper.flush), and counts the lines before
+	// it (each ends with '\n'); a blank one is found by whichever goroutine judges it.
 	cw := &fsio.ContainsWriter{Needle: last}
-	h.upToMark = cw
-	ta := &teeAt{r: io.NewSectionReader(f, 0, size), w: h}
-	lines, blanks, repeats := 0, 0, 0
-	v, err := judgeAt(p, path, ta, x, func(line []byte, long *longLine) {
-		lines++
+	nl := &newlines{}
+	a := hashAside(f, size, x, io.MultiWriter(cw, nl))
+	defer a.Stop()
+	var blanks atomic.Int64
+	repeats := 0
+	v, err := judgeAt(p, path, f, x, func(line []byte, long *longLine) {
 		if long != nil && (long.blank || long.nul) || long == nil && blankLine(line) {
-			blanks++
+			blanks.Add(1)
 		}
 		if lineSet != nil {
 			if long != nil {
@@ -119,24 +121,29 @@ func PlanTornCut(p Profile, path string, f io.ReaderAt, size, x int64) (tc TornC
 			}
 			lineSet[key] = struct{}{}
 		}
-	})
+	}, lineSet == nil)
 	lineSet = nil
-	if err != nil || v.Status != Healthy || blanks > 0 || repeats > 0 {
+	if err != nil || v.Status != Healthy || blanks.Load() > 0 || repeats > 0 {
 		return tc, false, err
 	}
-	if err := ta.through(x); err != nil {
+	old, err := a.Wait()
+	if err != nil {
 		return tc, false, err
 	}
-	h.Mark()
-	if err := ta.through(size); err != nil {
-		return tc, false, err
-	}
-	old := h.Sum()
+	lines := nl.n
 	keep, fig, cut, err := tornKeep(p, path, f, x, lines, last, cw.Found)
 	if err != nil || !cut {
 		return tc, false, err
 	}
-	return TornCut{Keep: keep, Fig: fig, OldSHA: old, Verdict: v, KeepSHA: h.marks[0], Lines: lines}, true, nil
+	return TornCut{Keep: keep, Fig: fig, OldSHA: old, Verdict: v, KeepSHA: a.MarkSum(), Lines: lines}, true, nil
+}
+
+// newlines counts the '\n' written to it.
+type newlines struct{ n int }
+
+func (c *newlines) Write(p []byte) (int, error) {
+	c.n += bytes.Count(p, []byte{'\n'})
+	return len(p), nil
 }
 
 // tornKeep is the salvage of a file of f whose lines before x (lines of them, all records)

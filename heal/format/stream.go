@@ -416,7 +416,7 @@ func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Ver
 		a = HashAside(r, size)
 		defer a.Stop()
 	}
-	v, err := judgeAt(p, path, r, size, nil)
+	v, err := judgeAt(p, path, r, size, nil, true)
 	if err != nil || v.Status != Healthy || !sum {
 		return v, "", err
 	}
@@ -428,8 +428,10 @@ func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Ver
 }
 
 // judgeAt is InspectAt; each, when set, is shown every line the walk reads (as the walk's
-// lineFunc is).
-func judgeAt(p Profile, path string, r io.ReaderAt, size int64, each func(line []byte, long *longLine)) (Verdict, error) {
+// lineFunc is). With concurrent, the walk may be made on several CPUs: each is then called
+// from several goroutines, in no set order, and may see a line twice (a walk on several
+// CPUs that meets a line longer than a worker holds is made again on one).
+func judgeAt(p Profile, path string, r io.ReaderAt, size int64, each func(line []byte, long *longLine), concurrent bool) (Verdict, error) {
 	if !StreamJudged(p) {
 		return Verdict{}, ErrNoStream
 	}
@@ -443,8 +445,7 @@ func judgeAt(p Profile, path string, r io.ReaderAt, size int64, each func(line [
 	// A read error would end the walk as the end of the file: it is the caller's instead.
 	var mu sync.Mutex
 	var rerr error
-	// Judged on several CPUs unless each must see the lines in order, once.
-	v := judgeLines(p, path, size, each == nil, func(maxHeld int, lj *longJudge) walker {
+	v := judgeLines(p, path, size, concurrent, func(maxHeld int, lj *longJudge) walker {
 		w := readWalker(r, size, StreamBuf, maxHeld, lj)
 		return func(from, limit int64, skip bool, fn lineFunc) error {
 			if each != nil {
