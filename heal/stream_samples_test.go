@@ -388,6 +388,16 @@ func damageLines(rng *rand.Rand, data []byte, n int) []byte {
 // TestPlanKeepMatchesWholeOnDamage: FuzzPlanKeepMatchesWhole's property on every app's
 // healthy samples damaged at random (a fixed seed), one to four damages each.
 func TestPlanKeepMatchesWholeOnDamage(t *testing.T) {
+	t.Run("one CPU", planKeepMatchesWholeOnDamage)
+	// Every file judged in blocks of 64 bytes on several CPUs: the first fault found in
+	// whichever block, a sum read beside the judge.
+	t.Run("blocks on several CPUs", func(t *testing.T) {
+		defer format.SetParallel(1, 64)()
+		planKeepMatchesWholeOnDamage(t)
+	})
+}
+
+func planKeepMatchesWholeOnDamage(t *testing.T) {
 	reg := apps.Registry()
 	rng := rand.New(rand.NewSource(21))
 	cases := 0
