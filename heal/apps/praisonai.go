@@ -184,7 +184,13 @@ func checkPraison(ix *praisonIndex, f format.File, root *jsonv.Value, badMsg *js
 			if root.Get("children_ids") == nil && root.Get("snapshots") == nil && root.Get("title") == nil && root.Get("parent_id") == nil {
 				return format.Damage(format.KindDanglingReference, int64(root.End-1), "hierarchy wiped: %s names this session as its parent", strings.Join(missing, ", "))
 			}
-			return format.Damage(format.KindDanglingReference, int64(root.Get("children_ids").Start), "children_ids lacks %s", strings.Join(missing, ", "))
+			ch := root.Get("children_ids")
+			if ch == nil {
+				// A hierarchical session (a title, snapshots or a parent) without the list:
+				// its children are missing from it all the same (reconcile puts it in).
+				return format.Damage(format.KindDanglingReference, int64(root.End-1), "children_ids is missing: %s names this session as its parent", strings.Join(missing, ", "))
+			}
+			return format.Damage(format.KindDanglingReference, int64(ch.Start), "children_ids lacks %s", strings.Join(missing, ", "))
 		}
 	}
 	return v
