@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -57,6 +58,56 @@ func TestDocumentsJudgedStreamingAsHeld(t *testing.T) {
 	}
 	if n < 20 {
 		t.Fatalf("only %d sample documents judged", n)
+	}
+}
+
+// Every sample document damaged at random (cut short, a byte changed, bytes put in or taken
+// out) is judged the same held whole and streamed: the streamed checklist walks a document
+// beside its syntax pass, and one the syntax pass refuses is walked too, until it is stopped.
+func TestDamagedDocumentsJudgedStreamingAsHeld(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	n := 0
+	for _, dp := range docProfiles {
+		root := filepath.Join("../testdata/samples", dp.app)
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() || !dp.file(d.Name()) {
+				return err
+			}
+			orig, err := os.ReadFile(path)
+			if err != nil || len(orig) < 2 {
+				return err
+			}
+			for range 25 {
+				data := bytes.Clone(orig)
+				at := rng.Intn(len(data))
+				switch rng.Intn(4) {
+				case 0:
+					data = data[:at]
+				case 1:
+					data[at] = []byte{'x', '"', '}', ']', ',', 0xff, 0}[rng.Intn(7)]
+				case 2:
+					data = append(data[:at], append([]byte(`"},{[`)[:1+rng.Intn(5)], data[at:]...)...)
+				default:
+					data = append(data[:at], data[at+1:]...)
+				}
+				held := format.Inspect(dp.p, format.File{Path: path}, data)
+				streamed, err := format.InspectDocAt(dp.p, path, bytes.NewReader(data), int64(len(data)))
+				if err != nil {
+					continue // not judged streaming (a token over the bound): said as such
+				}
+				if !reflect.DeepEqual(held, streamed) {
+					t.Errorf("%s, damaged at %d:\nheld     %+v\nstreamed %+v\ninput %q", path, at, held, streamed, data)
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n < 500 {
+		t.Fatalf("only %d damaged documents judged", n)
 	}
 }
 
