@@ -169,3 +169,29 @@ func TestDocumentsWithHugeMessages(t *testing.T) {
 		t.Fatalf("held %+v, streamed %+v", held, v)
 	}
 }
+
+// FuzzDocumentsJudgedStreamingAsHeld: any bytes, as each app's document, are judged the same
+// held whole and streamed (when a streamed pass can judge them), and neither crashes.
+func FuzzDocumentsJudgedStreamingAsHeld(f *testing.F) {
+	for i, dp := range docProfiles {
+		root := filepath.Join("../testdata/samples", dp.app)
+		filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() && dp.file(d.Name()) {
+				if b, err := os.ReadFile(path); err == nil && len(b) < 64<<10 {
+					f.Add(uint8(i), b)
+				}
+			}
+			return nil
+		})
+	}
+	names := map[string]string{"copaw": "default_console--default.json", "praisonai": "parent-chat.json", "openclaw": "sessions.json", "openviking": ".meta.json"}
+	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
+		dp := docProfiles[int(which)%len(docProfiles)]
+		path := filepath.Join("/nonexistent", dp.app, "sessions", names[dp.app])
+		held := format.Inspect(dp.p, format.File{Path: path}, data)
+		streamed, err := format.InspectDocAt(dp.p, path, bytes.NewReader(data), int64(len(data)))
+		if err == nil && !reflect.DeepEqual(held, streamed) {
+			t.Fatalf("%s:\nheld     %+v\nstreamed %+v", dp.app, held, streamed)
+		}
+	})
+}
