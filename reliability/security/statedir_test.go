@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -156,6 +157,20 @@ func TestLinkedQuarantineOfAnotherUsersFile(t *testing.T) {
 		if r := sm(t, nil, append(args, "-config", s.policy)...); r.code != 0 {
 			t.Errorf("%v after the heal: exit %d, %s", args, r.code, r.stderr)
 		}
+	}
+	// A restore puts the original back as that user's file; the entry stays as it was.
+	id := filepath.Base(filepath.Dir(entries[0]))
+	if r := sm(t, nil, "quarantine", "restore", id, "-config", s.policy); r.code != 0 {
+		t.Fatalf("restore: exit %d, %s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(session); string(b) != orig {
+		t.Fatalf("restored %q", b)
+	}
+	if fi, err := os.Lstat(session); err != nil || fi.Sys().(*syscall.Stat_t).Uid != attackerUID || os.SameFile(fi, kept) {
+		t.Fatalf("the restored session is not a new file of its user: %v", err)
+	}
+	if b, _ := os.ReadFile(entries[0]); string(b) != orig {
+		t.Fatalf("the entry after the restore holds %q", b)
 	}
 	manifest := filepath.Join(filepath.Dir(entries[0]), "manifest.json")
 	os.Lchown(manifest, attackerUID, attackerUID)
