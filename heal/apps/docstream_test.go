@@ -15,11 +15,13 @@ import (
 )
 
 // docProfiles are the apps' JSON documents with a checklist, by the sample files they judge.
-var docProfiles = []struct {
+type docProfile struct {
 	app  string
 	p    format.Profile
 	file func(name string) bool
-}{
+}
+
+var docProfiles = []docProfile{
 	{"copaw", copaw{}, func(n string) bool { return strings.HasSuffix(n, ".json") }},
 	{"praisonai", praison{}, func(n string) bool { return praisonSessionRe.MatchString(n) }},
 	{"openclaw", openclawStore{}, func(n string) bool { return n == "sessions.json" || strings.HasPrefix(n, "sessions.json.bak") }},
@@ -30,6 +32,22 @@ var docProfiles = []struct {
 // kind, offset, detail and warnings.
 func TestDocumentsJudgedStreamingAsHeld(t *testing.T) {
 	n := 0
+	eachSampleDoc(t, func(dp docProfile, path string, data []byte) {
+		if diff, judged := heldStreamedDiff(dp, path, data); !judged {
+			t.Errorf("%s: not judged streaming", path)
+		} else if diff != "" {
+			t.Errorf("%s: %s", path, diff)
+		}
+		n++
+	})
+	if n < 20 {
+		t.Fatalf("only %d sample documents judged", n)
+	}
+}
+
+// eachSampleDoc calls fn with every sample document of every profile of docProfiles.
+func eachSampleDoc(t *testing.T, fn func(dp docProfile, path string, data []byte)) {
+	t.Helper()
 	for _, dp := range docProfiles {
 		root := filepath.Join("../testdata/samples", dp.app)
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -37,28 +55,30 @@ func TestDocumentsJudgedStreamingAsHeld(t *testing.T) {
 				return err
 			}
 			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
+			if err == nil {
+				fn(dp, path, data)
 			}
-			held := format.Inspect(dp.p, format.File{Path: path}, data)
-			streamed, err := format.InspectDocAt(dp.p, path, bytes.NewReader(data), int64(len(data)))
-			if err != nil {
-				t.Errorf("%s: %v", path, err)
-				return nil
-			}
-			if !reflect.DeepEqual(held, streamed) {
-				t.Errorf("%s:\nheld     %+v\nstreamed %+v", path, held, streamed)
-			}
-			n++
-			return nil
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n < 20 {
-		t.Fatalf("only %d sample documents judged", n)
+}
+
+// heldStreamedDiff says how data's verdict as the document at path, held whole, differs from
+// its verdict streamed ("" for none); judged is false when it could not be judged streaming
+// (a token over the streamed bound).
+func heldStreamedDiff(dp docProfile, path string, data []byte) (diff string, judged bool) {
+	held := format.Inspect(dp.p, format.File{Path: path}, data)
+	streamed, err := format.InspectDocAt(dp.p, path, bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return "", false
 	}
+	if !reflect.DeepEqual(held, streamed) {
+		return fmt.Sprintf("held %+v, streamed %+v", held, streamed), true
+	}
+	return "", true
 }
 
 // Every sample document damaged at random (cut short, a byte changed, bytes put in or taken
@@ -67,45 +87,30 @@ func TestDocumentsJudgedStreamingAsHeld(t *testing.T) {
 func TestDamagedDocumentsJudgedStreamingAsHeld(t *testing.T) {
 	rng := rand.New(rand.NewSource(8))
 	n := 0
-	for _, dp := range docProfiles {
-		root := filepath.Join("../testdata/samples", dp.app)
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() || !dp.file(d.Name()) {
-				return err
+	eachSampleDoc(t, func(dp docProfile, path string, orig []byte) {
+		if len(orig) < 2 {
+			return
+		}
+		for range 25 {
+			data := bytes.Clone(orig)
+			at := rng.Intn(len(data))
+			switch rng.Intn(4) {
+			case 0:
+				data = data[:at]
+			case 1:
+				data[at] = []byte{'x', '"', '}', ']', ',', 0xff, 0}[rng.Intn(7)]
+			case 2:
+				data = append(data[:at], append([]byte(`"},{[`)[:1+rng.Intn(5)], data[at:]...)...)
+			default:
+				data = append(data[:at], data[at+1:]...)
 			}
-			orig, err := os.ReadFile(path)
-			if err != nil || len(orig) < 2 {
-				return err
-			}
-			for range 25 {
-				data := bytes.Clone(orig)
-				at := rng.Intn(len(data))
-				switch rng.Intn(4) {
-				case 0:
-					data = data[:at]
-				case 1:
-					data[at] = []byte{'x', '"', '}', ']', ',', 0xff, 0}[rng.Intn(7)]
-				case 2:
-					data = append(data[:at], append([]byte(`"},{[`)[:1+rng.Intn(5)], data[at:]...)...)
-				default:
-					data = append(data[:at], data[at+1:]...)
-				}
-				held := format.Inspect(dp.p, format.File{Path: path}, data)
-				streamed, err := format.InspectDocAt(dp.p, path, bytes.NewReader(data), int64(len(data)))
-				if err != nil {
-					continue // not judged streaming (a token over the bound): said as such
-				}
-				if !reflect.DeepEqual(held, streamed) {
-					t.Errorf("%s, damaged at %d:\nheld     %+v\nstreamed %+v\ninput %q", path, at, held, streamed, data)
-				}
+			if diff, judged := heldStreamedDiff(dp, path, data); diff != "" {
+				t.Errorf("%s, damaged at %d: %s\ninput %q", path, at, diff, data)
+			} else if judged {
 				n++
 			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
-	}
+	})
 	if n < 500 {
 		t.Fatalf("only %d damaged documents judged", n)
 	}
@@ -188,10 +193,8 @@ func FuzzDocumentsJudgedStreamingAsHeld(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		dp := docProfiles[int(which)%len(docProfiles)]
 		path := filepath.Join("/nonexistent", dp.app, "sessions", names[dp.app])
-		held := format.Inspect(dp.p, format.File{Path: path}, data)
-		streamed, err := format.InspectDocAt(dp.p, path, bytes.NewReader(data), int64(len(data)))
-		if err == nil && !reflect.DeepEqual(held, streamed) {
-			t.Fatalf("%s:\nheld     %+v\nstreamed %+v", dp.app, held, streamed)
+		if diff, _ := heldStreamedDiff(dp, path, data); diff != "" {
+			t.Fatalf("%s: %s", dp.app, diff)
 		}
 	})
 }
