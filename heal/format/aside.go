@@ -1,12 +1,12 @@
 package format
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
 
 // asideBuf is the size of an AsideHash's read buffer, taken from a pool that the next hash
@@ -21,52 +21,36 @@ var asidePool = sync.Pool{New: func() any { b := make([]byte, asideBuf); return 
 // version the caller checks it is, after). Wait gives the sum; Stop ends the read early, and
 // waits for it. The creator calls one of them, and may call both.
 type AsideHash struct {
-	stop     atomic.Bool
-	done     chan struct{}
-	sum      string
-	markSum  string
-	err      error
-	mark     int64     // where markSum is taken (-1: nowhere)
-	upToMark io.Writer // is written the bytes before mark, in order, when set
+	stop    atomic.Bool
+	done    chan struct{}
+	sum     string
+	markSum string
+	err     error
 }
 
 var errAsideStopped = errors.New("stopped")
 
 // HashAside starts the hash of the first n bytes of r.
-func HashAside(r io.ReaderAt, n int64) *AsideHash { return hashAside(r, n, -1, nil) }
+func HashAside(r io.ReaderAt, n int64) *AsideHash { return hashAside(r, n, 0, nil) }
 
 // hashAside is HashAside that also takes the sum of the first mark bytes (MarkSum), and
-// writes them to upToMark when it is set.
+// writes them to upToMark when it is set (fsio.MarkHash).
 func hashAside(r io.ReaderAt, n, mark int64, upToMark io.Writer) *AsideHash {
-	a := &AsideHash{done: make(chan struct{}), mark: mark, upToMark: upToMark}
+	a := &AsideHash{done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
-		h := sha256.New()
+		h := fsio.NewMarkHash(mark)
+		h.Before = upToMark
 		bp := asidePool.Get().(*[]byte)
 		defer asidePool.Put(bp)
 		buf := *bp
-		if mark == 0 {
-			a.markSum = hex.EncodeToString(h.Sum(nil))
-		}
 		for off := int64(0); off < n; {
 			if a.stop.Load() {
 				a.err = errAsideStopped
 				return
 			}
 			k, err := r.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
-			p := buf[:k]
-			if before := mark - off; before > 0 {
-				q := p[:min(int64(len(p)), before)]
-				h.Write(q)
-				if upToMark != nil {
-					upToMark.Write(q)
-				}
-				if int64(len(q)) == before {
-					a.markSum = hex.EncodeToString(h.Sum(nil))
-				}
-				p = p[len(q):]
-			}
-			h.Write(p)
+			h.Write(buf[:k])
 			if off += int64(k); off < n && (err != nil || k == 0) {
 				if a.err = err; err == nil || err == io.EOF {
 					a.err = io.ErrUnexpectedEOF // shorter than it was
@@ -74,7 +58,7 @@ func hashAside(r io.ReaderAt, n, mark int64, upToMark io.Writer) *AsideHash {
 				return
 			}
 		}
-		a.sum = hex.EncodeToString(h.Sum(nil))
+		a.sum, a.markSum = h.Sum(), h.MarkSum()
 	}()
 	return a
 }

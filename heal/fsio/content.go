@@ -112,12 +112,13 @@ func (r *RangeHash) Sum() string { return hex.EncodeToString(r.h.Sum(nil)) }
 
 // MarkHash is the sha256 of everything written to it, which also takes the sum of its first
 // At bytes on the way (a sum leaves the hash going on): a file's sum and a prefix's, in one
-// pass over the bytes instead of two.
+// pass over the bytes instead of two. Before, when set, is written those first At bytes.
 type MarkHash struct {
-	At   int64
-	pos  int64
-	h    hash.Hash
-	mark string
+	At     int64
+	Before io.Writer
+	pos    int64
+	h      hash.Hash
+	mark   string
 }
 
 // NewMarkHash hashes what is written to it, and its first at bytes.
@@ -125,11 +126,17 @@ func NewMarkHash(at int64) *MarkHash { return &MarkHash{At: at, h: sha256.New()}
 
 func (m *MarkHash) Write(p []byte) (int, error) {
 	n := len(p)
-	if k := m.At - m.pos; m.mark == "" && k <= int64(len(p)) {
+	if m.mark == "" {
+		k := min(m.At-m.pos, int64(len(p)))
+		if m.Before != nil {
+			m.Before.Write(p[:k])
+		}
 		m.h.Write(p[:k])
-		m.mark = hex.EncodeToString(m.h.Sum(nil))
-		p = p[k:]
 		m.pos += k
+		p = p[k:]
+		if m.pos == m.At {
+			m.mark = hex.EncodeToString(m.h.Sum(nil))
+		}
 	}
 	m.h.Write(p)
 	m.pos += int64(len(p))

@@ -37,7 +37,8 @@ func TestFileAtWritesTheVersionItNames(t *testing.T) {
 	}
 }
 
-// MarkHash is the sum of all written and of the first At bytes, however the writes cut them.
+// MarkHash is the sum of all written and of the first At bytes, however the writes cut them;
+// Before is written exactly those first bytes.
 func TestMarkHash(t *testing.T) {
 	data := make([]byte, 10_000)
 	for i := range data {
@@ -47,6 +48,8 @@ func TestMarkHash(t *testing.T) {
 	for _, at := range []int64{0, 1, 4095, 4096, 9999, 10_000} {
 		for _, chunk := range []int{1, 7, 4096, 10_000} {
 			m := NewMarkHash(at)
+			var before bytes.Buffer
+			m.Before = &before
 			if at > 0 && m.MarkSum() != "" {
 				t.Fatalf("at %d: a mark before its bytes were written", at)
 			}
@@ -57,6 +60,9 @@ func TestMarkHash(t *testing.T) {
 			}
 			if m.Sum() != hexSum(data) || m.MarkSum() != hexSum(data[:at]) {
 				t.Fatalf("at %d, writes of %d: sums differ", at, chunk)
+			}
+			if !bytes.Equal(before.Bytes(), data[:at]) {
+				t.Fatalf("at %d, writes of %d: %d bytes written before the mark", at, chunk, before.Len())
 			}
 		}
 	}
