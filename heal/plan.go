@@ -1,14 +1,13 @@
 package heal
 
 import (
-	"time"
-
 	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"

@@ -62,16 +62,17 @@ type TornCut struct {
 	kept    *tailState // planned by AppendCache.TryTorn: the state of the bytes kept
 }
 
-// PlanTornCut is [PlanKeep], the original's sha256 and [InspectSum] of its result, in one pass, for a file whose
-// last line, from x on, is torn (unterminated, not blank, not a record) and whose lines
-// before it are all records: the salvage then keeps exactly the bytes before x (plus what
-// the torn line's repair rebuilds, which PlanTornCut does not plan), so the walk that looks
-// for lines to keep is not needed — the judge of the result walks them, and its lines are
-// counted on the way. ok is false, and nothing planned, when the file is not such a file
-// or the salvage is not such a cut: a blank line before x (the salvage drops it), a
-// profile whose salvage drops repeated or superseded records, a torn line the salvage
-// rebuilds a record from or too long to hold, a result that is not healthy. The figures,
-// the sums and the verdict are the ones PlanKeep, a sha256 of the file and InspectSum give.
+// PlanTornCut is [PlanKeep], the original's sha256 and [InspectSum] of its result, in one
+// pass, for a file whose last line, from x on, is torn (unterminated, not blank, not a
+// record) and whose lines before it are all records: the salvage then keeps exactly the
+// bytes before x (plus what the torn line's repair rebuilds, which PlanTornCut does not
+// plan), so the walk that looks for lines to keep is not needed — the judge of the result
+// walks them, and the read that hashes them counts them. ok is false, and nothing planned,
+// when the file is not such a file or the salvage is not such a cut: a blank line before x
+// (the salvage drops it), a profile whose salvage drops repeated or superseded records, a
+// torn line the salvage rebuilds a record from or too long to hold, a result that is not
+// healthy. The figures, the sums and the verdict are the ones PlanKeep, a sha256 of the file
+// and InspectSum give.
 func PlanTornCut(p Profile, path string, f io.ReaderAt, size, x int64) (tc TornCut, ok bool, err error) {
 	if _, seq := p.(SequenceChecker); !seq || x <= 0 || x >= size || size-x >= int64(lineWindow)/2 {
 		return tc, false, nil

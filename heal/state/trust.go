@@ -69,10 +69,10 @@ func CheckTrusted(dir string, uid int) error {
 
 // linkedEntry: p is the original bytes of a quarantine entry (quarantine/<day>/<id>/<name>,
 // not its manifest), a regular file: a linked entry's file is the original's own inode (see
-// Quarantine.PutLinked), whose owner and mode are the tree's user's. It is
-// read as bytes, never as a record, and is reached only through the entry's directories,
-// which must be the process's own like everything else: whoever can write it (a process
-// that held the original open) could have written those bytes into the file anyway.
+// Quarantine.PutLinked), whose owner and mode are the tree's user's. It is read as bytes,
+// never as a record, and is reached only through the entry's directories, which must be the
+// process's own like everything else: whoever can write it (a process that held the
+// original open) could have written those bytes into the file anyway.
 func linkedEntry(dir, p string, fi fs.FileInfo) bool {
 	rel, err := filepath.Rel(dir, p)
 	if err != nil {
