@@ -326,8 +326,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 	}
 	// An app document's salvage is its first value (the bytes before trailing garbage), as a
-	// plain document's, when its checklist passes it.
-	// It is judged beside the survey's pass below (each reads the file, on a core of its own).
+	// plain document's, when its checklist passes it: judged beside the survey's pass below
+	// (each reads the file, on a core of its own).
 	var valueV *Verdict
 	valueRecords := 0
 	valueJudged := func() error { return nil }
