@@ -12,6 +12,7 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/internal/panics"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -121,14 +122,18 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		// every return (f is closed only after it).
 		fin, finishes := c.typ.(format.StreamFinisher)
 		type finish struct {
-			sp   *format.Splice
-			err  error
-			done chan struct{}
+			sp     *format.Splice
+			err    error
+			done   chan struct{}
+			caught panics.Slot // the replay's panic, raised again where it is waited for
 		}
 		var started []*finish
 		defer func() {
 			for _, fi := range started {
 				<-fi.done
+			}
+			for _, fi := range started {
+				fi.caught.Rethrow()
 			}
 		}()
 		startFinish := func(k *format.Splice) *finish {
@@ -136,6 +141,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			started = append(started, fi)
 			go func() {
 				defer close(fi.done)
+				defer fi.caught.Capture()
 				fi.sp, fi.err = fin.FinishSplice(c.path, f, size, k.At(f), k.Size())
 			}()
 			return fi
@@ -210,6 +216,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 		if fi != nil {
 			<-fi.done
+			fi.caught.Rethrow()
 			switch {
 			case errors.Is(fi.err, format.ErrNoStream) && size <= planLimit:
 				return e.planWhole(rule, in, f) // a line over MaxLine
@@ -333,12 +340,21 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	valueJudged := func() error { return nil }
 	if doc && in.bigEnd > 0 && slices.Contains(rule.Strategies, policy.Salvage) {
 		judged := make(chan error, 1)
+		var caught panics.Slot // the judge's panic, raised again where it is waited for
 		go func() {
-			v, n, err := judgeStreamedDoc(c, f, 0, in.bigEnd)
+			var err error
+			defer func() { judged <- err }()
+			defer caught.Capture()
+			var v Verdict
+			var n int
+			v, n, err = judgeStreamedDoc(c, f, 0, in.bigEnd)
 			valueV, valueRecords = &v, n
-			judged <- err
 		}()
-		valueJudged = sync.OnceValue(func() error { return <-judged })
+		valueJudged = sync.OnceValue(func() error {
+			err := <-judged
+			caught.Rethrow()
+			return err
+		})
 		defer valueJudged()
 	}
 	// A JSONL app log's line rewrites, planned as splices of it and measured by the survey.

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/internal/panics"
 )
 
 // asideBuf is the size of an AsideHash's read buffer, taken from a pool that the next hash
@@ -26,6 +27,7 @@ type AsideHash struct {
 	sum     string
 	markSum string
 	err     error
+	caught  panics.Slot // the read's panic, raised again by Wait and Stop
 }
 
 var errAsideStopped = errors.New("stopped")
@@ -39,6 +41,7 @@ func hashAside(r io.ReaderAt, n, mark int64, upToMark io.Writer) *AsideHash {
 	a := &AsideHash{done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
+		defer a.caught.Capture()
 		h := fsio.NewMarkHash(mark)
 		h.Before = upToMark
 		bp := asidePool.Get().(*[]byte)
@@ -66,6 +69,7 @@ func hashAside(r io.ReaderAt, n, mark int64, upToMark io.Writer) *AsideHash {
 // Wait is the hex sha256 of the bytes, once read.
 func (a *AsideHash) Wait() (string, error) {
 	<-a.done
+	a.caught.Rethrow()
 	return a.sum, a.err
 }
 
@@ -76,4 +80,5 @@ func (a *AsideHash) MarkSum() string { return a.markSum }
 func (a *AsideHash) Stop() {
 	a.stop.Store(true)
 	<-a.done
+	a.caught.Rethrow()
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sessionmedic/sessionmedic/internal/panics"
 )
 
 // A record checklist whose sequence can read records ahead of it ([BatchSequence]) is judged
@@ -63,8 +65,18 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 	var stop atomic.Bool        // ... said to the walks under way
 	var next atomic.Int64       // the next block to take
 	var wg sync.WaitGroup
+	var caught panics.Slot // a worker's panic, raised again where its block is waited for
 	for range min(int64(workers), nb) {
 		wg.Go(func() {
+			var b *batchBlock // the block this worker walks
+			defer func() {
+				if r := recover(); r != nil {
+					caught.Keep(r)
+					if b != nil {
+						close(b.done)
+					}
+				}
+			}()
 			walk := newWalker(held)
 			for {
 				var slot *batchSlot
@@ -77,7 +89,7 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 				if i >= nb || stop.Load() {
 					return
 				}
-				b := &blocks[i]
+				b = &blocks[i]
 				b.batchSlot, slot.recs = slot, slot.recs[:0]
 				batch := slot.batch
 				batch.Reset()
@@ -117,6 +129,7 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 					b.err = err
 				}
 				close(b.done)
+				b = nil
 			}
 		})
 	}
@@ -132,6 +145,7 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 	for i := range blocks {
 		b := &blocks[i]
 		<-b.done
+		caught.Rethrow()
 		for k, r := range b.recs {
 			if schema == nil {
 				if prob := seq.ApplyBatch(b.batch, k); prob != "" {

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sessionmedic/sessionmedic/internal/panics"
 )
 
 // JSONL without a record checklist is judged on several CPUs: the bytes are cut into blocks
@@ -111,8 +113,15 @@ func plainBlocks(n int64, d lineRules, workers int, block int64, held int, newWa
 		}
 	}
 	var wg sync.WaitGroup
+	var caught panics.Slot // a worker's panic, raised again once all have returned
 	for range min(int64(workers), nb) {
 		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					caught.Keep(r)
+					first.Store(-1) // the others stop at their next line
+				}
+			}()
 			walk := newWalker(held)
 			for {
 				i := next.Add(1) - 1
@@ -145,6 +154,7 @@ func plainBlocks(n int64, d lineRules, workers int, block int64, held int, newWa
 		})
 	}
 	wg.Wait()
+	caught.Rethrow()
 	line := 0
 	for _, b := range blocks {
 		switch {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
+	"github.com/sessionmedic/sessionmedic/internal/panics"
 )
 
 // DocChecker is a JSON-document Profile with a checklist. The checklist is written for one
@@ -130,11 +131,14 @@ func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, Doc
 	}
 	var stop atomic.Bool
 	var walk chan walked
+	var caught panics.Slot // the walk's panic, raised again where it is waited for
 	if _, ok := p.(DocChecker); ok && !p.Plain() {
 		walk = make(chan walked, 1)
 		go func() {
-			v, n, err := checkDoc(p, f, stoppable{r, &stop}, size)
-			walk <- walked{v, n, err}
+			var w walked
+			defer func() { walk <- w }()
+			defer caught.Capture()
+			w.v, w.n, w.err = checkDoc(p, f, stoppable{r, &stop}, size)
 		}()
 	}
 	// A document shorter than a block is read in one block of its size (and one more read,
@@ -143,6 +147,7 @@ func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, Doc
 	if err != nil && walk != nil {
 		stop.Store(true)
 		<-walk
+		caught.Rethrow()
 	}
 	if errors.Is(err, jsonv.ErrTokenTooLong) {
 		return Verdict{}, j, ErrNoStream
@@ -163,6 +168,7 @@ func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, Doc
 		return v, j, err
 	}
 	w := <-walk
+	caught.Rethrow()
 	j.Records = w.n
 	return w.v, j, w.err
 }

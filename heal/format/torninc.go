@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/internal/panics"
 )
 
 // Tail cuts planned from the incremental state. A big append-only log whose app was cut
@@ -236,16 +237,19 @@ func containsAt(r io.ReaderAt, n int64, needle []byte) (bool, error) {
 	var wg sync.WaitGroup
 	var found [2]bool
 	var errs [2]error
+	var caught panics.Slot
 	for j, part := range [2][2]int64{{0, min(n, mid+int64(len(needle))-1)}, {mid, n}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer caught.Capture()
 			cw := &fsio.ContainsWriter{Needle: needle}
 			_, errs[j] = io.CopyBuffer(cw, io.NewSectionReader(r, part[0], part[1]-part[0]), make([]byte, 256<<10))
 			found[j] = cw.Found
 		}()
 	}
 	wg.Wait()
+	caught.Rethrow()
 	if errs[0] != nil {
 		return false, errs[0]
 	}
