@@ -36,6 +36,7 @@ type metrics struct {
 	oldestDamage    prometheus.Gauge
 	unhealable      *prometheus.GaugeVec
 	copyFailures    *prometheus.CounterVec
+	internalErrors  *prometheus.CounterVec
 	stateFree       prometheus.Gauge
 	stateNeeded     prometheus.Gauge
 	buildInfo       *prometheus.GaugeVec
@@ -82,6 +83,8 @@ func newMetrics(version, revision string) *metrics {
 		Help: "Session files of a rule that heals in directories where no heal can be written (read-only, not writable by sessionmedic, unsafe, or owned by another user): damage there is reported, never healed (rule.cannot_heal says why)."}, []string{"rule"})
 	m.copyFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "last_good_failures_total",
 		Help: "Last-good copies the state dir refused (no space, a quota, not writable): state.copy_failed says why."}, []string{"rule"})
+	m.internalErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "internal_errors_total",
+		Help: "Files not judged because judging or planning them raised an internal error (a defect of sessionmedic): file.internal_error names each; such a file is not guarded until it changes or sessionmedic is mended."}, []string{"rule"})
 	m.stateFree = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "state_free_bytes", Help: "Free space of the state dir's file system, at the last prune."})
 	m.stateNeeded = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "state_needed_bytes",
 		Help: "Free space a heal of the largest guarded file needs in the state dir (its quarantine entry and last-good copy); under state_free_bytes is state.space_low."})
@@ -92,7 +95,7 @@ func newMetrics(version, revision string) *metrics {
 	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.quarantineDisk, m.pruned, m.overflows, m.watchedDirs, m.watchBudget, m.unwatchedDirs,
 		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.damagedBusy, m.busyStuck, m.ruleFiles, m.oldestDamage,
-		m.unhealable, m.copyFailures, m.stateFree, m.stateNeeded, m.buildInfo,
+		m.unhealable, m.copyFailures, m.internalErrors, m.stateFree, m.stateNeeded, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -111,6 +114,7 @@ func (m *metrics) initRules(rules []policy.Rule, kindsOf func(*policy.Rule) []st
 		m.damagedBusy.WithLabelValues(r.Name)
 		m.unhealable.WithLabelValues(r.Name)
 		m.copyFailures.WithLabelValues(r.Name)
+		m.internalErrors.WithLabelValues(r.Name)
 		for _, k := range kindsOf(r) {
 			m.damage.WithLabelValues(r.Name, k)
 			m.refused.WithLabelValues(r.Name, k)

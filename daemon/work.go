@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -208,6 +209,11 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 	if r.CopyErr != "" {
 		d.copyFailed(rule, p, r.CopyErr, now)
 	}
+	if r.InternalError != "" {
+		// A defect met on this file, contained: said at ERROR each time, counted for alerts.
+		d.m.internalErrors.WithLabelValues(rule).Inc()
+		log.Error(events.FileInternalError, "err", r.InternalError, "at", internalAt(r.Stack), "advice", internalAdvice)
+	}
 	d.damaged.verdict(p, rule, r, now)
 	busyFor, warn, warned := d.busy.verdict(p, rule, r, j.t.Rule.MaxWait, now)
 	retries := d.retries[p] // busy verdicts of p in a row before this one
@@ -345,4 +351,30 @@ func (d *loop) breaker(t heal.Target, log interface {
 		}
 		d.flapping[t.Path] = now.Add(d.o.FlapWindow)
 	}
+}
+
+// internalAdvice is what file.internal_error tells the operator.
+const internalAdvice = "this file is not judged nor healed, and left as it is; the daemon goes on with the others and " +
+	"judges it again when it changes or at the next full rescan. It is a defect of sessionmedic: please report err and at " +
+	"(keep a copy of the file if you can share it); `sessionmedic check PATH` shows the same"
+
+// internalAt is the stack of a contained panic on one line, its frames' functions and
+// places, innermost first: what a report of the defect needs.
+func internalAt(stack []byte) string {
+	var b strings.Builder
+	lines := strings.Split(string(stack), "\n")
+	for i := 1; i+1 < len(lines) && b.Len() < 2000; i += 2 {
+		fn, at := strings.TrimSpace(lines[i]), strings.TrimSpace(lines[i+1])
+		if k := strings.LastIndexByte(at, ' '); k > 0 {
+			at = at[:k]
+		}
+		if k := strings.LastIndexByte(fn, '('); k > 0 {
+			fn = fn[:k]
+		}
+		if b.Len() > 0 {
+			b.WriteString(" < ")
+		}
+		b.WriteString(fn + " " + at)
+	}
+	return b.String()
 }

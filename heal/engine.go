@@ -14,6 +14,7 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/state"
+	"github.com/sessionmedic/sessionmedic/internal/panics"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -74,9 +75,10 @@ type Options struct {
 	// OpenWriters finds other processes holding a file open for writing (nil: /proc).
 	OpenWriters func(dev, ino uint64) []int
 
-	// Step, when set, is called at each step of the heal protocol ("path-busy", "locked",
-	// "journaled", "quarantined", "temp-written", "renamed", "done"; "leased" where a big
-	// file's tail cut holds its write lease); crash tests stop the process there.
+	// Step, when set, is called at each step of the heal protocol ("judged" after a file's
+	// inspection, also a check's; "planned", "path-busy", "locked", "journaled",
+	// "quarantined", "temp-written", "renamed", "done"; "leased" where a big file's tail cut
+	// holds its write lease); crash tests stop the process there.
 	Step func(step, path string)
 
 	// Now is the clock (nil: time.Now).
@@ -152,6 +154,21 @@ func (e *Engine) newReport(t Target) Report {
 	return r
 }
 
+// internalError is the report of t whose inspection or planning raised p: not judged, left
+// as it is, and said to be an internal error (Report.InternalError).
+func (e *Engine) internalError(t Target, p any) Report {
+	pe := panics.Of(p)
+	r := Report{Path: t.Path, Offset: -1, Verdict: Skipped, InternalError: pe.Error(), Stack: pe.Stack}
+	if t.Rule != nil {
+		r.Rule = t.Rule.Name
+	}
+	if !utf8.ValidString(t.Path) {
+		r.PathB64 = base64.StdEncoding.EncodeToString([]byte(t.Path))
+	}
+	r.Detail = "not judged: internal error (" + pe.Error() + "), a defect of sessionmedic: the file is left as it is and is not guarded until it is mended; please report it with this line"
+	return r
+}
+
 func fill(r *Report, v Verdict) {
 	r.Verdict, r.Kind, r.Offset, r.Detail, r.Warnings = v.Status, v.Kind, v.Offset, v.Detail, v.Warnings
 	if v.Status == Healthy {
@@ -159,9 +176,15 @@ func fill(r *Report, v Verdict) {
 	}
 }
 
-// Check inspects a target without writing anything anywhere.
-func (e *Engine) Check(t Target) Report {
-	r := e.newReport(t)
+// Check inspects a target without writing anything anywhere. A panic while it is judged
+// (a defect of sessionmedic met on this file) is contained: see [Report.InternalError].
+func (e *Engine) Check(t Target) (r Report) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = e.internalError(t, p)
+		}
+	}()
+	r = e.newReport(t)
 	if t.Skip != "" {
 		fill(&r, format.Skip("%s", t.Skip))
 		return r
@@ -172,6 +195,7 @@ func (e *Engine) Check(t Target) Report {
 		return r
 	}
 	in := e.inspect(t)
+	e.step("judged", t.Path)
 	fill(&r, in.verdict)
 	in.release()
 	return r
@@ -179,8 +203,22 @@ func (e *Engine) Check(t Target) Report {
 
 // Heal inspects a target and, when it is damaged, applies the best plan the policy allows.
 // Healthy files are never written; their copy is kept as last-good (if the rule says so).
-func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
-	r := e.newReport(t)
+// A panic while the file is judged or its repair planned (nothing written yet) is
+// contained, as Check contains it; one while the plan is applied is not: the process ends
+// there, as a crash would end it, and the heal's journal finishes or rolls it back at the
+// next start (DESIGN §7).
+func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) (r Report) {
+	applying := false
+	defer func() {
+		if applying {
+			return // no recover: the panic goes on
+		}
+		if p := recover(); p != nil {
+			r = e.internalError(t, p)
+			r.Action = ActionNone
+		}
+	}()
+	r = e.newReport(t)
 	if t.Skip != "" {
 		fill(&r, format.Skip("%s", t.Skip))
 		r.Action = ActionNone
@@ -191,6 +229,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		return r
 	}
 	in := e.inspectAs(t, true)
+	e.step("judged", t.Path)
 	fill(&r, in.verdict)
 	r.Action = ActionNone
 	if in.verdict.Status == Damaged && t.Rule.Mode != policy.ModeObserve {
@@ -247,6 +286,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		in.ctx.lastGood = e.LastGood.Load(t.Path)
 	}
 	plans, tries, err := e.plans(t.Rule, in)
+	e.step("planned", t.Path)
 	if err != nil {
 		r.Action, r.Reason = ActionRefused, err.Error()
 		if errors.Is(err, errBusy) {
@@ -286,7 +326,9 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) Report {
 		r.Action = ActionWouldHeal
 		return r
 	}
+	applying = true
 	q, err := e.apply(ctx, t, in, p, &r.Wrote)
+	applying = false
 	switch {
 	case err == nil:
 		r.Action, r.Quarantine = ActionHealed, q

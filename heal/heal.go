@@ -69,6 +69,12 @@ type Report struct {
 	// HandsOff: the file holds bytes an operator restored from quarantine, and is left as
 	// it is until the app writes it again or a heal names it.
 	HandsOff bool `json:"hands_off,omitempty"`
+	// InternalError: judging or planning this file raised a panic (a defect of
+	// sessionmedic, met on this file), contained there: the file was left as it is and is
+	// not known to be guarded. The report is then skipped, with the panic in Detail and
+	// here, and its stack in Stack.
+	InternalError string `json:"internal_error,omitempty"`
+	Stack         []byte `json:"-"`
 
 	QuarantinedBytes int64 `json:"-"` // bytes this heal put into quarantine
 	// CopyErr: the state dir refused the file's last-good copy (no space, a quota, a

@@ -140,6 +140,12 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		if unreadable(r) {
 			counts["unreadable"]++
 		}
+		if r.InternalError != "" {
+			counts["internal"]++
+			if os.Getenv("SESSIONMEDIC_DEBUG") != "" {
+				stderr.Write(r.Stack)
+			}
+		}
 		if r.Action == heal.ActionHealed {
 			counts["healed"]++
 		}
@@ -177,6 +183,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		if counts["unreadable"] > 0 {
 			fmt.Fprintf(bw, " (%d unreadable)", counts["unreadable"])
 		}
+		if counts["internal"] > 0 {
+			fmt.Fprintf(bw, " (%d not judged: internal error)", counts["internal"])
+		}
 		fmt.Fprintln(bw)
 	}
 	// What could not be read is not known to be guarded, and no heal changes that: the
@@ -192,6 +201,16 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		fmt.Fprintf(stderr, "sessionmedic: %d unreadable (%s): the sessions there are not checked; "+
 			"run as a user who can read them, or give this one read access\n", n, where)
 		code = exitUsage
+	}
+	// A file whose judge raised a panic (contained there) is not guarded either: a defect
+	// to report (exit 3, over damage and what could not be read).
+	if n := counts["internal"]; n > 0 {
+		if err := bw.Flush(); err != nil {
+			return exitInternal, err
+		}
+		fmt.Fprintf(stderr, "sessionmedic: %d not judged (an internal error, each on a skipped line): those sessions are not checked; "+
+			"please report it with those lines (SESSIONMEDIC_DEBUG=1 prints where it happened)\n", n)
+		code = exitInternal
 	}
 	return code, nil
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -11,14 +12,33 @@ import (
 )
 
 // With the crashpoints build tag, SESSIONMEDIC_CRASH_AT=STEP[:N] kills the process with
-// SIGKILL at the Nth time (default 1st) the heal protocol reaches STEP ("locked",
-// "journaled", "quarantined", "temp-written", "renamed", "done"). The crash-point suite
-// builds the binary with this tag; release builds have no such hook.
+// SIGKILL at the Nth time (default 1st) the heal protocol reaches STEP ("judged",
+// "planned", "locked", "journaled", "quarantined", "temp-written", "renamed", "done"), and
+// SESSIONMEDIC_PANIC_AT=STEP[:N] raises a panic there (a defect met on that file, as the
+// containment tests need one). The crash-point suite builds the binary with this tag;
+// release builds have no such hook.
 func init() {
-	spec := os.Getenv("SESSIONMEDIC_CRASH_AT")
-	if spec == "" {
+	crash, crashN := stepSpec("SESSIONMEDIC_CRASH_AT")
+	raise, raiseN := stepSpec("SESSIONMEDIC_PANIC_AT")
+	if crash == "" && raise == "" {
 		return
 	}
+	var crashes, raises atomic.Int64
+	stepHook = func(s, path string) {
+		if s == crash && crashes.Add(1) == crashN {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		if s == raise && raises.Add(1) == raiseN {
+			panic(fmt.Sprintf("SESSIONMEDIC_PANIC_AT %s (%s)", s, path))
+		}
+	}
+}
+
+// stepSpec reads STEP[:N] from the environment variable name: the step ("" when unset) and
+// N (default 1).
+func stepSpec(name string) (string, int64) {
+	spec := os.Getenv(name)
 	step, nth := spec, int64(1)
 	if i := strings.LastIndexByte(spec, ':'); i >= 0 {
 		step = spec[:i]
@@ -26,11 +46,5 @@ func init() {
 			nth = n
 		}
 	}
-	var seen atomic.Int64
-	stepHook = func(s, path string) {
-		if s == step && seen.Add(1) == nth {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
-		}
-	}
+	return step, nth
 }

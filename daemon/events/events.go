@@ -24,6 +24,8 @@ const (
 	FileFlapping    = "file.flapping"     // ERROR: rule, path, heals, window
 	FileBusy        = "file.busy"         // DEBUG (INFO after 3 retries, WARN past max_wait and hourly): rule, path [, kind, offset], detail, reason [, retries] [, busy_for, advice]
 	FileRestored    = "file.restored"     // WARN: rule, path, quarantine
+	// FileInternalError: judging or planning the file raised a panic, contained there.
+	FileInternalError = "file.internal_error" // ERROR: rule, path, err, at, advice
 
 	WatchOverflow = "watch.overflow" // WARN: rule
 	WatchError    = "watch.error"    // ERROR: err
