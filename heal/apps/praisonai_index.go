@@ -115,9 +115,9 @@ type praisonSibling struct {
 var praisonLinkFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"parent_id": nil, "session_id": nil}}
 
 // praisonLink is what data, a sibling's bytes, says of its parent: as jsonv.Parse and Get
-// read it (a file that does not spell "parent_id" out names no parent).
+// read it, and PraisonAI's json.load (a key decoded: "parent\u005fid" is parent_id too).
 func praisonLink(data []byte) praisonSibling {
-	if !bytes.Contains(data, []byte(`"parent_id"`)) {
+	if !praisonMayLink(data) {
 		return praisonSibling{}
 	}
 	v, err := jsonv.ParseFields(data, praisonDialect, praisonLinkFields)
@@ -129,6 +129,24 @@ func praisonLink(data []byte) praisonSibling {
 		return praisonSibling{}
 	}
 	return praisonSibling{link: true, parent: p.Str, session: id.Str}
+}
+
+// praisonMayLink: data may have a parent_id member, spelled out or with an escape (only
+// \uXXXX can spell a letter or "_"); a document with neither names no parent. The search
+// goes from "_" to "_" (rare in a session's text; a quote, the first byte of a quoted key,
+// is the commonest byte of its JSON), then for an escape.
+func praisonMayLink(data []byte) bool {
+	for d := data; ; {
+		i := bytes.IndexByte(d, '_')
+		if i < 0 {
+			break
+		}
+		if bytes.HasSuffix(d[:i], []byte("parent")) && bytes.HasPrefix(d[i+1:], []byte("id")) {
+			return true
+		}
+		d = d[i+1:]
+	}
+	return bytes.Contains(data, []byte(`\u`))
 }
 
 // praisonSessionName is praisonSessionRe.MatchString(name), without the regexp (a check

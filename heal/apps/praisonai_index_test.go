@@ -19,8 +19,9 @@ import (
 	"github.com/sessionmedic/sessionmedic/internal/resolve"
 )
 
-// praisonChildrenRef is the cross-file read as it was before praisonIndex: every sibling
-// read and parsed whole for each file checked. The index must answer as it does.
+// praisonChildrenRef is the cross-file read as the app makes it, as it was before
+// praisonIndex: every sibling read and parsed whole for each file checked, its keys decoded.
+// The index must answer as it does.
 func praisonChildrenRef(path, sid string) []string {
 	dir := filepath.Dir(path)
 	ents, err := resolve.ReadDir(dir)
@@ -34,7 +35,7 @@ func praisonChildrenRef(path, sid string) []string {
 			continue
 		}
 		data, _, err := fsio.ReadStable(filepath.Join(dir, name), 16<<20)
-		if err != nil || !bytes.Contains(data, []byte(`"parent_id"`)) {
+		if err != nil {
 			continue
 		}
 		v, err := jsonv.Parse(data, praisonDialect)
@@ -325,6 +326,9 @@ var praisonVariants = []func(id, parent string) []byte{
 	},
 	func(id, parent string) []byte { // escaped key, and "parent_id" only in a value
 		return fmt.Appendf(nil, `{"session_id": %s, "parent\u005fid": %s, "x": "\"parent_id\""}`, pyString(id), pyString(parent))
+	},
+	func(id, parent string) []byte { // escaped key, spelled out nowhere
+		return fmt.Appendf(nil, `{"session_id": %s, "p\u0061rent_id": %s}`, pyString(id), pyString(parent))
 	},
 	func(id, parent string) []byte { // escaped key with the plain spelling elsewhere
 		return fmt.Appendf(nil, `{"session\u005fid": %s, "parent\u005fid": %s, "x": ["parent_id"]}`, pyString(id), pyString(parent))
