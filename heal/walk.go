@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/internal/workpool"
 	"github.com/sessionmedic/sessionmedic/policy"
@@ -268,8 +269,14 @@ func (e *Engine) Deleted(p string) (Target, bool) {
 	if !ok {
 		return Target{}, false
 	}
-	lg := e.LastGood.Load(p)
-	if lg == nil || !res.Restore(lg, e.Now()) {
+	// The copy is read streaming from its file (a chat of any size), as it is when it is
+	// copied back.
+	f, id, err := fsio.OpenRegular(e.LastGood.Path(p))
+	if err != nil {
+		return Target{}, false
+	}
+	defer f.Close()
+	if !res.Restore(f, id.Size, e.Now()) || !fsio.StillSame(f, id) {
 		return Target{}, false
 	}
 	return Target{Path: p, Rule: r, Missing: true}, true

@@ -97,13 +97,16 @@ func (geminiLog) Whole(v *jsonv.Value) bool {
 		isStr(v.Get("$rewindTo")) || (isStr(v.Get("sessionId")) && isStr(v.Get("projectHash")))
 }
 
-// Restore: last-good holds a resumable session the app would still keep by age.
-func (geminiLog) Restore(lastGood []byte, now time.Time) bool {
+// Restore: the last-good copy r holds (size bytes) is a resumable session the app would
+// still keep by age. It is read streaming (format.SplitAtLong): a line longer than the line
+// window is read as its record's skeleton, whose strings over SkeletonString are cut (a
+// message's text, never an id or a time).
+func (geminiLog) Restore(lastGood io.ReaderAt, size int64, now time.Time) bool {
 	var r geminiReplay
 	var newest time.Time
-	for _, l := range format.Split(lastGood, geminiLog{}) {
+	err := format.SplitAtLong(geminiLog{}, lastGood, size, nil, func(l format.Line) error {
 		if l.Val == nil {
-			continue
+			return nil
 		}
 		for _, lu := range []*jsonv.Value{l.Val.Get("lastUpdated"), l.Val.Get("$set").Get("lastUpdated")} {
 			if t, err := time.Parse(time.RFC3339Nano, strOf(lu)); err == nil && t.After(newest) {
@@ -111,6 +114,10 @@ func (geminiLog) Restore(lastGood []byte, now time.Time) bool {
 			}
 		}
 		r.apply(l.Val, nil) // the metadata record is none of the app's patches: a no-op
+		return nil
+	})
+	if err != nil {
+		return false
 	}
 	return r.resumable() && !newest.IsZero() && !newest.Before(now.Add(-geminiMaxAge))
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
 )
 
@@ -260,7 +262,7 @@ func TestGeminiRestore(t *testing.T) {
 		{"no resumable message", stub, last, false},
 		{"garbage", []byte("nope\n"), last, false},
 	} {
-		if got := (geminiLog{}).Restore(c.data, c.now); got != c.want {
+		if got := (geminiLog{}).Restore(bytes.NewReader(c.data), int64(len(c.data)), c.now); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -325,5 +327,70 @@ func TestGeminiSymlinkedChats(t *testing.T) {
 	}
 	if got := rebuildHeader(geminiLog{}, p, []byte(gemUser+`{"$set":{"sessionId":"`+gemID+`"}}`+"\n")); got == nil {
 		t.Error("no header rebuilt through the link")
+	}
+}
+
+// geminiRestoreHeld is Restore as it read the copy held whole (format.Split): the reference
+// the streamed reading keeps to.
+func geminiRestoreHeld(lastGood []byte, now time.Time) bool {
+	var r geminiReplay
+	var newest time.Time
+	for _, l := range format.Split(lastGood, geminiLog{}) {
+		if l.Val == nil {
+			continue
+		}
+		for _, lu := range []*jsonv.Value{l.Val.Get("lastUpdated"), l.Val.Get("$set").Get("lastUpdated")} {
+			if t, err := time.Parse(time.RFC3339Nano, strOf(lu)); err == nil && t.After(newest) {
+				newest = t
+			}
+		}
+		r.apply(l.Val, nil)
+	}
+	return r.resumable() && !newest.IsZero() && !newest.Before(now.Add(-geminiMaxAge))
+}
+
+// Restore reads the copy streaming, lines over the line window as their skeletons, and says
+// what the held reading says: of every sample chat, each cut at random places and with lines
+// dropped, at times around its age limit.
+func TestGeminiRestoreStreamedAsHeld(t *testing.T) {
+	files, _ := filepath.Glob(gemSamples + "*/home/.gemini/tmp/*/chats/*.jsonl")
+	if len(files) < 5 {
+		t.Fatalf("%d sample chats", len(files))
+	}
+	rng := rand.New(rand.NewPCG(9, 3))
+	last := time.Date(2026, 11, 22, 21, 42, 53, 594e6, time.UTC)
+	yes := 0
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		for k := range 12 {
+			chat := data
+			switch k % 3 {
+			case 1:
+				chat = chat[:rng.IntN(len(chat)+1)]
+			case 2:
+				lines := bytes.SplitAfter(chat, []byte("\n"))
+				i := rng.IntN(len(lines))
+				chat = bytes.Join(append(lines[:i:i], lines[i+1:]...), nil)
+			}
+			now := last.Add(time.Duration(rng.IntN(62)-1) * 24 * time.Hour)
+			want := geminiRestoreHeld(chat, now)
+			if want {
+				yes++
+			}
+			for _, w := range []int{0, 1, 64, 700} {
+				restore := func() {}
+				if w > 0 {
+					restore = format.SetLineWindow(w)
+				}
+				got := (geminiLog{}).Restore(bytes.NewReader(chat), int64(len(chat)), now)
+				restore()
+				if got != want {
+					t.Fatalf("%s (%d bytes), window %d, at %v: %v, held %v", f, len(chat), w, now, got, want)
+				}
+			}
+		}
+	}
+	if yes == 0 {
+		t.Fatal("no chat was restorable: the test compares nothing")
 	}
 }

@@ -259,9 +259,9 @@ type HeaderRebuilder interface {
 // Resurrectable is a Profile whose app deletes files it should not (a start-up sweep that
 // removes a session it cannot list): a file seen healthy that disappears is restored from
 // its last-good copy when Restore says the app would still keep that copy (not older than
-// its own retention at now).
+// its own retention at now). Restore reads the copy streaming: it may be of any size.
 type Resurrectable interface {
-	Restore(lastGood []byte, now time.Time) bool
+	Restore(lastGood io.ReaderAt, size int64, now time.Time) bool
 }
 
 // PrefixKeeper is a Profile some of whose bytes other files point into (a child session whose
