@@ -1123,6 +1123,9 @@ func (e *Engine) plans(rule *policy.Rule, in *inspection) ([]*plan, []try, error
 	if in.big {
 		return e.makeBigPlans(rule, in)
 	}
+	if in.missing {
+		return e.missingPlans(rule, in)
+	}
 	plans, tries := makePlans(rule, in)
 	return plans, tries, nil
 }

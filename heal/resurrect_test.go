@@ -13,6 +13,14 @@ import (
 // same path, while the app would still keep it by age — where the policy asks for it
 // (restore_deleted): by default a deletion stands, as the user may have meant it.
 func TestDeletedGeminiSessionIsRestored(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		t.Run(map[bool]string{false: "held", true: "from its copy's file"}[big], func(t *testing.T) { deletedGeminiRestored(t, big) })
+	}
+}
+
+// deletedGeminiRestored: with big, the chat and its copy are taken as big files: judged,
+// copied and restored from their files, never held.
+func deletedGeminiRestored(t *testing.T, big bool) {
 	root := filepath.Join(t.TempDir(), "healthy")
 	copyTree(t, filepath.Join(samples, "gemini-cli/healthy"), root)
 	p := filepath.Join(root, geminiChat)
@@ -21,7 +29,19 @@ func TestDeletedGeminiSessionIsRestored(t *testing.T) {
 	at := func(d time.Duration) Options {
 		return Options{Now: func() time.Time { return lastUpdated.Add(d) }}
 	}
-	e := testEngineWith(t, "gemini-cli", root, at(time.Hour))
+	fromFiles := 0
+	engine := func(e *Engine) *Engine {
+		if big {
+			e.bigThreshold = 1
+			e.onStep = func(step, _ string) {
+				if step == "missing-from-files" {
+					fromFiles++
+				}
+			}
+		}
+		return e
+	}
+	e := engine(testEngineWith(t, "gemini-cli", root, at(time.Hour)))
 	for _, r := range runAll(t, e, true) {
 		if r.Verdict != Healthy {
 			t.Fatalf("%s: %s %s", r.Path, r.Verdict, r.Detail)
@@ -43,7 +63,7 @@ func TestDeletedGeminiSessionIsRestored(t *testing.T) {
 		age  time.Duration
 		want bool
 	}{{31 * 24 * time.Hour, false}, {29 * 24 * time.Hour, true}} {
-		old := New(e.Policy, at(c.age))
+		old := engine(New(e.Policy, at(c.age)))
 		if _, ok := old.Deleted(p); ok != c.want {
 			t.Errorf("deleted %v after its last update: target %v, want %v", c.age, ok, c.want)
 		}
@@ -62,6 +82,9 @@ func TestDeletedGeminiSessionIsRestored(t *testing.T) {
 	}
 	if got := read(t, p); !bytes.Equal(got, want) {
 		t.Errorf("restored session differs from the one deleted (%d vs %d bytes)", len(got), len(want))
+	}
+	if big && fromFiles != 1 {
+		t.Errorf("restored from the copy's file %d times, want 1", fromFiles)
 	}
 	// Restored once: healing the target again changes nothing.
 	if r := e.Heal(context.Background(), tg, false); r.Action != ActionNone || r.Verdict != Healthy {

@@ -212,10 +212,12 @@ func (c *ContainsWriter) Write(p []byte) (int, error) {
 }
 
 // FileAt is the content of another regular file (a backup), the version id names: opened at
-// path when it is written out, never held; a file that changed since is ErrChanged.
+// path when it is written out, never held; a file that changed since is ErrChanged. Part,
+// when set, is the part of that file it is (a Range, a splice of it), else the whole file.
 type FileAt struct {
 	Path string
 	ID   Identity
+	Part Content
 }
 
 func (c FileAt) WriteOut(w io.Writer, _ io.ReaderAt) (string, error) {
@@ -224,7 +226,11 @@ func (c FileAt) WriteOut(w io.Writer, _ io.ReaderAt) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	sum, err := Range{Off: 0, N: c.ID.Size}.WriteOut(w, f)
+	part := c.Part
+	if part == nil {
+		part = Range{Off: 0, N: c.ID.Size}
+	}
+	sum, err := part.WriteOut(w, f)
 	if err != nil {
 		return "", err
 	}
