@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -13,21 +12,14 @@ import (
 
 // missingPlans plans the restore of a file whose absence is its damage (in.missing) from the
 // files that stand in for it: the copies its app set aside (salvage), its backups (backup),
-// its last-good copy (last-good). Where every one the rule's strategies would read is small
-// (up to bigFor, as a present file is held), the plans are makePlans' on their bytes held,
-// as ever. Where one is larger, each candidate is judged from its own file and copied from
-// it (fsio.FileAt: the whole file, or its salvage, a range or a splice of it), never held;
-// the plans are the ones makePlans makes of the same files held, but that no
-// salvage+last-good union is offered (TestMissingPlansFromTheFiles).
+// its last-good copy (last-good). Each is judged from its own file and copied from it
+// (fsio.FileAt: the whole file, or its salvage, a range or a splice of it), never held
+// whole, whatever its size: the plans, and what each strategy came to, are the ones
+// makePlans made of the same files held (TestSamples runs every missing file of the samples
+// both ways), but for the salvage+last-good union, which no missing file is offered (a union
+// is of JSONL records, and no JSONL format tells a missing file by a copy its app set aside).
 func (e *Engine) missingPlans(rule *policy.Rule, in *inspection) ([]*plan, []try, error) {
 	c := &in.ctx
-	if !e.bigStandIn(rule, c) {
-		if slices.Contains(rule.Strategies, policy.LastGoodCopy) && c.lastGood == nil {
-			c.lastGood = e.LastGood.Load(c.path)
-		}
-		plans, tries := makePlans(rule, in)
-		return plans, tries, nil
-	}
 	e.step("missing-from-files", c.path)
 	var out []*plan
 	var tries []try
@@ -73,33 +65,6 @@ type standIn struct {
 	verdict Verdict
 	records int
 	sum     string
-}
-
-// bigStandIn: a candidate the rule's strategies would read for c's missing file is larger
-// than a present file of its format that is held whole.
-func (e *Engine) bigStandIn(rule *policy.Rule, c *fileCtx) bool {
-	var paths []string
-	for _, s := range rule.Strategies {
-		switch s {
-		case policy.Salvage:
-			if d, ok := c.typ.(format.MissingDetector); ok {
-				paths = append(paths, d.MissingSources(c.path)...)
-			}
-		case policy.Backup:
-			paths = append(paths, backupPaths(rule, c)...)
-		case policy.LastGoodCopy:
-			if p := e.LastGood.Path(c.path); p != "" {
-				paths = append(paths, p)
-			}
-		}
-	}
-	small := e.bigFor(c.typ)
-	for _, p := range paths {
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() > small {
-			return true
-		}
-	}
-	return false
 }
 
 // openStandIn opens the candidate at p, a regular file of at most limit bytes (when limit is

@@ -100,9 +100,10 @@ type planner func(rule *policy.Rule, in *inspection, st *planState) []byte
 // temp files (see cleanTemp), never on a session file. It is never written to.
 var planners = map[policy.Strategy]planner{
 	policy.Salvage: func(_ *policy.Rule, in *inspection, st *planState) []byte {
-		st.salvaged, st.salvFig = salvage(&in.ctx, in.data, in.missing)
+		// (A missing file's salvage is of the copies its app set aside: missing.go.)
+		st.salvaged, st.salvFig = format.SalvageFigures(in.ctx.typ, in.ctx.path, in.data)
 		if st.salvaged == nil {
-			st.why = noSalvage(&in.ctx, in.missing)
+			st.why = noSalvage(&in.ctx, false)
 		}
 		return st.salvaged
 	},
@@ -288,32 +289,6 @@ func keepsPrefix(c *fileCtx, old, data []byte) bool {
 	}
 	n := k.KeptPrefix(c.path)
 	return n <= 0 || (int64(len(old)) >= n && int64(len(data)) >= n && bytes.Equal(old[:n], data[:n]))
-}
-
-// salvage is the file's own salvage ([format.Salvage]); a missing file salvages from the
-// copies its app set aside.
-func salvage(c *fileCtx, data []byte, missing bool) ([]byte, *format.KeepFigures) {
-	if missing {
-		d, ok := c.typ.(format.MissingDetector)
-		if !ok {
-			return nil, nil
-		}
-		for _, src := range d.MissingSources(c.path) {
-			b, _, err := fsio.ReadStable(src, c.maxSize)
-			if err != nil {
-				continue
-			}
-			cc := *c
-			if out, _ := salvage(&cc, b, false); out != nil {
-				return out, nil
-			}
-			if candidateOK(c, b) {
-				return b, nil
-			}
-		}
-		return nil, nil
-	}
-	return format.SalvageFigures(c.typ, c.path, data)
 }
 
 // backupPaths are the file's backups, newest first: its app's own, or the rule's templates'.
