@@ -14,10 +14,11 @@ import (
 // files that stand in for it: the copies its app set aside (salvage), its backups (backup),
 // its last-good copy (last-good). Each is judged from its own file and copied from it
 // (fsio.FileAt: the whole file, or its salvage, a range or a splice of it), never held
-// whole, whatever its size: the plans, and what each strategy came to, are the ones
-// makePlans made of the same files held (TestSamples runs every missing file of the samples
-// both ways), but for the salvage+last-good union, which no missing file is offered (a union
-// is of JSONL records, and no JSONL format tells a missing file by a copy its app set aside).
+// whole, whatever its size: the plans, and what each strategy came to, are the ones the
+// planner of held bytes made of the same files (every missing file of the samples heals as
+// it did: TestSamples), but for the salvage+last-good union, which no missing file is
+// offered (a union is of JSONL records, and no JSONL format tells a missing file by a copy
+// its app set aside).
 func (e *Engine) missingPlans(rule *policy.Rule, in *inspection) ([]*plan, []try, error) {
 	c := &in.ctx
 	e.step("missing-from-files", c.path)

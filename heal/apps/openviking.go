@@ -130,13 +130,51 @@ func (ovMetaCheck) Records() int                       { return 1 }
 func (ovMeta) SkipReason(_ string, data []byte) string { return ovEncrypted(data) }
 
 // Reconcile sets message_count to the live messages, when none of them is archived.
-func (ovMeta) Reconcile(path string, data []byte, _ string) []byte {
-	if live, overlap, ok := ovLive(filepath.Dir(path)); ok && !overlap {
-		if out, ok := ovSetCount(data, live); ok {
-			return out
+func (m ovMeta) Reconcile(path string, data []byte, kind string) []byte {
+	return format.SpliceBytes(data, func(r io.ReaderAt, size int64) (*format.Splice, error) {
+		return m.ReconcileSplice(path, r, size, kind)
+	})
+}
+
+// ReconcileSplice is Reconcile of the .meta.json r holds, said as a splice of it: its bytes,
+// but those of its top-level message_count (the last, where the key is repeated, as the app's
+// json.load keeps it) made the count of live messages; nil when that count is already there,
+// or when the file holds no such number.
+func (ovMeta) ReconcileSplice(path string, r io.ReaderAt, size int64, _ string) (*format.Splice, error) {
+	live, overlap, ok := ovLive(filepath.Dir(path))
+	if !ok || overlap {
+		return nil, nil
+	}
+	return ovCountSplice(r, size, live)
+}
+
+// ovCountSplice is ovSetCount of the .meta.json r holds, said as a splice of it (nil where
+// ovSetCount changes nothing).
+func ovCountSplice(r io.ReaderAt, size int64, live int) (*format.Splice, error) {
+	root, _, err := jsonv.Walk(r, size, ovDialect, jsonv.Shape{}, nil)
+	if err != nil || !isObj(root) {
+		return nil, nil // not a document that parses: nothing to reconcile
+	}
+	n := root.Get("message_count")
+	if n == nil || n.Type != jsonv.Number {
+		return nil, nil
+	}
+	num := []byte(strconv.Itoa(live))
+	at, end := int64(n.Start), int64(n.End)
+	if end-at == int64(len(num)) {
+		raw := make([]byte, len(num))
+		if _, err := r.ReadAt(raw, at); err != nil && err != io.EOF {
+			return nil, err
+		}
+		if bytes.Equal(raw, num) {
+			return nil, nil
 		}
 	}
-	return nil
+	sp := &format.Splice{}
+	sp.AddRange(0, at)
+	sp.AddData(num)
+	sp.AddRange(end, size-end)
+	return sp, nil
 }
 
 func ovEncrypted(data []byte) string {

@@ -138,3 +138,47 @@ func refCheckOVMessages(f format.File, lines []format.Line) format.Verdict {
 	}
 	return format.OK()
 }
+
+// .meta.json's count is set as a splice of the file, as ovSetCount sets it in the bytes held:
+// the top-level message_count only (the last one where the key is repeated), a number only.
+func TestOVCountSpliceIsSetCount(t *testing.T) {
+	metas := []string{
+		`{"message_count": 3}`,
+		`{"message_count": 2}`,
+		"{\n  \"session_id\": \"s\",\n  \"message_count\": 17,\n  \"x\": {\"message_count\": 9}\n}",
+		`{"message_count": 1, "message_count": 5}`,
+		`{"message_count": 5, "message_count": "7"}`,
+		`{"message_count": 3.0}`,
+		`{"message_count": -0}`,
+		`{"message_count": 1e0}`,
+		`{"a": [{"message_count": 1}]}`,
+		`{"message_count": null}`,
+		`{"message_count": 3} x`,
+		`[{"message_count": 3}]`,
+		`{"message\u005fcount": 8}`,
+		`{"message_count": 12345678901234567890}`,
+		`{}`,
+		``,
+	}
+	for _, m := range metas {
+		for _, live := range []int{0, 2, 3, 17} {
+			want, ok := ovSetCount([]byte(m), live)
+			if !ok {
+				want = nil
+			}
+			sp, err := ovCountSplice(strings.NewReader(m), int64(len(m)), live)
+			if err != nil {
+				t.Fatalf("%q, %d: %v", m, live, err)
+			}
+			var got []byte
+			if sp != nil {
+				if got, err = sp.Bytes(strings.NewReader(m)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%q, %d live: spliced %q, set %q", m, live, got, want)
+			}
+		}
+	}
+}
