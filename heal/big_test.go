@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -82,6 +83,28 @@ var bigCases = []bigCase{
 	// both paths, whether or not the copy itself is fit to restore.
 	{"jsonl/prefix-of-last-good", "jsonl", "{\"a\":1}\n", "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n"},
 	{"jsonl/prefix-of-bad-last-good", "jsonl", "{\"a\":1}\n", "{\"a\":1}\n{\"b\":2}garbage\n"},
+	// With a backup (bigBackups), beside the salvage and the last-good copy.
+	{"jsonl/backup", "jsonl", "x\ny\n", ""},
+	{"jsonl/backup-keeps-more", "jsonl", "{\"a\":1}\nx\n", ""},
+	{"jsonl/backup-keeps-less", "jsonl", "{\"a\":1}\n{\"b\":2}\n{\"c\"\n", ""},
+	{"jsonl/backup-damaged", "jsonl", "{\"a\":1}\nx\n", ""},
+	{"jsonl/backup-and-last-good", "jsonl", "x\n{\"a\":1}\n", "{\"a\":1}\n{\"b\":2}\n"},
+	{"jsonl/backup-crlf", "jsonl", "{\"a\":1}\r\nx\r\n", ""},
+	{"jsonl/backup-ties-salvage", "jsonl", "{\"a\":1}\n{\"b\":2}\nx\n", ""},
+	{"json/backup", "json", `{"a":1} x`, ""},
+}
+
+// bigBackups are the backups planted for the cases named (the rule then has the backup
+// strategy): a big log's is measured and copied from its file.
+var bigBackups = map[string]string{
+	"jsonl/backup-ties-salvage":  "{\"a\":1}\n{\"c\":3}\n", // as many records: the salvage, first in the rule
+	"jsonl/backup":               "{\"a\":1}\n{\"b\":2}\n",
+	"jsonl/backup-keeps-more":    "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n",
+	"jsonl/backup-keeps-less":    "{\"a\":1}\n",
+	"jsonl/backup-damaged":       "{\"a\":1}\n{\"b\":",
+	"jsonl/backup-and-last-good": "{\"a\":1}\n{\"c\":3}\n{\"d\":4}\n",
+	"jsonl/backup-crlf":          "{\"a\":1}\r\n{\"b\":2}\r\n",
+	"json/backup":                `{"a":1,"b":2}`,
 }
 
 // healOnce heals one case on a fresh engine whose streamed path takes files over threshold
@@ -92,12 +115,24 @@ func healOnce(t *testing.T, c bigCase, threshold int64) (Report, []byte, os.File
 	t.Helper()
 	e, root := bigEngine(t, threshold)
 	e.heldPlans = threshold == 0 // the reference: planned on the bytes held whole
+	e.onStep = func(step, _ string) {
+		if step == "backup-from-file" {
+			backupsFromFile.Add(1)
+		}
+	}
 	name := "s." + c.format
 	p := filepath.Join(root, name)
 	if err := os.WriteFile(p, []byte(c.data), 0o640); err != nil {
 		t.Fatal(err)
 	}
 	tg := Target{Path: p, Rule: bigRule(c.format, root)}
+	if b, ok := bigBackups[c.name]; ok {
+		if err := os.WriteFile(p+".bak", []byte(b), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		tg.Rule.Strategies = []policy.Strategy{"salvage", "backup", "normalize", "last-good"}
+		tg.Rule.Backups = []string{"{file}.bak"}
+	}
 	if c.lastGood != "" {
 		if err := e.LastGood.Put(p, []byte(c.lastGood)); err != nil {
 			t.Fatal(err)
@@ -158,10 +193,26 @@ func original(t *testing.T, m *Manifest) ([]byte, error) {
 // streamed one (a threshold of one byte): same verdicts, same plans, same bytes written, same
 // quarantine and manifests.
 func TestBigPathMatchesInMemory(t *testing.T) {
+	was := backupsFromFile.Load()
 	for _, c := range bigCases {
 		t.Run(c.name, func(t *testing.T) { compareBig(t, c) })
 	}
+	if n := backupsFromFile.Load() - was; n < 4 {
+		t.Errorf("%d backups measured from their files", n)
+	}
+	// Lines over the line window: a backup the survey cannot measure from its file is
+	// measured held after all, with the same result.
+	restore := fmtpkg.SetLineWindow(6)
+	defer restore()
+	for _, c := range bigCases {
+		if _, ok := bigBackups[c.name]; ok {
+			t.Run(c.name+"/long-lines", func(t *testing.T) { compareBig(t, c) })
+		}
+	}
 }
+
+// backupsFromFile counts the backups the streamed path measured from their files.
+var backupsFromFile atomic.Int64
 
 // FuzzBigPathMatchesInMemory: the same comparison on any input, as JSON and as JSONL.
 func FuzzBigPathMatchesInMemory(f *testing.F) {

@@ -58,8 +58,17 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			if doc {
 				// A big backup of an app document is judged and copied from its file.
 				data, fileBackup, backupWhy = e.docBackup(rule, c)
-			} else {
-				data, backupWhy = fromBackup(rule, c)
+				break
+			}
+			// A big backup of a log is judged, measured and copied from its file.
+			var bf *os.File
+			var fc *fileCand
+			if data, bf, fc, backupWhy = e.logBackup(rule, c); bf != nil {
+				defer bf.Close()
+				mc := memCand{strategy: s, SurveyCand: &format.SurveyCand{File: bf, Size: fc.id.Size}, file: fc}
+				cands = append(cands, mc)
+				surveyed = append(surveyed, mc.SurveyCand)
+				e.step("backup-from-file", c.path)
 			}
 		case policy.LastGoodCopy:
 			if doc && c.lastGood == nil {
@@ -412,7 +421,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				}
 			}
 			for i := range cands {
-				if cands[i].file != nil {
+				switch fc := cands[i].file; {
+				case fc == nil:
+				case cands[i].strategy == policy.Backup:
+					b, id, err := fsio.ReadStable(fc.path, 0)
+					if err != nil || !id.Same(fc.id) {
+						return nil, nil, busyErr("the backup %s of %s changed while it was measured", fc.path, in.ctx.path)
+					}
+					cands[i].Data, cands[i].File, cands[i].file = b, nil, nil
+				default:
 					cands[i].Data, cands[i].File, cands[i].file = c.lastGood, nil, nil
 				}
 			}
@@ -713,6 +730,39 @@ func (e *Engine) docBackup(rule *policy.Rule, c *fileCtx) (data []byte, fc *file
 		}
 	}
 	return nil, nil, whyBackupsFail
+}
+
+// logBackup is fromBackup for a log or a plain file: the newest backup that passes the
+// file's checklist. A JSONL one larger than a file of its format held whole is judged from
+// its file (judgeStandIn), which is returned open for the survey to measure it from (bf,
+// fc), never held; any other is read whole, as fromBackup reads it (data).
+func (e *Engine) logBackup(rule *policy.Rule, c *fileCtx) (data []byte, bf *os.File, fc *fileCand, why string) {
+	cands := backupPaths(rule, c)
+	if len(cands) == 0 {
+		return nil, nil, nil, whyNoBackup
+	}
+	for _, p := range cands {
+		f, id := openStandIn(p, c.maxSize)
+		if f == nil {
+			continue
+		}
+		if !c.typ.JSONL() || id.Size <= e.bigFor(c.typ) {
+			data = make([]byte, id.Size)
+			_, err := f.ReadAt(data, 0)
+			same := fsio.StillSame(f, id)
+			f.Close()
+			if (err == nil || err == io.EOF) && same && candidateOK(c, data) {
+				return data, nil, nil, ""
+			}
+			continue
+		}
+		sc, err := judgeStandIn(c, f, p, id, nil, f, id.Size)
+		if err == nil && sc.verdict.Status == Healthy {
+			return nil, f, &fileCand{path: p, id: id, records: sc.records, sum: sc.sum}, ""
+		}
+		f.Close()
+	}
+	return nil, nil, nil, whyBackupsFail
 }
 
 // docLastGood is the last-good candidate of an app document (docCand of its copy).
