@@ -32,14 +32,15 @@ func newDamageBook(m *metrics) *damageBook {
 // verdict records what a report says of its file: damage left there (refused, flapping,
 // hands-off, only inspected, or found and kept from its heal by a busy holder) counts it; a
 // heal, or a healthy or skipped verdict, takes it back; a file busy before any damage was
-// seen (it changed while it was read) keeps what was known.
+// seen (it changed while it was read), or not judged (an internal error), keeps what was
+// known.
 func (b *damageBook) verdict(path, rule string, r heal.Report, now time.Time) {
 	switch {
 	case r.Verdict == heal.Damaged && r.Action != heal.ActionHealed:
 		b.set(path, rule, r.Kind, false, now)
 	case r.Verdict == heal.Busy && busyDamage(r):
 		b.set(path, rule, r.Kind, true, now)
-	case r.Verdict == heal.Busy:
+	case r.Verdict == heal.Busy, r.InternalError != "":
 	default:
 		b.clear(path)
 	}

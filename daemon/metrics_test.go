@@ -299,3 +299,19 @@ func TestLongBusyFileIsSaidAtInfo(t *testing.T) {
 		}
 	}
 }
+
+// A file not judged (an internal error) keeps the damage its last verdict found: what is not
+// known is not taken for healed.
+func TestNotJudgedKeepsTheDamageKnown(t *testing.T) {
+	b := newDamageBook(newMetrics("v", "r"))
+	now := time.Now()
+	b.verdict("/s/a.jsonl", "j", heal.Report{Verdict: heal.Damaged, Kind: "truncated", Action: heal.ActionRefused}, now)
+	b.verdict("/s/a.jsonl", "j", heal.Report{Verdict: heal.Skipped, InternalError: "panic: boom"}, now.Add(time.Second))
+	if e, ok := b.files["/s/a.jsonl"]; !ok || e.kind != "truncated" || !e.since.Equal(now) {
+		t.Fatalf("after a verdict not judged: %+v (%v)", e, ok)
+	}
+	b.verdict("/s/a.jsonl", "j", heal.Report{Verdict: heal.Skipped, Detail: "file no longer exists"}, now)
+	if _, ok := b.files["/s/a.jsonl"]; ok {
+		t.Fatal("a skipped verdict kept the damage")
+	}
+}
