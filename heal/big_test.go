@@ -116,8 +116,11 @@ func healOnce(t *testing.T, c bigCase, threshold int64) (Report, []byte, os.File
 	e, root := bigEngine(t, threshold)
 	e.heldPlans = threshold == 0 // the reference: planned on the bytes held whole
 	e.onStep = func(step, _ string) {
-		if step == "backup-from-file" {
+		switch step {
+		case "backup-from-file":
 			backupsFromFile.Add(1)
+		case "last-good-from-file":
+			copiesFromFile.Add(1)
 		}
 	}
 	name := "s." + c.format
@@ -193,12 +196,15 @@ func original(t *testing.T, m *Manifest) ([]byte, error) {
 // streamed one (a threshold of one byte): same verdicts, same plans, same bytes written, same
 // quarantine and manifests.
 func TestBigPathMatchesInMemory(t *testing.T) {
-	was := backupsFromFile.Load()
+	was, wasCopies := backupsFromFile.Load(), copiesFromFile.Load()
 	for _, c := range bigCases {
 		t.Run(c.name, func(t *testing.T) { compareBig(t, c) })
 	}
 	if n := backupsFromFile.Load() - was; n < 4 {
 		t.Errorf("%d backups measured from their files", n)
+	}
+	if n := copiesFromFile.Load() - wasCopies; n < 4 {
+		t.Errorf("%d last-good copies measured from their files", n)
 	}
 	// Lines over the line window: a backup the survey cannot measure from its file is
 	// measured held after all, with the same result.
@@ -211,8 +217,9 @@ func TestBigPathMatchesInMemory(t *testing.T) {
 	}
 }
 
-// backupsFromFile counts the backups the streamed path measured from their files.
-var backupsFromFile atomic.Int64
+// backupsFromFile and copiesFromFile count the backups and the last-good copies the
+// streamed path measured from their files.
+var backupsFromFile, copiesFromFile atomic.Int64
 
 // FuzzBigPathMatchesInMemory: the same comparison on any input, as JSON and as JSONL.
 func FuzzBigPathMatchesInMemory(f *testing.F) {

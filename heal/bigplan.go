@@ -43,6 +43,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	appSalvage := !c.typ.Plain() && !doc && slices.Contains(rule.Strategies, policy.Salvage)
 	lgAfterSalvage := appSalvage && !crossFile && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) &&
 		(c.lastGood != nil || e.LastGood.Has(c.path))
+	// A plain JSONL file's copy larger than a file held whole is judged, measured and copied
+	// from its file, as is its union with the salvage.
+	plainLog := c.typ.Plain() && c.typ.JSONL()
+	lgPlainFromFile := false
 	loadLastGood := func() {
 		if c.lastGood == nil && !doc {
 			c.lastGood = e.LastGood.Load(c.path)
@@ -77,6 +81,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 			if lgAfterSalvage {
 				break // judged once the salvage is planned (below)
+			}
+			if plainLog && c.lastGood == nil && e.bigCopy(c) {
+				lgPlainFromFile = true
+				break // judged and measured from its file once the file is open (below)
 			}
 			loadLastGood()
 			switch lg := c.lastGood; {
@@ -321,10 +329,51 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 		}
 	}
+	if lgPlainFromFile {
+		var fc *fileCand
+		var cf *os.File
+		if cf, fc, lastGoodWhy = e.plainLastGoodFile(c); cf != nil {
+			defer cf.Close()
+			var err error
+			if before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) {
+				var sp *format.Splice
+				if sp, err = format.ValidLinesSplice(c.typ, f, size); err != nil {
+					return nil, nil, err
+				}
+				if sp.Size() > 0 { // a salvage that keeps nothing is none: no union with it
+					union, err = fileUnion(c, cf, fc, sp.At(f), sp.Size(), -1)
+				}
+			}
+			switch {
+			case errors.Is(err, format.ErrHoldCandidate):
+				// A line of the copy over the line window: the copy is held, as it was, and
+				// so is its union (below).
+				union = nil
+				if loadLastGood(); c.lastGood == nil {
+					return nil, nil, busyErr("the last-good copy of %s changed while it was measured", in.ctx.path)
+				}
+				mc := memCand{strategy: policy.LastGoodCopy, SurveyCand: &format.SurveyCand{Data: c.lastGood}}
+				cands = append(cands, mc)
+				surveyed = append(surveyed, mc.SurveyCand)
+			case err != nil:
+				return nil, nil, err
+			default:
+				lgFile = cf
+				mc := memCand{strategy: policy.LastGoodCopy, SurveyCand: &format.SurveyCand{File: lgFile, Size: fc.id.Size}, file: fc}
+				cands = append(cands, mc)
+				surveyed = append(surveyed, mc.SurveyCand)
+				e.step("last-good-from-file", c.path)
+				if union != nil {
+					surveyed = append(surveyed, union.SurveyCand)
+					e.step("union-from-file", c.path)
+				}
+			}
+		}
+	}
 	// A plain JSONL file's union of the copy and its salvage (its valid lines), as the
 	// in-memory last-good planner offers it: the copy and the salvaged records it lacks, up
 	// to unionBudget of them.
-	if c.typ.Plain() && c.typ.JSONL() && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) {
+	if plainLog && before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) {
 		if lg := c.lastGood; lg != nil && heldOK(c, lg) {
 			sp, err := format.ValidLinesSplice(c.typ, f, size)
 			if err != nil {
@@ -732,6 +781,29 @@ func (e *Engine) docBackup(rule *policy.Rule, c *fileCtx) (data []byte, fc *file
 	return nil, nil, whyBackupsFail
 }
 
+// bigCopy: c's last-good copy is larger than a file of its format held whole.
+func (e *Engine) bigCopy(c *fileCtx) bool {
+	n, ok := e.LastGood.Size(c.path)
+	return ok && n > e.bigFor(c.typ)
+}
+
+// plainLastGoodFile opens c's last-good copy (a plain JSONL file's) to be measured from its
+// file: judged streaming (as heldOK judges it held), counted and hashed. why says why not
+// (no copy, or one that fails the checklist): f is nil then.
+func (e *Engine) plainLastGoodFile(c *fileCtx) (f *os.File, fc *fileCand, why string) {
+	p := e.LastGood.Path(c.path)
+	f, id := openStandIn(p, 0)
+	if p == "" || f == nil {
+		return nil, nil, whyNoLastGood
+	}
+	sc, err := judgeStandIn(c, f, p, id, nil, f, id.Size)
+	if err != nil || sc.verdict.Status != Healthy {
+		f.Close()
+		return nil, nil, whyLastGoodFails
+	}
+	return f, &fileCand{path: p, id: id, records: sc.records, sum: sc.sum}, ""
+}
+
 // logBackup is fromBackup for a log or a plain file: the newest backup that passes the
 // file's checklist. A JSONL one larger than a file of its format held whole is judged from
 // its file (judgeStandIn), which is returned open for the survey to measure it from (bf,
@@ -1002,9 +1074,10 @@ func heldUnion(c *fileCtx, lg []byte, salv io.ReaderAt, size int64) (*memCand, e
 	return &memCand{strategy: "salvage+last-good", SurveyCand: &format.SurveyCand{Data: u}}, nil
 }
 
-// fileUnion is the union of the copy lg (fc, counted to hold records records in a union)
-// with the salvage (size bytes of salv) as a splice of lg, measured from it: nil when it is
-// the copy's bytes (as no union is offered then) or refused over its budget.
+// fileUnion is the union of the copy lg (fc, counted to hold records records in a union;
+// counted here when records is negative) with the salvage (size bytes of salv) as a splice
+// of lg, measured from it: nil when it is the copy's bytes (as no union is offered then) or
+// refused over its budget.
 func fileUnion(c *fileCtx, lg *os.File, fc *fileCand, salv io.ReaderAt, size int64, records int) (*memCand, error) {
 	sp, err := format.UnionSplice(c.typ, lg, fc.id.Size, salv, size, unionBudget)
 	switch {
@@ -1022,6 +1095,11 @@ func fileUnion(c *fileCtx, lg *os.File, fc *fileCand, salv io.ReaderAt, size int
 		}
 		if same {
 			return nil, nil
+		}
+	}
+	if records < 0 {
+		if records, err = format.RecordsAt(c.typ, sp.At(lg), sp.Size()); err != nil {
+			return nil, err
 		}
 	}
 	u := &fileCand{path: fc.path, id: fc.id, records: records}
