@@ -121,6 +121,8 @@ func healOnce(t *testing.T, c bigCase, threshold int64) (Report, []byte, os.File
 			backupsFromFile.Add(1)
 		case "last-good-from-file":
 			copiesFromFile.Add(1)
+		case "candidate-from-file":
+			docCandsFromFile.Add(1)
 		}
 	}
 	name := "s." + c.format
@@ -196,7 +198,7 @@ func original(t *testing.T, m *Manifest) ([]byte, error) {
 // streamed one (a threshold of one byte): same verdicts, same plans, same bytes written, same
 // quarantine and manifests.
 func TestBigPathMatchesInMemory(t *testing.T) {
-	was, wasCopies := backupsFromFile.Load(), copiesFromFile.Load()
+	was, wasCopies, wasDocs := backupsFromFile.Load(), copiesFromFile.Load(), docCandsFromFile.Load()
 	for _, c := range bigCases {
 		t.Run(c.name, func(t *testing.T) { compareBig(t, c) })
 	}
@@ -205,6 +207,9 @@ func TestBigPathMatchesInMemory(t *testing.T) {
 	}
 	if n := copiesFromFile.Load() - wasCopies; n < 4 {
 		t.Errorf("%d last-good copies measured from their files", n)
+	}
+	if n := docCandsFromFile.Load() - wasDocs; n < 4 {
+		t.Errorf("%d copies and backups of plain JSON judged from their files", n)
 	}
 	// Lines over the line window: a backup the survey cannot measure from its file is
 	// measured held after all, with the same result.
@@ -217,9 +222,10 @@ func TestBigPathMatchesInMemory(t *testing.T) {
 	}
 }
 
-// backupsFromFile and copiesFromFile count the backups and the last-good copies the
-// streamed path measured from their files.
-var backupsFromFile, copiesFromFile atomic.Int64
+// backupsFromFile, copiesFromFile and docCandsFromFile count the backups and the last-good
+// copies of logs, and the backups and copies of documents, the streamed path measured from
+// their files.
+var backupsFromFile, copiesFromFile, docCandsFromFile atomic.Int64
 
 // FuzzBigPathMatchesInMemory: the same comparison on any input, as JSON and as JSONL.
 func FuzzBigPathMatchesInMemory(f *testing.F) {

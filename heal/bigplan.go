@@ -46,6 +46,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	// A plain JSONL file's copy larger than a file held whole is judged, measured and copied
 	// from its file, as is its union with the salvage.
 	plainLog := c.typ.Plain() && c.typ.JSONL()
+	plainJSON := c.typ.Plain() && !c.typ.JSONL() // a plain document's copies: as an app document's
 	lgPlainFromFile := false
 	loadLastGood := func() {
 		if c.lastGood == nil && !doc {
@@ -59,8 +60,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		var data []byte
 		switch s {
 		case policy.Backup:
-			if doc {
-				// A big backup of an app document is judged and copied from its file.
+			if doc || plainJSON {
+				// A big backup of a document is judged and copied from its file.
 				data, fileBackup, backupWhy = e.docBackup(rule, c)
 				break
 			}
@@ -75,7 +76,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				e.step("backup-from-file", c.path)
 			}
 		case policy.LastGoodCopy:
-			if doc && c.lastGood == nil {
+			if (doc || plainJSON) && c.lastGood == nil {
 				data, fileLastGood, lastGoodWhy = e.docLastGood(c)
 				break
 			}
@@ -759,6 +760,7 @@ func (e *Engine) docCand(c *fileCtx, p string, limit int64) (data []byte, fc *fi
 		}
 		return data, nil, true
 	}
+	e.step("candidate-from-file", c.path)
 	v, j, err := format.JudgeDocAt(c.typ, c.path, f, id.Size)
 	if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
 		return nil, nil, true
