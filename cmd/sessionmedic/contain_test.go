@@ -94,11 +94,7 @@ func TestAPanicOnOneFileIsContained(t *testing.T) {
 // sessionmedic_internal_errors_total), goes on guarding the others, and judges that file
 // again when it changes.
 func TestDaemonContainsAPanicOnOneFile(t *testing.T) {
-	home, root := t.TempDir(), t.TempDir()
-	addr := freePort(t)
-	policyFile := filepath.Join(home, "policy.yaml")
-	os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nhttp: {listen: %q}\nrules:\n  - {name: j, format: jsonl, paths: [%s], settle: 50ms, max_wait: 1s}\n",
-		filepath.Join(home, "state"), addr, root)), 0o644)
+	home, root, addr, policyFile := httpJSONLPolicy(t, "")
 	torn := []byte("{\"a\":1}\n{\"a\"")
 	first := filepath.Join(root, "first.jsonl")
 	os.WriteFile(first, torn, 0o644)

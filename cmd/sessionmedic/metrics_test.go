@@ -21,15 +21,24 @@ func metricLines(addr, prefix string) []string {
 	return out
 }
 
+// httpJSONLPolicy writes, in a fresh home, a policy of one JSONL rule "j" over a fresh root
+// (settle 50ms, max_wait 1s, and the rule's keys extra), with its state dir there and an
+// HTTP endpoint on a free port: the home, the root, the endpoint's address and the policy.
+func httpJSONLPolicy(t *testing.T, extra string) (home, root, addr, policyFile string) {
+	t.Helper()
+	home, root = t.TempDir(), t.TempDir()
+	addr = freePort(t)
+	policyFile = filepath.Join(home, "policy.yaml")
+	os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nhttp: {listen: %q}\nrules:\n  - {name: j, format: jsonl, paths: [%s], settle: 50ms, max_wait: 1s%s}\n",
+		filepath.Join(home, "state"), addr, root, extra)), 0o644)
+	return home, root, addr, policyFile
+}
+
 // TestDaemonMetricsSayWhatIsDamagedNow: on the real binary, a file damage no strategy heals
 // shows in sessionmedic_files_damaged until it is fixed; counters exist at 0 before any
 // event; build_info names the build.
 func TestDaemonMetricsSayWhatIsDamagedNow(t *testing.T) {
-	home, root := t.TempDir(), t.TempDir()
-	addr := freePort(t)
-	policyFile := filepath.Join(home, "policy.yaml")
-	os.WriteFile(policyFile, []byte(fmt.Sprintf("version: 1\nstate_dir: %s\nhttp: {listen: %q}\nrules:\n  - {name: j, format: jsonl, paths: [%s], settle: 50ms, max_wait: 1s, strategies: []}\n",
-		filepath.Join(home, "state"), addr, root)), 0o644)
+	home, root, addr, policyFile := httpJSONLPolicy(t, ", strategies: []")
 	d := startDaemon(t, home, "-config", policyFile)
 	eventually(t, 10*time.Second, "/readyz", func() bool { c, _ := httpGet("http://" + addr + "/readyz"); return c == 200 })
 
