@@ -39,8 +39,12 @@ func (e *Engine) missingPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		default:
 			// A strategy that rewrites the file's own bytes: a missing file has none, and its
 			// planner says why as it says it of any missing file.
+			pl := planners[s]
+			if pl == nil {
+				continue
+			}
 			var st planState
-			planners[s](rule, in, &st)
+			pl(rule, in, &st)
 			tries = append(tries, try{strategy: s, why: st.why})
 			continue
 		}
