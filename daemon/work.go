@@ -354,7 +354,7 @@ func (d *loop) breaker(t heal.Target, log interface {
 }
 
 // internalAdvice is what file.internal_error tells the operator.
-const internalAdvice = "this file is not judged nor healed, and left as it is; the daemon goes on with the others and " +
+const internalAdvice = "this file is neither judged nor healed, and is left as it is; the daemon goes on with the others and " +
 	"judges it again when it changes or at the next full rescan. It is a defect of sessionmedic: please report err and at " +
 	"(keep a copy of the file if you can share it); `sessionmedic check PATH` shows the same"
 
