@@ -92,6 +92,7 @@ var bigCases = []bigCase{
 	{"jsonl/backup-crlf", "jsonl", "{\"a\":1}\r\nx\r\n", ""},
 	{"jsonl/backup-ties-salvage", "jsonl", "{\"a\":1}\n{\"b\":2}\nx\n", ""},
 	{"json/backup", "json", `{"a":1} x`, ""},
+	{"json/last-good-not-object", "json", `[1] x`, `[1,2]`}, // no record in either: the salvage, first
 }
 
 // bigBackups are the backups planted for the cases named (the rule then has the backup

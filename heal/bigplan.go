@@ -765,6 +765,12 @@ func (e *Engine) docCand(c *fileCtx, p string, limit int64) (data []byte, fc *fi
 	if err != nil || !fsio.StillSame(f, id) || v.Status != Healthy {
 		return nil, nil, true
 	}
+	if c.typ.Plain() {
+		// A plain document's records are as format.Records counts them: one object.
+		if j.Records, err = plainRecords(f, id.Size); err != nil {
+			return nil, nil, true
+		}
+	}
 	return nil, &fileCand{path: p, id: id, records: j.Records}, true
 }
 

@@ -105,15 +105,8 @@ func judgeStandIn(c *fileCtx, f *os.File, p string, id Identity, part fsio.Conte
 			if sc.records, err = format.RecordsAt(c.typ, r, size); err != nil {
 				return nil, err
 			}
-		} else {
-			// Plain JSON: one record when its value is an object (format.Records).
-			first := &fsio.FirstNonWS{}
-			if _, err := io.Copy(first, io.NewSectionReader(r, 0, size)); err != nil {
-				return nil, err
-			}
-			if first.C == '{' {
-				sc.records = 1
-			}
+		} else if sc.records, err = plainRecords(r, size); err != nil {
+			return nil, err
 		}
 	}
 	if sc.sum, err = sc.src.WriteOut(io.Discard, nil); err != nil {
@@ -251,4 +244,17 @@ func missingPlan(c *fileCtx, s policy.Strategy, sc *standIn) (*plan, try) {
 	}
 	tr.plan = p
 	return p, tr
+}
+
+// plainRecords is format.Records of the valid plain JSON document r holds (size bytes): one
+// when its value is an object, else none.
+func plainRecords(r io.ReaderAt, size int64) (int, error) {
+	first := &fsio.FirstNonWS{}
+	if _, err := io.Copy(first, io.NewSectionReader(r, 0, size)); err != nil {
+		return 0, err
+	}
+	if first.C == '{' {
+		return 1, nil
+	}
+	return 0, nil
 }
