@@ -247,14 +247,24 @@ func missingPlan(c *fileCtx, s policy.Strategy, sc *standIn) (*plan, try) {
 }
 
 // plainRecords is format.Records of the valid plain JSON document r holds (size bytes): one
-// when its value is an object, else none.
+// when its value is an object, else none. It reads up to the value's first byte.
 func plainRecords(r io.ReaderAt, size int64) (int, error) {
-	first := &fsio.FirstNonWS{}
-	if _, err := io.Copy(first, io.NewSectionReader(r, 0, size)); err != nil {
-		return 0, err
-	}
-	if first.C == '{' {
-		return 1, nil
+	buf := make([]byte, 4096)
+	for off := int64(0); off < size; {
+		n, err := r.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		for _, c := range buf[:n] {
+			switch c {
+			case ' ', '\t', '\n', '\r':
+				continue
+			case '{':
+				return 1, nil
+			default:
+				return 0, nil
+			}
+		}
+		if off += int64(n); err != nil && (err != io.EOF || off < size) {
+			return 0, err
+		}
 	}
 	return 0, nil
 }
