@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/daemon/events"
 	"github.com/sessionmedic/sessionmedic/heal"
+	"github.com/sessionmedic/sessionmedic/internal/panics"
 	"github.com/sessionmedic/sessionmedic/internal/pathx"
 	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/watcher"
@@ -212,7 +212,7 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 	if r.InternalError != "" {
 		// A defect met on this file, contained: said at ERROR each time, counted for alerts.
 		d.m.internalErrors.WithLabelValues(rule).Inc()
-		log.Error(events.FileInternalError, "err", r.InternalError, "at", internalAt(r.Stack), "advice", internalAdvice)
+		log.Error(events.FileInternalError, "err", r.InternalError, "at", panics.Trace(r.Stack), "advice", internalAdvice)
 	}
 	d.damaged.verdict(p, rule, r, now)
 	busyFor, warn, warned := d.busy.verdict(p, rule, r, j.t.Rule.MaxWait, now)
@@ -357,24 +357,3 @@ func (d *loop) breaker(t heal.Target, log interface {
 const internalAdvice = "this file is neither judged nor healed, and is left as it is; the daemon goes on with the others and " +
 	"judges it again when it changes or at the next full rescan. It is a defect of sessionmedic: please report err and at " +
 	"(keep a copy of the file if you can share it); `sessionmedic check PATH` shows the same"
-
-// internalAt is the stack of a contained panic on one line, its frames' functions and
-// places, innermost first: what a report of the defect needs.
-func internalAt(stack []byte) string {
-	var b strings.Builder
-	lines := strings.Split(string(stack), "\n")
-	for i := 1; i+1 < len(lines) && b.Len() < 2000; i += 2 {
-		fn, at := strings.TrimSpace(lines[i]), strings.TrimSpace(lines[i+1])
-		if k := strings.LastIndexByte(at, ' '); k > 0 {
-			at = at[:k]
-		}
-		if k := strings.LastIndexByte(fn, '('); k > 0 {
-			fn = fn[:k]
-		}
-		if b.Len() > 0 {
-			b.WriteString(" < ")
-		}
-		b.WriteString(fn + " " + at)
-	}
-	return b.String()
-}

@@ -27,30 +27,62 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("panic: %v", e.Value)
 }
 
+// frame is one frame of a stack from debug.Stack: its function (without its arguments) and
+// its place ("path/file.go:line").
+type frame struct{ fn, at string }
+
+// frames reads a stack from debug.Stack: "goroutine N [...]:" then, for each frame, a line
+// with the function and its arguments and one with "\tpath/file.go:line +0x..".
+func frames(stack []byte) []frame {
+	lines := strings.Split(string(stack), "\n")
+	var out []frame
+	for i := 1; i+1 < len(lines); i += 2 {
+		fn, at := strings.TrimSpace(lines[i]), strings.TrimSpace(lines[i+1])
+		if k := strings.LastIndexByte(at, ' '); k > 0 {
+			at = at[:k]
+		}
+		if k := strings.LastIndexByte(fn, '('); k > 0 {
+			fn = fn[:k]
+		}
+		out = append(out, frame{fn, at})
+	}
+	return out
+}
+
 // At is the source line of the function that raised the panic ("file.go:123"), or "".
 func (e *Error) At() string {
-	// A stack from debug.Stack is "goroutine N [...]:" then, for each frame, a line with the
-	// function and one with "\tpath/file.go:line +0x..". The frames of debug.Stack, of this
-	// package and of the runtime's panic come first: the raiser is the frame after the last
-	// "panic(" (or the runtime's own, for a fault it raised: a nil dereference, an index).
-	lines := strings.Split(string(e.Stack), "\n")
-	from := 1
-	for i := 1; i+1 < len(lines); i += 2 {
-		if strings.HasPrefix(lines[i], "panic(") {
-			from = i + 2
+	// The frames of debug.Stack, of this package and of the runtime's panic come first: the
+	// raiser is the frame after the last "panic(" (or the runtime's own, for a fault it
+	// raised: a nil dereference, an index).
+	fs := frames(e.Stack)
+	from := 0
+	for i, f := range fs {
+		if f.fn == "panic" {
+			from = i + 1
 		}
 	}
-	for i := from; i+1 < len(lines); i += 2 {
-		if strings.HasPrefix(lines[i], "runtime.") {
-			continue
+	for _, f := range fs[from:] {
+		if !strings.HasPrefix(f.fn, "runtime") {
+			return f.at[strings.LastIndexByte(f.at, '/')+1:]
 		}
-		at := strings.TrimSpace(lines[i+1])
-		if sp := strings.LastIndexByte(at, ' '); sp > 0 {
-			at = at[:sp]
-		}
-		return at[strings.LastIndexByte(at, '/')+1:]
 	}
 	return ""
+}
+
+// Trace is a stack from debug.Stack on one line, at most about 2,000 bytes: each frame's
+// function and place, innermost first, joined by " < " (what a report of the defect needs).
+func Trace(stack []byte) string {
+	var b strings.Builder
+	for _, f := range frames(stack) {
+		if b.Len() >= 2000 {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteString(" < ")
+		}
+		b.WriteString(f.fn + " " + f.at)
+	}
+	return b.String()
 }
 
 // Of is r, a value recover returned, as an *Error: itself when it is one already (a panic
