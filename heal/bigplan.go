@@ -333,8 +333,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	if lgPlainFromFile {
 		var fc *fileCand
 		var cf *os.File
-		if cf, fc, lastGoodWhy = e.plainLastGoodFile(c); cf != nil {
+		var sc *standIn
+		if cf, sc, lastGoodWhy = e.lastGoodFileStandIn(c); cf != nil {
 			defer cf.Close()
+			fc = &fileCand{path: sc.src.Path, id: sc.src.ID, records: sc.records, sum: sc.sum}
 			var err error
 			if before(rule.Strategies, policy.Salvage, policy.LastGoodCopy) {
 				var sp *format.Splice
@@ -751,14 +753,8 @@ func (e *Engine) docCand(c *fileCtx, p string, limit int64) (data []byte, fc *fi
 		return nil, nil, false
 	}
 	if id.Size <= e.bigAbove() {
-		data = make([]byte, id.Size)
-		if _, err := f.ReadAt(data, 0); (err != nil && err != io.EOF) || !fsio.StillSame(f, id) {
-			return nil, nil, false
-		}
-		if !candidateOK(c, data) {
-			return nil, nil, true
-		}
-		return data, nil, true
+		data, read := heldCand(c, f, id)
+		return data, nil, read
 	}
 	e.step("candidate-from-file", c.path)
 	v, j, err := format.JudgeDocAt(c.typ, c.path, f, id.Size)
@@ -795,23 +791,6 @@ func (e *Engine) bigCopy(c *fileCtx) bool {
 	return ok && n > e.bigFor(c.typ)
 }
 
-// plainLastGoodFile opens c's last-good copy (a plain JSONL file's) to be measured from its
-// file: judged streaming (as heldOK judges it held), counted and hashed. why says why not
-// (no copy, or one that fails the checklist): f is nil then.
-func (e *Engine) plainLastGoodFile(c *fileCtx) (f *os.File, fc *fileCand, why string) {
-	p := e.LastGood.Path(c.path)
-	f, id := openStandIn(p, 0)
-	if p == "" || f == nil {
-		return nil, nil, whyNoLastGood
-	}
-	sc, err := judgeStandIn(c, f, p, id, nil, f, id.Size)
-	if err != nil || sc.verdict.Status != Healthy {
-		f.Close()
-		return nil, nil, whyLastGoodFails
-	}
-	return f, &fileCand{path: p, id: id, records: sc.records, sum: sc.sum}, ""
-}
-
 // logBackup is fromBackup for a log or a plain file: the newest backup that passes the
 // file's checklist. A JSONL one larger than a file of its format held whole is judged from
 // its file (judgeStandIn), which is returned open for the survey to measure it from (bf,
@@ -827,11 +806,9 @@ func (e *Engine) logBackup(rule *policy.Rule, c *fileCtx) (data []byte, bf *os.F
 			continue
 		}
 		if !c.typ.JSONL() || id.Size <= e.bigFor(c.typ) {
-			data = make([]byte, id.Size)
-			_, err := f.ReadAt(data, 0)
-			same := fsio.StillSame(f, id)
+			data, _ := heldCand(c, f, id)
 			f.Close()
-			if (err == nil || err == io.EOF) && same && candidateOK(c, data) {
+			if data != nil {
 				return data, nil, nil, ""
 			}
 			continue

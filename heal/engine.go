@@ -280,10 +280,9 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) (r Report) {
 		r.Action, r.Reason = ActionRefused, tooLargeToPlan(in.id.Size)
 		return r
 	}
-	if in.ctx.lastGood == nil && !in.missing && !(in.big && (format.IsDocument(in.ctx.typ) || appStreamed(in.ctx.typ) || in.ctx.typ.Plain() || in.ctx.typ.JSONL())) {
-		// (A big document's copy is judged and copied from its file, and a log's is read
-		// when a plan needs it: bigplan.go; a missing file's is judged from its file:
-		// missing.go.)
+	if in.ctx.lastGood == nil && !in.missing && !in.big {
+		// (A big file's copy is judged from its file, or read when a plan needs it:
+		// bigplan.go; a missing file's is judged from its file: missing.go.)
 		in.ctx.lastGood = e.LastGood.Load(t.Path)
 	}
 	plans, tries, err := e.plans(t.Rule, in)

@@ -86,6 +86,19 @@ func openStandIn(p string, limit int64) (*os.File, Identity) {
 	return f, id
 }
 
+// heldCand reads the candidate f holds (version id) whole: data when it was read as that
+// version (read), and passes the checklist of c's file held (nil when it does not).
+func heldCand(c *fileCtx, f *os.File, id Identity) (data []byte, read bool) {
+	data = make([]byte, id.Size)
+	if _, err := f.ReadAt(data, 0); (err != nil && err != io.EOF) || !fsio.StillSame(f, id) {
+		return nil, false
+	}
+	if !candidateOK(c, data) {
+		return nil, true
+	}
+	return data, true
+}
+
 // judgeStandIn judges the size bytes of f (the file at p, version id) from the start, as
 // the missing file at c's path, and counts its records; the sum is taken of a healthy one.
 // part, when set, is the part of f that stands in (a salvage).
@@ -207,20 +220,32 @@ func (e *Engine) backupStandIn(rule *policy.Rule, c *fileCtx) (*standIn, string)
 
 // lastGoodStandIn is last-good's stand-in: the copy, when it is healthy.
 func (e *Engine) lastGoodStandIn(c *fileCtx) (*standIn, string) {
+	f, sc, why := e.lastGoodFileStandIn(c)
+	if f != nil {
+		f.Close()
+	}
+	return sc, why
+}
+
+// lastGoodFileStandIn is lastGoodStandIn with the copy left open (f), for a caller that
+// measures it from its file: f and sc are nil when why says why not.
+func (e *Engine) lastGoodFileStandIn(c *fileCtx) (f *os.File, sc *standIn, why string) {
 	p := e.LastGood.Path(c.path)
 	f, id := openStandIn(p, 0)
 	if p == "" || f == nil {
-		return nil, whyNoLastGood
+		return nil, nil, whyNoLastGood
 	}
-	defer f.Close()
 	sc, err := judgeStandIn(c, f, p, id, nil, f, id.Size)
-	if err != nil && !errors.Is(err, fsio.ErrChanged) {
-		return nil, whyNoLastGood
+	switch {
+	case err != nil && !errors.Is(err, fsio.ErrChanged):
+		why = whyNoLastGood
+	case err != nil || sc.verdict.Status != Healthy:
+		why = whyLastGoodFails
+	default:
+		return f, sc, ""
 	}
-	if err != nil || sc.verdict.Status != Healthy {
-		return nil, whyLastGoodFails
-	}
-	return sc, ""
+	f.Close()
+	return nil, nil, why
 }
 
 // missingPlan is strategy s's plan that writes sc's bytes as c's missing file, or why not,
