@@ -2,8 +2,12 @@ package fsio
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"os"
+
+	"github.com/sessionmedic/sessionmedic/internal/panics"
 )
 
 // Copies made by the kernel. A heal writes most of a big file as ranges of its original (the
@@ -86,4 +90,51 @@ func writeContent(f *os.File, c Content, src io.ReaderAt, kernel, buffered bool)
 		err = w.Flush()
 	}
 	return sum, err
+}
+
+// kernelWrites: writeContent writes c from src by the kernel's copy, and takes no sum.
+func kernelWrites(c Content, src io.ReaderAt) bool {
+	_, fc := c.(FileContent)
+	of, file := src.(*os.File)
+	return fc && file && of != nil
+}
+
+// ContentSum is the sha256 of c as it is written from src, read and hashed without being
+// written anywhere.
+func ContentSum(c Content, src io.ReaderAt) (string, error) {
+	sum, err := c.WriteOut(io.Discard, src)
+	if err != nil || sum != "" {
+		return sum, err
+	}
+	h := sha256.New() // a Content that does not hash what it writes (Bytes)
+	if _, err := c.WriteOut(h, src); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// sumAside is a ContentSum taken on its own goroutine.
+type sumAside struct {
+	done   chan struct{}
+	sum    string
+	err    error
+	caught panics.Slot
+}
+
+func sumBeside(c Content, src io.ReaderAt) *sumAside {
+	a := &sumAside{done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		defer a.caught.Capture()
+		a.sum, a.err = ContentSum(c, src)
+	}()
+	return a
+}
+
+// wait is the sum, once taken (a panic taking it is raised again here). It may be called
+// again.
+func (a *sumAside) wait() (string, error) {
+	<-a.done
+	a.caught.Rethrow()
+	return a.sum, a.err
 }

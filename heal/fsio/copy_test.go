@@ -2,7 +2,10 @@ package fsio
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand"
 	"os"
@@ -81,5 +84,45 @@ func TestWriteTempCopiesByKernel(t *testing.T) {
 	os.Remove(tmp)
 	if _, err := d.WriteTemp(tmp, Range{Off: 0, N: 16}, io.NewSectionReader(sf, 0, int64(len(src))), "not-the-sum", 0o600, -1, -1); !errors.Is(err, ErrBusy) {
 		t.Fatalf("streamed with a wrong sum: %v", err)
+	}
+}
+
+// WriteTempSum gives the sha256 of the bytes it wrote, however it wrote them: beside the
+// kernel's copy of a FileContent from a file, from the stream through a buffer otherwise,
+// and of Bytes (which hash nothing of their own).
+func TestWriteTempSumIsTheWrittenBytesSum(t *testing.T) {
+	dir := t.TempDir()
+	src := bytes.Repeat([]byte(`{"a":1}`+"\n"), 200000)
+	sp := filepath.Join(dir, "s.jsonl")
+	os.WriteFile(sp, src, 0o600)
+	sf, _ := os.Open(sp)
+	defer sf.Close()
+	d, err := FS{}.OpenParent(dir, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i, w := range []struct {
+		c   Content
+		src io.ReaderAt
+	}{
+		{Range{Off: 8, N: int64(len(src)) - 16}, sf},
+		{Range{Off: 8, N: int64(len(src)) - 16}, io.NewSectionReader(sf, 0, int64(len(src)))},
+		{Bytes(src[:100]), sf},
+		{Bytes(nil), sf},
+	} {
+		tmp := filepath.Join(dir, fmt.Sprintf("t%d", i))
+		id, sum, err := d.WriteTempSum(tmp, w.c, w.src, 0o600, -1, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(tmp)
+		if s := sha256.Sum256(got); sum != hex.EncodeToString(s[:]) || id.Size != int64(len(got)) {
+			t.Fatalf("write %d: sum %s, size %d; the file holds %d bytes of sum %x", i, sum, id.Size, len(got), s)
+		}
+	}
+	// WriteTemp takes none.
+	if _, err := d.WriteTemp(filepath.Join(dir, "plain"), Range{Off: 0, N: 16}, sf, "", 0o600, -1, -1); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -100,15 +100,27 @@ func (fs FS) SyncDir(dir string) error {
 // kernel and hashed by nobody (see FileContent): its caller re-checks the original's identity
 // before the temp is used, as it does anyway. The caller renames or removes it.
 func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mode os.FileMode, uid, gid int) (Identity, error) {
+	id, _, err := d.writeTemp(tmp, c, src, want, false, mode, uid, gid)
+	return id, err
+}
+
+// WriteTempSum is WriteTemp of content whose sha256 its caller does not know yet: it is
+// taken while the file is written (beside the kernel's copy and the fsync, reading the same
+// bytes from src) and returned with the file's identity.
+func (d *Dir) WriteTempSum(tmp string, c Content, src io.ReaderAt, mode os.FileMode, uid, gid int) (Identity, string, error) {
+	return d.writeTemp(tmp, c, src, "", true, mode, uid, gid)
+}
+
+func (d *Dir) writeTemp(tmp string, c Content, src io.ReaderAt, want string, summed bool, mode os.FileMode, uid, gid int) (_ Identity, sum string, _ error) {
 	name := filepath.Base(tmp)
 	if err := d.fs.fault("create", tmp); err != nil {
-		return Identity{}, fmt.Errorf("create temp: %w", err)
+		return Identity{}, "", fmt.Errorf("create temp: %w", err)
 	}
 	// Created as the directory's owner when the Dir acts as one, in the group the file must
 	// have: then it already has its owner and group, and no chown is needed.
 	f, err := d.openFileAs(gid, name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return Identity{}, fmt.Errorf("create temp: %w", err)
+		return Identity{}, "", fmt.Errorf("create temp: %w", err)
 	}
 	fail := func(err error) error {
 		f.Close()
@@ -122,43 +134,65 @@ func (d *Dir) WriteTemp(tmp string, c Content, src io.ReaderAt, want string, mod
 	if fi, err := f.Stat(); err == nil && uid >= 0 {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != uid || int(st.Gid) != gid) {
 			if err := d.fs.Do("chown", tmp, func() error { return d.as(gid, func() error { return f.Chown(uid, gid) }) }); err != nil {
-				return Identity{}, fail(fmt.Errorf("the healed file must keep owner %d and group %d, and they cannot be given to it here (%w): not healed", uid, gid, err))
+				return Identity{}, "", fail(fmt.Errorf("the healed file must keep owner %d and group %d, and they cannot be given to it here (%w): not healed", uid, gid, err))
 			}
 		}
 	}
 	if err := d.fs.Do("chmod", tmp, func() error { return f.Chmod(mode) }); err != nil {
-		return Identity{}, fail(fmt.Errorf("chmod temp: %w", err))
+		return Identity{}, "", fail(fmt.Errorf("chmod temp: %w", err))
 	}
 	// ACLs and extended attributes go with the file's contents: a heal that cannot keep
 	// them is refused (an ACL's mask would otherwise widen or narrow what others may do).
 	if of, ok := src.(*os.File); ok && of != nil {
 		if err := d.fs.Do("setxattr", tmp, func() error { return copyXattrs(int(of.Fd()), int(f.Fd())) }); err != nil {
-			return Identity{}, fail(err)
+			return Identity{}, "", fail(err)
 		}
+	}
+	// The sum asked for is read beside a copy the kernel makes, and through the fsync that
+	// follows it, on another CPU (a write through a buffer hashes what it writes).
+	var aside *sumAside
+	if summed && kernelWrites(c, src) {
+		aside = sumBeside(c, src)
+		defer aside.wait()
 	}
 	if err := d.fs.Do("write", tmp, func() error {
 		got, err := writeContent(f, c, src, true, false)
 		if err == nil && want != "" && got != "" && got != want {
 			err = fmt.Errorf("%w: %s", ErrBusy, "the bytes to write changed since they were planned")
 		}
+		sum = got
 		return err
 	}); err != nil {
-		return Identity{}, fail(fmt.Errorf("write temp: %w", err))
+		return Identity{}, "", fail(fmt.Errorf("write temp: %w", err))
 	}
 	if err := d.fs.Do("fsync", tmp, f.Sync); err != nil {
-		return Identity{}, fail(fmt.Errorf("fsync temp: %w", err))
+		return Identity{}, "", fail(fmt.Errorf("fsync temp: %w", err))
+	}
+	switch {
+	case !summed:
+		sum = ""
+	case aside != nil:
+		var err error
+		if sum, err = aside.wait(); err != nil {
+			return Identity{}, "", fail(fmt.Errorf("sum of the temp's bytes: %w", err))
+		}
+	case sum == "":
+		var err error
+		if sum, err = ContentSum(c, src); err != nil {
+			return Identity{}, "", fail(fmt.Errorf("sum of the temp's bytes: %w", err))
+		}
 	}
 	// What we wrote, as the file's identity shows it: the daemon tells the event of its own
 	// write from an app's later one by it.
 	fi, err := f.Stat()
 	if err != nil {
-		return Identity{}, fail(fmt.Errorf("stat temp: %w", err))
+		return Identity{}, "", fail(fmt.Errorf("stat temp: %w", err))
 	}
 	if err := d.fs.Do("close", tmp, f.Close); err != nil {
 		d.Remove(name)
-		return Identity{}, fmt.Errorf("close temp: %w", err)
+		return Identity{}, "", fmt.Errorf("close temp: %w", err)
 	}
-	return IdentityOf(fi), nil
+	return IdentityOf(fi), sum, nil
 }
 
 // WriteNew writes data to a new file at path (which must not exist), fsyncing it when sync

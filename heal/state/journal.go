@@ -107,6 +107,11 @@ func (j Journal) begin(e *Entry) error {
 	return nil
 }
 
+// Update writes an entry Begin wrote again, durably and whole (a heal that learns an edit's
+// NewSHA256 only once its new file is written tells the journal before that file replaces
+// the old one: a restart that finds the entry without it knows no rename happened).
+func (j Journal) Update(e *Entry) error { return j.begin(e) }
+
 // End closes an entry. Its removal need not be durable: an entry that reappears after a
 // crash is resolved harmlessly at the next start (the target holds the new bytes).
 func (j Journal) End(e *Entry) error {
