@@ -147,7 +147,17 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 	// inspected file could no longer see.
 	changed := false
 	for i := len(p.edits) - 1; i >= 0; i-- {
-		renamed, wrote, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path, ruleRoot(t.Rule, t.Path))
+		// An edit whose sum is taken as it is written has the journal told it before its
+		// rename: an entry a crash leaves without it is one whose file was never replaced.
+		told := func(sum string) error {
+			entry.Edits[i].NewSHA256 = sum
+			if err := e.Journal.Update(entry); err != nil {
+				return err
+			}
+			e.step("sum-journaled", t.Path)
+			return nil
+		}
+		renamed, wrote, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path, ruleRoot(t.Rule, t.Path), told)
 		changed = changed || renamed
 		if wrote.Ino != 0 {
 			if *written == nil {
@@ -251,7 +261,7 @@ func (e *Engine) dropQuarantine(entry *state.Entry) {
 // the file's directory is reached from it without following symlinks, and every operation
 // goes through that directory's descriptor. wrote is the identity of the file it left there
 // (zero when it cannot tell that file from a later write of the app's).
-func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote Identity, err error) {
+func (e *Engine) replace(ed edit, tmp, target, root string, told func(sum string) error) (renamed bool, wrote Identity, err error) {
 	d, err := e.fs.OpenParent(root, ed.path)
 	if err != nil {
 		return false, Identity{}, busyErr("%v", err)
@@ -317,15 +327,28 @@ func (e *Engine) replace(ed edit, tmp, target, root string) (renamed bool, wrote
 			return e.truncate(d, ed, target)
 		}
 	}
-	var want string
-	if ed.big != nil {
-		want = ed.big.newSHA
+	var tmpID Identity
+	if ed.big != nil && ed.big.sumLater {
+		var sum string
+		if tmpID, sum, err = d.WriteTempSum(tmp, ed.content(), old, mode, uid, gid); err != nil {
+			return false, Identity{}, err
+		}
+		e.step("temp-written", target)
+		if err := told(sum); err != nil {
+			d.Remove(tmpName)
+			return false, Identity{}, err
+		}
+		ed.big.newSHA, ed.big.sumLater = sum, false // (the plan's edit: big is shared)
+	} else {
+		var want string
+		if ed.big != nil {
+			want = ed.big.newSHA
+		}
+		if tmpID, err = d.WriteTemp(tmp, ed.content(), old, want, mode, uid, gid); err != nil {
+			return false, Identity{}, err
+		}
+		e.step("temp-written", target)
 	}
-	tmpID, err := d.WriteTemp(tmp, ed.content(), old, want, mode, uid, gid)
-	if err != nil {
-		return false, Identity{}, err
-	}
-	e.step("temp-written", target)
 	if old != nil {
 		if fi, err := old.Stat(); err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
 			d.Remove(tmpName)

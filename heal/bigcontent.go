@@ -13,10 +13,13 @@ import (
 type bigEdit struct {
 	src     fsio.Content // the new bytes; data is nil unless src is fsio.Bytes
 	oldSHA  string
-	newSHA  string
+	newSHA  string // "" until the new file is written when sumLater
 	newSize int64
-	prefix  bool // the new bytes are a prefix of the old: a tail cut
-	small   bool // an app log up to appBigFile, another file up to bigFile: a tail cut replaces it whole
+	// sumLater: newSHA is taken while the new file is written (a replace of a big file, whose
+	// result the plan judged without hashing it), and the journal told it before the rename.
+	sumLater bool
+	prefix   bool // the new bytes are a prefix of the old: a tail cut
+	small    bool // an app log up to appBigFile, another file up to bigFile: a tail cut replaces it whole
 }
 
 func (ed *edit) oldSize() int64 {

@@ -128,6 +128,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var keep *format.Splice
 	var keepFig format.KeepFigures
 	var keepSHA, keepWhy, oldSHA string
+	keepOK := false     // keep is a plan: judged healthy (keepSHA its sum, unless taken later)
 	unfinished := false // the app's finish could not be read streaming: the rewrites of the salvage are not streamed
 	var keepFails *Verdict
 	var finCand *format.SurveyCand // the salvage the app's finish changed, measured by the survey
@@ -206,8 +207,17 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 		}
 		v, sum := tc.Verdict, tc.KeepSHA
-		if keep != nil && !cut {
-			// Judged, and hashed for the journal, in one read.
+		switch {
+		case keep == nil || cut:
+		case !keep.Prefix() && keep.Size() > e.bigFor(c.typ):
+			// A big replace: judged here, hashed beside the kernel's copy of it into the new
+			// file, where the write leaves a CPU idle; the journal is told the sum before the
+			// rename.
+			if v, err = format.InspectAt(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
+				return nil, nil, err
+			}
+		default:
+			// Judged, and hashed for the journal (and a cut's quarantine entry), in one read.
 			if v, sum, err = format.InspectSum(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
 				return nil, nil, err
 			}
@@ -223,7 +233,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			case !keepsPrefixAt(c, keep):
 				keepWhy = whyForkPrefix
 			default:
-				keepSHA = sum
+				keepSHA, keepOK = sum, true
 			}
 		}
 		judged(v, sum)
@@ -239,7 +249,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			case errors.Is(fi.err, format.ErrNoStream) && size <= planLimit:
 				return e.planWhole(rule, in, f) // a line over MaxLine
 			case errors.Is(fi.err, format.ErrNoStream):
-				keep, keepSHA, keepWhy, keepFails = nil, "", whyNotStreamed, nil
+				keep, keepSHA, keepOK, keepWhy, keepFails = nil, "", false, whyNotStreamed, nil
 				unfinished = true
 			case fi.err != nil:
 				return nil, nil, fi.err
@@ -248,12 +258,12 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				// counted again, and measured by the survey, as the in-memory planner
 				// measures a finished salvage (format.Loss).
 				e.step("finish-streamed", c.path)
-				keep, keepSHA, keepWhy, keepFails = fi.sp.Through(keep), "", "", nil
+				keep, keepSHA, keepOK, keepWhy, keepFails = fi.sp.Through(keep), "", false, "", nil
 				if v, sum, err = format.InspectSum(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
 					return nil, nil, err
 				}
 				judged(v, sum)
-				if keepSHA != "" {
+				if keepOK {
 					if keepFig.Keep, err = format.RecordsAt(c.typ, keep.At(f), keep.Size()); err != nil {
 						return nil, nil, err
 					}
@@ -269,11 +279,11 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var union *memCand
 	var lgFile *os.File // the copy, measured from its file
 	if lgAfterSalvage {
-		dominated, err := e.keepsLastGood(f, keep, keepSHA, c)
+		dominated, err := e.keepsLastGood(f, keep, keepOK, c)
 		outkept := false
 		var uc countedCopy
 		if err == nil && !dominated {
-			outkept, uc, err = e.outkeepsLastGood(f, keep, keepSHA, keepFig.Keep, c)
+			outkept, uc, err = e.outkeepsLastGood(f, keep, keepOK, keepFig.Keep, c)
 		}
 		// A copy the counts measured is judged and measured from its file, never held, and
 		// its union with the salvage is a splice of that file and the records it adds.
@@ -564,8 +574,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		case policy.Salvage:
 			if !c.typ.Plain() && !doc {
 				tr.why, tr.fails = keepWhy, keepFails
-				if keepSHA != "" {
+				if keepOK {
 					p = bigPlan(s, keep, keepSHA, keep.Size(), keep.Prefix())
+					p.edits[0].big.sumLater = keepSHA == ""
 					p.keep, p.total, p.lostRecords, p.lostBytes = keepFig.Keep, keepFig.Total, keepFig.Lost, keepFig.LostBytes
 					if finCand != nil {
 						p.total, p.lostRecords, p.lostBytes = sv.Total, finCand.Lost, finCand.LostBytes
@@ -921,15 +932,15 @@ func (e *Engine) lastGoodFile(c *fileCtx, records int, counted Identity) (f *os.
 	return f, &fileCand{path: p, id: id, records: records, sum: sum}, ""
 }
 
-// keepsLastGood reports whether the salvage keep (a plan: keepSHA set) keeps c's last-good
+// keepsLastGood reports whether the salvage keep (a plan: ok) keeps c's last-good
 // copy whole, in place: the copy is whole lines, and the file's first bytes, which keep
 // keeps. Neither the copy nor its union with the salvage can then keep a record more than
 // the salvage does (the union is the copy's records and the salvaged records it lacks, no
 // more than the salvage's own), and the salvage, first in the rule, wins every tie: the
 // copy is neither judged nor measured, nor the union built — and a copy not held yet is
 // compared from its file, a block at a time, never held.
-func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, keepSHA string, c *fileCtx) (bool, error) {
-	if keep == nil || keepSHA == "" {
+func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, ok bool, c *fileCtx) (bool, error) {
+	if keep == nil || !ok {
 		return false, nil
 	}
 	lg, n, done := e.lastGoodAt(c)
@@ -961,7 +972,7 @@ func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, keepSHA string, 
 	return true, nil
 }
 
-// outkeepsLastGood reports whether the salvage keep (a plan of keepN records: keepSHA set)
+// outkeepsLastGood reports whether the salvage keep (a plan of keepN records: ok)
 // keeps as many records as c's last-good copy and as their union (format.UnionCounts, both
 // counted from the files, neither held): the salvage, first in the rule, then wins (the plan
 // kept is the one that keeps the most records, ties going to the rule's order), and the copy
@@ -970,8 +981,8 @@ func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, keepSHA string, 
 //
 // uc is what was counted (not Exact when nothing was): whether a union is made, and whether
 // it is the copy's bytes, which it then need not be built to tell.
-func (e *Engine) outkeepsLastGood(f *os.File, keep *format.Splice, keepSHA string, keepN int, c *fileCtx) (bool, countedCopy, error) {
-	if keep == nil || keepSHA == "" {
+func (e *Engine) outkeepsLastGood(f *os.File, keep *format.Splice, ok bool, keepN int, c *fileCtx) (bool, countedCopy, error) {
+	if keep == nil || !ok {
 		return false, countedCopy{}, nil
 	}
 	lg, n, done := e.lastGoodAt(c)

@@ -92,6 +92,11 @@ func TestPowerCut(t *testing.T) {
 		tgs = append(tgs, genTarget(*seedBase+uint64(i)))
 	}
 	tgs = append(tgs, bigTarget(*seedBase))
+	ba, err := bigAppTarget(*seedBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgs = append(tgs, ba)
 	for round := 0; st.states.Load() < goal(); round++ {
 		for i, tg := range tgs {
 			if st.states.Load() >= goal() {

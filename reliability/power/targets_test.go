@@ -194,6 +194,46 @@ func bigTarget(seed uint64) target {
 		filepath.Join("jsonl", "big.jsonl"): jl, filepath.Join("json", "big.json"): js}}
 }
 
+// bigAppTarget is a Codex rollout just over the engine's big-file size for an app log
+// (1 MiB) with a record glued to the next in its middle: its salvage is a replace planned
+// from the file, whose result's sha256 is taken while the new file is written and told to
+// the journal before the rename.
+func bigAppTarget(seed uint64) (target, error) {
+	files, err := caseTree("codex/healthy")
+	if err != nil {
+		return target{}, err
+	}
+	r := rand.New(rand.NewPCG(seed, 0x636f646578))
+	var rel string
+	var meta []byte
+	for k, b := range files {
+		if strings.HasSuffix(k, ".jsonl") {
+			meta, _, _ = bytes.Cut(b, []byte("\n"))
+			rel = k
+		}
+	}
+	if rel == "" {
+		return target{}, fmt.Errorf("codex/healthy: no rollout")
+	}
+	out := append(append([]byte(nil), meta...), '\n')
+	glued := false
+	for i := 1; len(out) < 1<<20+128<<10; i++ {
+		role, kind := "user", "input_text"
+		if i%2 == 0 {
+			role, kind = "assistant", "output_text"
+		}
+		text, _ := json.Marshal(strings.Repeat("é日 text ", 10+r.IntN(60)))
+		out = fmt.Appendf(out, `{"timestamp":"2026-11-22T21:46:18.000Z","ordinal":%d,"type":"response_item","payload":{"type":"message","id":"msg_%08x","role":%q,"content":[{"type":%q,"text":%s}]}}`, i, i, role, kind, text)
+		if !glued && len(out) > 600<<10 {
+			glued = true // two writers: this record and the next on one line
+			continue
+		}
+		out = append(out, '\n')
+	}
+	files[rel] = out
+	return target{name: fmt.Sprintf("big#codex-%d", seed), app: "codex", files: files}, nil
+}
+
 // isAppLock names the apps' lock files (in the model, but not session files).
 func isAppLock(rel string) bool {
 	name := filepath.Base(rel)
