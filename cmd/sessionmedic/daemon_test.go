@@ -131,6 +131,9 @@ func TestDaemonHealsEveryAppLive(t *testing.T) {
 	if c, _ := httpGet("http://" + addr + "/healthz"); c != 200 {
 		t.Fatal("/healthz not ok")
 	}
+	// The daemon's lines are read from its stderr on their own goroutine: they may come
+	// after /readyz says ready.
+	eventually(t, 15*time.Second, "scan.finished of each rule", func() bool { return len(d.events("scan.finished")) >= 5 })
 	if len(d.events("scan.finished")) != 5 {
 		t.Fatalf("scan.finished events: %d", len(d.events("scan.finished")))
 	}

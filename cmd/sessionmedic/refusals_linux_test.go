@@ -77,6 +77,9 @@ rules:
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
 	d := startDaemonCmd(t, cmd)
 	eventually(t, time.Minute, "/readyz", func() bool { c, _ := httpGet("http://" + addr + "/readyz"); return c == 200 })
+	// The daemon's lines are read from its stderr on their own goroutine: they may come
+	// after /readyz says ready.
+	eventually(t, time.Minute, "rule.cannot_heal for both directories", func() bool { return len(d.events("rule.cannot_heal")) >= 2 })
 
 	byDir := map[string]string{}
 	for _, e := range d.events("rule.cannot_heal") {
