@@ -821,8 +821,8 @@ func (kp *keyParser) key(line []byte) ([16]byte, bool) {
 	if len(trimmed) == 0 || !ValidRecord(kp.p, line) {
 		return [16]byte{}, false
 	}
-	l := Line{Raw: line, Val: anyObject}
 	if kp.keyed && trimmed[0] == '{' {
+		l := Line{Raw: line, Val: anyObject}
 		if kp.fields != nil {
 			l.Val = kp.arena.ParseFieldsValid(body, kp.p.Dialect(), kp.fields)
 		} else {
@@ -832,8 +832,11 @@ func (kp *keyParser) key(line []byte) ([16]byte, bool) {
 			}
 			l.Val = v
 		}
+		if key := kp.p.(RecordKeyer).RecordKey(l.Val); key != "" {
+			kp.replaced = strings.HasPrefix(key, "\x00")
+			return lineKey([]byte(key)), true
+		}
 	}
-	key := recordKey(kp.p, l)
-	kp.replaced = strings.HasPrefix(key, "\x00")
-	return lineKey([]byte(key)), true
+	// recordKey's own: the line itself, hashed where it lies.
+	return lineKey(bytes.TrimRight(line, "\r")), true
 }
