@@ -1,6 +1,10 @@
 package heal
 
 import (
+	"errors"
+	"io"
+	"os"
+
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/policy"
@@ -72,20 +76,39 @@ func (e *Engine) holdAbove() int64 {
 	return holdLimit
 }
 
-// wholeLimit is the largest plain JSON or JSONL file read whole: a healthy one needs its
-// bytes up to there (JSONL: the line-aligned prefix check against last-good; JSON: its
-// last-good copy), and a larger one is judged streaming.
-func (e *Engine) wholeLimit(r *policy.Rule, typ format.Profile) int64 {
-	if typ.JSONL() {
-		return streamThreshold
+// wholeLimit is the largest plain JSON or JSONL file read whole; a larger one is judged
+// streaming (inspectBig): a healthy one's last-good copy copied from the file, its
+// line-aligned prefix check against that copy made from the two files.
+func (e *Engine) wholeLimit() int64 { return e.bigAbove() }
+
+// prefixOfCopy reports whether the size bytes of r, the JSONL file at path, are a non-empty
+// strict prefix of its last-good copy (of n bytes) that ends on a line boundary, compared
+// with the copy's file a block at a time, never held (format.IsLinePrefix of the bytes).
+func (e *Engine) prefixOfCopy(path string, r io.ReaderAt, size int64) (n int64, pre bool, err error) {
+	n, ok := e.LastGood.Size(path)
+	if !ok || size == 0 || n <= size {
+		return n, false, nil
 	}
-	if lg := e.LastGood.MaxFileBytes; r.KeepLastGood && r.Mode != policy.ModeObserve {
-		if lg == 0 {
-			return planLimit
-		}
-		return min(lg, planLimit)
+	var last [1]byte
+	if _, err := r.ReadAt(last[:], size-1); err != nil {
+		return n, false, err
 	}
-	return e.bigAbove()
+	if last[0] != '\n' {
+		return n, false, nil
+	}
+	cf, err := os.Open(e.LastGood.Path(path))
+	if err != nil {
+		return n, false, nil // none after all
+	}
+	defer cf.Close()
+	if fi, err := cf.Stat(); err != nil || fi.Size() != n {
+		return n, false, nil // replaced meanwhile: judged again when next seen
+	}
+	same, err := fsio.SameBytes(r, cf, size)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return n, false, err
+	}
+	return n, same && err == nil, nil
 }
 
 // inspectBig judges a plain file over above bytes streaming (a damaged one is planned from
@@ -113,14 +136,26 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 	}
 	if v.Status == Healthy {
 		if in.ctx.typ.JSONL() {
-			if id.Size <= streamThreshold {
-				return false // read whole: the line-aligned prefix check against last-good
+			// A strict line-aligned prefix of its last-good copy is a lost write, told from
+			// the two files a block at a time (format.Inspect tells it of the bytes held).
+			n, pre, err := e.prefixOfCopy(t.Path, f, id.Size)
+			switch {
+			case err != nil:
+				return false
+			case !fsio.StillSame(f, id):
+				in.verdict = format.Wait("file changed while it was read")
+				return true
+			case pre:
+				e.lostWrite(t.Path, in, id, n)
+				return true
 			}
 			if !e.oneShot {
 				e.inc.RememberFile(t.Path, in.ctx.typ, id)
 			}
 		} else if lg := e.LastGood.MaxFileBytes; t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve && (lg == 0 || id.Size <= lg) && id.Size <= planLimit {
-			return false // read whole for the last-good copy
+			// Its last-good copy is copied from the file, never held.
+			in.id, in.verdict, in.copyFrom = id, v, true
+			return true
 		}
 		in.id, in.verdict, in.incremental = id, v, true // no bytes held
 		if in.ctx.typ.AppendOnly() {
@@ -134,4 +169,31 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 	e.inc.Drop(t.Path)
 	in.id, in.verdict, in.big, in.bigEnd = id, v, true, firstEnd
 	return true
+}
+
+// prefixFromFiles judges the plain JSONL file at path, healthy as version sid, damaged when it
+// is a strict line-aligned prefix of its last-good copy, told from the two files: then in
+// says so and it is true; false leaves in as it was (not a prefix, or the file could not be
+// compared: judged on).
+func (e *Engine) prefixFromFiles(path string, in *inspection, sid Identity) bool {
+	f, err := fsio.OpenStable(path, sid)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	n, pre, err := e.prefixOfCopy(path, f, sid.Size)
+	if err != nil || !pre || !fsio.StillSame(f, sid) {
+		return false
+	}
+	e.lostWrite(path, in, sid, n)
+	return true
+}
+
+// lostWrite: the plain JSONL file at path, version id, is a strict line-aligned prefix of its
+// last-good copy of n bytes; it is planned from the file.
+func (e *Engine) lostWrite(path string, in *inspection, id Identity, n int64) {
+	e.inc.Full.Add(1)
+	e.inc.Drop(path)
+	in.id, in.big, in.bigEnd = id, true, -1
+	in.verdict = format.Damage(format.KindTruncated, id.Size, "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", id.Size, n)
 }

@@ -648,6 +648,14 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				}
 			}
 		}
+		if p != nil && p.edits[0].big.newSize == size && sv.OldSHA != "" && p.edits[0].big.newSHA == sv.OldSHA {
+			// The file's own bytes (what it lacks is its damage: a lost write), as the
+			// in-memory planner says.
+			tr, p = try{strategy: s, why: whyUnchanged}, nil
+			if s == policy.Salvage {
+				tr.why = whyNothingToDrop
+			}
+		}
 		var extra *plan
 		if s == policy.LastGoodCopy && union != nil {
 			if extra = unionPlan(c, union, sv.Total, bigPlan); extra != nil {
