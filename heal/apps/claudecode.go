@@ -3,6 +3,7 @@ package apps
 import (
 	"context"
 	"hash/maphash"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -92,29 +93,36 @@ func (claudeCodeLog) Whole(rec *jsonv.Value) bool {
 // final assistant row after a streaming fallback) and rewrites its meta records, so a
 // missing tail of only those is not a truncation; a missing user row, or more than one
 // record, is.
-func (claudeCodeLog) TruncatedTail(missing []byte) (bool, string) {
+func (claudeCodeLog) TruncatedTail(missing io.ReaderAt, size int64) (bool, string, error) {
 	records, assistants, meta := 0, 0, 0
-	for _, l := range format.Split(missing, claudeCodeLog{}) {
+	user := false
+	err := format.SplitAtLong(claudeCodeLog{}, missing, size, nil, func(l format.Line) error {
 		if l.Val == nil {
-			continue
+			return nil
 		}
 		records++
 		switch t := strOf(l.Val.Get("type")); {
 		case t == "user":
-			return true, ""
+			user = true
+			return format.Stop
 		case t == "assistant":
 			assistants++
 		case !claudeChainType(t):
 			meta++
 		}
-	}
+		return nil
+	})
 	switch {
+	case err != nil:
+		return true, "", err
+	case user:
+		return true, "", nil
 	case meta == records:
-		return false, "only meta records are missing from the last-good copy's tail: Claude rewrites those itself"
+		return false, "only meta records are missing from the last-good copy's tail: Claude rewrites those itself", nil
 	case records == 1 && assistants == 1:
-		return false, "only the final assistant row of the last-good copy is missing: it may be Claude's own tombstone (removeMessageByUuid after a streaming fallback)"
+		return false, "only the final assistant row of the last-good copy is missing: it may be Claude's own tombstone (removeMessageByUuid after a streaming fallback)", nil
 	}
-	return true, ""
+	return true, "", nil
 }
 
 // lockClaudeCode waits until no live Claude process has the transcript's session open.

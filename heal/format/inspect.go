@@ -37,7 +37,8 @@ func Inspect(p Profile, f File, data []byte) Verdict {
 	}
 	if v.Status == Healthy && p.JSONL() && f.LastGood != nil && IsLinePrefix(data, f.LastGood) {
 		if j, ok := p.(PrefixJudge); ok {
-			if cut, warning := j.TruncatedTail(f.LastGood[len(data):]); !cut {
+			tail := f.LastGood[len(data):]
+			if cut, warning, err := j.TruncatedTail(bytes.NewReader(tail), int64(len(tail))); err == nil && !cut {
 				v.Warnings = append(v.Warnings, warning)
 				return v
 			}

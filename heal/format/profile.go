@@ -233,10 +233,11 @@ type DuplicateDropper interface {
 
 // PrefixJudge is a JSONL Profile whose app itself legitimately removes its last records: a
 // healthy file that is a line-aligned prefix of its last-good copy is truncated only when
-// the missing tail (last-good's bytes after it) says so; otherwise the verdict is healthy
-// with the warning returned.
+// the missing tail (last-good's size bytes after it, read from missing) says so; otherwise
+// the verdict is healthy with the warning returned. The tail is read streaming: a line
+// longer than the line window as its record's skeleton ([SplitAtLong]).
 type PrefixJudge interface {
-	TruncatedTail(missing []byte) (truncated bool, warning string)
+	TruncatedTail(missing io.ReaderAt, size int64) (truncated bool, warning string, err error)
 }
 
 // OrdinalAdder is a JSONL Profile whose records carry a sequence number the app needs on its
