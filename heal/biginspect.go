@@ -81,34 +81,46 @@ func (e *Engine) holdAbove() int64 {
 // line-aligned prefix check against that copy made from the two files.
 func (e *Engine) wholeLimit() int64 { return e.bigAbove() }
 
-// prefixOfCopy reports whether the size bytes of r, the JSONL file at path, are a non-empty
-// strict prefix of its last-good copy (of n bytes) that ends on a line boundary, compared
-// with the copy's file a block at a time, never held (format.IsLinePrefix of the bytes).
-func (e *Engine) prefixOfCopy(path string, r io.ReaderAt, size int64) (n int64, pre bool, err error) {
+// prefixOfCopy reports whether the size bytes of r, the JSONL file at path (of profile typ),
+// are a non-empty strict prefix of its last-good copy (of n bytes) that ends on a line
+// boundary, compared with the copy's file a block at a time, never held (format.Inspect's
+// check of the bytes held), and whether that makes it truncated: an app that removes its
+// last records itself (format.PrefixJudge) is asked of the copy's tail, read from the copy's
+// file; when it says not, warning says why.
+func (e *Engine) prefixOfCopy(path string, typ format.Profile, r io.ReaderAt, size int64) (n int64, truncated bool, warning string, err error) {
 	n, ok := e.LastGood.Size(path)
 	if !ok || size == 0 || n <= size {
-		return n, false, nil
+		return n, false, "", nil
 	}
 	var last [1]byte
 	if _, err := r.ReadAt(last[:], size-1); err != nil {
-		return n, false, err
+		return n, false, "", err
 	}
 	if last[0] != '\n' {
-		return n, false, nil
+		return n, false, "", nil
 	}
 	cf, err := os.Open(e.LastGood.Path(path))
 	if err != nil {
-		return n, false, nil // none after all
+		return n, false, "", nil // none after all
 	}
 	defer cf.Close()
 	if fi, err := cf.Stat(); err != nil || fi.Size() != n {
-		return n, false, nil // replaced meanwhile: judged again when next seen
+		return n, false, "", nil // replaced meanwhile: judged again when next seen
 	}
 	same, err := fsio.SameBytes(r, cf, size)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return n, false, err
+		return n, false, "", err
 	}
-	return n, same && err == nil, nil
+	if !same || err != nil {
+		return n, false, "", nil
+	}
+	if j, ok := typ.(format.PrefixJudge); ok {
+		cut, why, err := j.TruncatedTail(io.NewSectionReader(cf, size, n-size), n-size)
+		if err == nil && !cut {
+			return n, false, why, nil
+		}
+	}
+	return n, true, "", nil
 }
 
 // inspectBig judges a plain file over above bytes streaming (a damaged one is planned from
@@ -138,7 +150,7 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 		if in.ctx.typ.JSONL() {
 			// A strict line-aligned prefix of its last-good copy is a lost write, told from
 			// the two files a block at a time (format.Inspect tells it of the bytes held).
-			n, pre, err := e.prefixOfCopy(t.Path, f, id.Size)
+			n, pre, _, err := e.prefixOfCopy(t.Path, in.ctx.typ, f, id.Size)
 			switch {
 			case err != nil:
 				return false
@@ -171,26 +183,32 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 	return true
 }
 
-// prefixFromFiles judges the plain JSONL file at path, healthy as version sid, damaged when it
-// is a strict line-aligned prefix of its last-good copy, told from the two files: then in
-// says so and it is true; false leaves in as it was (not a prefix, or the file could not be
-// compared: judged on).
-func (e *Engine) prefixFromFiles(path string, in *inspection, sid Identity) bool {
+// prefixFromFiles judges the JSONL file at path, healthy as version sid (v), damaged when it
+// is a strict line-aligned prefix of its last-good copy that makes it truncated, told from
+// the two files: then in says so and it is true. False leaves in as it was (not a prefix, or
+// the file could not be compared: judged on), with the app's warning added to v when the
+// prefix is one its app makes itself.
+func (e *Engine) prefixFromFiles(path string, in *inspection, sid Identity, v *Verdict) bool {
 	f, err := fsio.OpenStable(path, sid)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	n, pre, err := e.prefixOfCopy(path, f, sid.Size)
-	if err != nil || !pre || !fsio.StillSame(f, sid) {
+	n, pre, warning, err := e.prefixOfCopy(path, in.ctx.typ, f, sid.Size)
+	if err != nil || !fsio.StillSame(f, sid) {
 		return false
 	}
-	e.lostWrite(path, in, sid, n)
-	return true
+	if warning != "" {
+		v.Warnings = append(v.Warnings, warning)
+	}
+	if pre {
+		e.lostWrite(path, in, sid, n)
+	}
+	return pre
 }
 
-// lostWrite: the plain JSONL file at path, version id, is a strict line-aligned prefix of its
-// last-good copy of n bytes; it is planned from the file.
+// lostWrite: the JSONL file at path, version id, is a strict line-aligned prefix of its
+// last-good copy of n bytes, truncated; it is planned from the file.
 func (e *Engine) lostWrite(path string, in *inspection, id Identity, n int64) {
 	e.inc.Full.Add(1)
 	e.inc.Drop(path)

@@ -985,12 +985,13 @@ func (e *Engine) keepsLastGood(f *os.File, keep *format.Splice, ok bool, c *file
 // counted from the files, neither held): the salvage, first in the rule, then wins (the plan
 // kept is the one that keeps the most records, ties going to the rule's order), and the copy
 // is neither held, judged nor measured, nor the union built. A copy it cannot count as the
-// held bytes would be counted is looked at the usual way.
+// held bytes would be counted is looked at the usual way. A salvage that is no plan (the
+// file itself: nothing to drop) outkeeps nothing, but the copy is counted all the same.
 //
 // uc is what was counted (not Exact when nothing was): whether a union is made, and whether
 // it is the copy's bytes, which it then need not be built to tell.
 func (e *Engine) outkeepsLastGood(f *os.File, keep *format.Splice, ok bool, keepN int, c *fileCtx) (bool, countedCopy, error) {
-	if keep == nil || !ok {
+	if keep == nil {
 		return false, countedCopy{}, nil
 	}
 	lg, n, done := e.lastGoodAt(c)
@@ -1008,7 +1009,7 @@ func (e *Engine) outkeepsLastGood(f *os.File, keep *format.Splice, ok bool, keep
 			cc.id = fsio.IdentityOf(fi)
 		}
 	}
-	return uc.Copy <= keepN && (!uc.Made || uc.Union <= keepN), cc, nil
+	return ok && uc.Copy <= keepN && (!uc.Made || uc.Union <= keepN), cc, nil
 }
 
 // countedCopy is what outkeepsLastGood counted of the copy, and the version of its file it

@@ -74,12 +74,6 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
 	if errors.Is(err, fsio.ErrBig) {
-		// Up to the streaming size, a log whose last-good copy is longer is read whole when
-		// its own bytes are sound: it may be a strict line-aligned prefix of that copy
-		// (format.Inspect). Damaged in its own bytes, it is judged as any other: the copy
-		// changes nothing of that verdict, and it is not held beside it.
-		// (A plain one's is told from the files, never held: below.)
-		held := streamed && id.Size <= streamThreshold && in.ctx.typ.JSONL() && !in.ctx.typ.Plain() && e.copyLonger(t.Path, id.Size)
 		if streamed && heal && !e.twoPassTorn && appStreamed(in.ctx.typ) && id.Size > e.appBigAbove() {
 			if v, sid, tc, ok, err := inspectTorn(t.Path, in.ctx.typ); err == nil && ok {
 				if in.ctx.typ.AppendOnly() && sid.Size <= streamThreshold {
@@ -92,18 +86,15 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 		}
 		if streamed {
 			v, sid, serr := format.StreamInspect(t.Path, in.ctx.typ)
+			// A log sound in its own bytes that is a strict line-aligned prefix of its
+			// last-good copy (a lost write) is told from the two files, neither held.
+			if serr == nil && v.Status == Healthy && in.ctx.typ.JSONL() && e.copyLonger(t.Path, sid.Size) && e.prefixFromFiles(t.Path, in, sid, &v) {
+				return in
+			}
 			switch {
 			case errors.Is(serr, fsio.ErrChanged):
 				in.verdict = format.Wait("file changed while it was read")
 				return in
-			case held && serr == nil && v.Status == Healthy:
-				// read whole below
-			case serr == nil && v.Status == Healthy && in.ctx.typ.Plain() && e.copyLonger(t.Path, sid.Size):
-				// A strict line-aligned prefix of its last-good copy (a lost write) is told
-				// from the two files.
-				if e.prefixFromFiles(t.Path, in, sid) {
-					return in
-				}
 			case serr == nil && v.Status == Healthy && !in.ctx.typ.AppendOnly():
 				// Rewritten whole by its app: its last-good copy is copied from the file.
 				in.id, in.verdict, in.copyFrom = sid, v, true
@@ -145,21 +136,17 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 		began = time.Now()
 		data, id, err = fsio.ReadStable(t.Path, t.Rule.Limits.MaxFileSize)
 	}
-	if in.ctx.typ.JSONL() && !in.ctx.typ.Plain() {
-		// Only a JSONL checklist reads last-good (a cut at a line boundary); for the others it
-		// is loaded when a repair is planned. A plain file is compared with it from the copy's
-		// file, below.
-		in.ctx.lastGood = e.LastGood.Get(t.Path)
-	}
 	switch {
 	case err == nil:
 		in.data, in.id, in.buf = data, id, buf
 		in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
-		if in.verdict.Status == Healthy && in.ctx.typ.JSONL() && in.ctx.typ.Plain() {
-			// A strict line-aligned prefix of its last-good copy, told from the copy's file
-			// (format.Inspect tells it of the copy held).
-			if n, pre, err := e.prefixOfCopy(t.Path, bytes.NewReader(data), id.Size); err == nil && pre {
+		if in.verdict.Status == Healthy && in.ctx.typ.JSONL() {
+			// A strict line-aligned prefix of its last-good copy, told from the copy's file,
+			// never loaded (format.Inspect tells it of a copy held: the planner's).
+			if n, pre, warning, err := e.prefixOfCopy(t.Path, in.ctx.typ, bytes.NewReader(data), id.Size); err == nil && pre {
 				in.verdict = format.Damage(format.KindTruncated, id.Size, "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", id.Size, n)
+			} else if warning != "" {
+				in.verdict.Warnings = append(in.verdict.Warnings, warning)
 			}
 		}
 		// A damaged plain file or app document is planned from the file at every size
