@@ -115,10 +115,11 @@ func (b *bench) appsBench(ctx context.Context) ([]Row, error) {
 }
 
 // appsLastGood: a Claude Code transcript of 50 MB (-quick: 8 MB) healed beside the last-good
-// copy a heal of an older version of it kept, in three shapes: rewritten with a record glued
-// (the copy is the version before: the salvage keeps as much), cut short by a lost write (the
-// copy holds what it lost: healed from the copy), and with a record turned to NULs since a
-// copy of its first 80 % (healed by the union of the copy and the salvage).
+// copy a heal of an older version of it kept, in four shapes: rewritten with a record glued
+// (the copy is the version before: the salvage keeps as much), cut short by a lost write with
+// a record glued and without (the copy holds what it lost: healed from the copy; the second a
+// strict line-aligned prefix of the copy, sound in its own bytes), and with a record turned
+// to NULs since a copy of its first 80 % (healed by the union of the copy and the salvage).
 func (b *bench) appsLastGood(ctx context.Context, dir string, idle int64) ([]Row, error) {
 	size := int64(50e6)
 	if b.o.quick {
@@ -148,6 +149,7 @@ func (b *bench) appsLastGood(ctx context.Context, dir string, idle int64) ([]Row
 	}{
 		{"rewritten with a record glued, beside the version before", healthy, glued(lines), healthy},
 		{"cut short by a lost write (its last third) and a record glued, beside the version before", healthy, glued(lines[:2*len(lines)/3]), healthy},
+		{"cut short by a lost write (its last third), beside the version before", healthy, bytes.Join(lines[:2*len(lines)/3], nil), healthy},
 		{"with a record turned to NULs and one glued, beside a copy of its first 80 %", bytes.Join(lines[:4*len(lines)/5], nil), glued(nuled), healthy},
 	}
 	cp, err := cpFsync(path, filepath.Join(run, "cp-reference"))
