@@ -150,7 +150,7 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 		if in.ctx.typ.JSONL() {
 			// A strict line-aligned prefix of its last-good copy is a lost write, told from
 			// the two files a block at a time (format.Inspect tells it of the bytes held).
-			n, pre, _, err := e.prefixOfCopy(t.Path, in.ctx.typ, f, id.Size)
+			n, pre, warning, err := e.prefixOfCopy(t.Path, in.ctx.typ, f, id.Size)
 			switch {
 			case err != nil:
 				return false
@@ -160,6 +160,8 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 			case pre:
 				e.lostWrite(t.Path, in, id, n)
 				return true
+			case warning != "":
+				v.Warnings = append(v.Warnings, warning)
 			}
 			if !e.oneShot {
 				e.inc.RememberFile(t.Path, in.ctx.typ, id)
@@ -213,5 +215,5 @@ func (e *Engine) lostWrite(path string, in *inspection, id Identity, n int64) {
 	e.inc.Full.Add(1)
 	e.inc.Drop(path)
 	in.id, in.big, in.bigEnd = id, true, -1
-	in.verdict = format.Damage(format.KindTruncated, id.Size, "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", id.Size, n)
+	in.verdict = format.LostWrite(id.Size, n)
 }

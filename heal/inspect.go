@@ -144,7 +144,7 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 			// A strict line-aligned prefix of its last-good copy, told from the copy's file,
 			// never loaded (format.Inspect tells it of a copy held: the planner's).
 			if n, pre, warning, err := e.prefixOfCopy(t.Path, in.ctx.typ, bytes.NewReader(data), id.Size); err == nil && pre {
-				in.verdict = format.Damage(format.KindTruncated, id.Size, "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", id.Size, n)
+				in.verdict = format.LostWrite(id.Size, n)
 			} else if warning != "" {
 				in.verdict.Warnings = append(in.verdict.Warnings, warning)
 			}

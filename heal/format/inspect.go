@@ -43,9 +43,15 @@ func Inspect(p Profile, f File, data []byte) Verdict {
 				return v
 			}
 		}
-		return Damage(KindTruncated, int64(len(data)), "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", len(data), len(f.LastGood))
+		return LostWrite(int64(len(data)), int64(len(f.LastGood)))
 	}
 	return v
+}
+
+// LostWrite is the verdict on a file of size bytes, sound in its own, that is a strict
+// line-aligned prefix of its last-good copy of n bytes (and truncated, its app says).
+func LostWrite(size, n int64) Verdict {
+	return Damage(KindTruncated, size, "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", size, n)
 }
 
 // judgeFront is what is judged of a file of size bytes before any record of it: its
