@@ -57,20 +57,27 @@ func TestCopyRange(t *testing.T) {
 	}
 }
 
-// A FileContent written by WriteTemp is the same bytes WriteOut streams, and gives no hash
-// (so a want it cannot check is left to the caller's identity check, never failed).
-func TestWriteTempCopiesByKernel(t *testing.T) {
-	dir := t.TempDir()
-	src := bytes.Repeat([]byte(`{"a":1}`+"\n"), 200000)
+// tempSource is a 1.6 MB JSONL file in a temp dir, open (sf), and the dir as a Dir.
+func tempSource(t *testing.T) (dir string, src []byte, sf *os.File, d *Dir) {
+	t.Helper()
+	dir = t.TempDir()
+	src = bytes.Repeat([]byte(`{"a":1}`+"\n"), 200000)
 	sp := filepath.Join(dir, "s.jsonl")
 	os.WriteFile(sp, src, 0o600)
-	sf, _ := os.Open(sp)
-	defer sf.Close()
+	sf, _ = os.Open(sp)
+	t.Cleanup(func() { sf.Close() })
 	d, err := FS{}.OpenParent(dir, sp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
+	return dir, src, sf, d
+}
+
+// A FileContent written by WriteTemp is the same bytes WriteOut streams, and gives no hash
+// (so a want it cannot check is left to the caller's identity check, never failed).
+func TestWriteTempCopiesByKernel(t *testing.T) {
+	dir, src, sf, d := tempSource(t)
 	tmp := filepath.Join(dir, "t")
 	if _, err := d.WriteTemp(tmp, Range{Off: 8, N: int64(len(src)) - 16}, sf, "not-the-sum", 0o600, -1, -1); err != nil {
 		t.Fatal(err)
@@ -91,17 +98,7 @@ func TestWriteTempCopiesByKernel(t *testing.T) {
 // kernel's copy of a FileContent from a file, from the stream through a buffer otherwise,
 // and of Bytes (which hash nothing of their own).
 func TestWriteTempSumIsTheWrittenBytesSum(t *testing.T) {
-	dir := t.TempDir()
-	src := bytes.Repeat([]byte(`{"a":1}`+"\n"), 200000)
-	sp := filepath.Join(dir, "s.jsonl")
-	os.WriteFile(sp, src, 0o600)
-	sf, _ := os.Open(sp)
-	defer sf.Close()
-	d, err := FS{}.OpenParent(dir, sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	dir, src, sf, d := tempSource(t)
 	for i, w := range []struct {
 		c   Content
 		src io.ReaderAt
