@@ -189,8 +189,9 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 // validated streaming, and read whole only for a last-good copy it fits in. A big result
 // that is still the version this heal wrote (wrote: its identity after the rename, zero when
 // an app wrote over it first) is the plan's bytes, which were judged healthy when the plan
-// was made, whose hash (newSHA) the plan computed and which the identity checks around the
-// write kept that version: copied by the kernel without judging or hashing them again.
+// was made, whose hash (newSHA) the plan or the write took and which the identity checks
+// around the write kept that version: copied by the kernel without judging or hashing them
+// again.
 func (e *Engine) verify(t Target, in *inspection, wrote Identity, newSHA string) {
 	c := in.ctx
 	c.lastGood = nil
