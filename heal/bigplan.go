@@ -140,12 +140,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		// of the salvage; nil: none) and err are set; every finish started is waited for on
 		// every return (f is closed only after it).
 		fin, finishes := c.typ.(format.StreamFinisher)
-		type finish struct {
-			sp     *format.Splice
-			err    error
-			done   chan struct{}
-			caught panics.Slot // the replay's panic, raised again where it is waited for
-		}
+		type finish = finishRun
 		var started []*finish
 		defer func() {
 			for _, fi := range started {
@@ -174,7 +169,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		cut := false
 		x := in.verdict.Offset // the torn line's start
 		if in.verdict.Kind == format.KindTruncated && x > 0 {
-			if finishes {
+			if fi = in.finish.adopt(in.id, x); fi != nil {
+				started = append(started, fi) // begun beside the inspection's judge
+				e.step("finish-adopted", c.path)
+			} else if finishes {
 				pre := &format.Splice{}
 				pre.AddRange(0, x)
 				fi = startFinish(pre)

@@ -117,7 +117,14 @@ func healInTree(t *testing.T, preset, src, rel string, data []byte, threshold in
 // healInTreeSteps is healInTree, with the engine's steps the heal took.
 func healInTreeSteps(t *testing.T, preset, src, rel string, data []byte, threshold int64) (Report, []byte, []byte, map[string]bool) {
 	t.Helper()
+	return healInTreeTweak(t, preset, src, rel, data, threshold, func(*Engine) {})
+}
+
+// healInTreeTweak is healInTreeSteps with the engine set by tweak before the heal.
+func healInTreeTweak(t *testing.T, preset, src, rel string, data []byte, threshold int64, tweak func(*Engine)) (Report, []byte, []byte, map[string]bool) {
+	t.Helper()
 	e, root := bigEngineWith(t, threshold, Options{})
+	tweak(e)
 	copyTree(t, src, root)
 	p := filepath.Join(root, rel)
 	if err := os.WriteFile(p, data, 0o600); err != nil {

@@ -75,12 +75,15 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 	}
 	if errors.Is(err, fsio.ErrBig) {
 		if streamed && heal && !e.twoPassTorn && appStreamed(in.ctx.typ) && id.Size > e.appBigAbove() {
+			// The app's finish of the bytes a cut keeps (Gemini CLI's replay) runs beside
+			// the judge of the cut, where it would follow it.
+			ef := startEarlyFinish(t.Path, in.ctx.typ, id)
 			if v, sid, tc, ok, err := inspectTorn(t.Path, in.ctx.typ); err == nil && ok {
 				if in.ctx.typ.AppendOnly() && sid.Size <= streamThreshold {
 					e.inc.Full.Add(1)
 				}
 				e.inc.Drop(t.Path)
-				in.id, in.verdict, in.big, in.bigEnd, in.tornCut = sid, v, true, -1, &tc
+				in.id, in.verdict, in.big, in.bigEnd, in.tornCut, in.finish = sid, v, true, -1, &tc, ef
 				return in
 			}
 		}
