@@ -1,9 +1,6 @@
 package heal
 
 import (
-	"bytes"
-	"io"
-
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/internal/panics"
@@ -34,14 +31,14 @@ type earlyFinish struct {
 // such a line; nil otherwise.
 func startEarlyFinish(path string, typ format.Profile, id Identity) *earlyFinish {
 	fin, ok := typ.(format.StreamFinisher)
-	if !ok || id.Size < 2 {
+	if !ok {
 		return nil
 	}
 	f, err := fsio.OpenStable(path, id)
 	if err != nil {
 		return nil
 	}
-	x, ok := tornStart(f, id.Size)
+	x, ok := format.TornStart(f, id.Size)
 	if !ok {
 		f.Close()
 		return nil
@@ -56,25 +53,6 @@ func startEarlyFinish(path string, typ format.Profile, id Identity) *earlyFinish
 		ef.sp, ef.err = fin.FinishSplice(path, f, id.Size, pre.At(f), x)
 	}()
 	return ef
-}
-
-// tornStart is where the last line of the size bytes of r starts, when that line is not
-// ended by a '\n' and starts within the half line window from the end, as
-// format.InspectTorn looks for it.
-func tornStart(r io.ReaderAt, size int64) (int64, bool) {
-	n := min(size, int64(format.LineWindow)/2)
-	tail := make([]byte, n)
-	if k, err := r.ReadAt(tail, size-n); int64(k) < n || (err != nil && err != io.EOF) {
-		return 0, false
-	}
-	if tail[n-1] == '\n' {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(tail, '\n')
-	if i < 0 {
-		return 0, false
-	}
-	return size - n + int64(i) + 1, true
 }
 
 // adopt is ef, for the plan of the version id of the file cut at x, or nil when it is the

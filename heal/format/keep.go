@@ -169,31 +169,52 @@ func tornKeep(p Profile, path string, f io.ReaderAt, x int64, lines int, torn []
 // no fault before it — and that cut, from PlanTornCut's one pass. ok is false, and nothing
 // judged but the file's last bytes, for any other file: it is judged the usual way.
 func InspectTorn(p Profile, path string, f io.ReaderAt, size int64) (v Verdict, tc TornCut, ok bool, err error) {
-	if _, seq := p.(SequenceChecker); !seq || size < 2 {
+	if _, seq := p.(SequenceChecker); !seq {
 		return v, tc, false, nil
 	}
-	var end [1]byte
-	if _, err := f.ReadAt(end[:], size-1); err != nil || end[0] == '\n' {
-		return v, tc, false, err // a whole last line: not torn
-	}
-	n := min(size, int64(lineWindow)/2)
-	tail := make([]byte, n)
-	if _, err := f.ReadAt(tail, size-n); err != nil && err != io.EOF {
+	x, torn, ok, err := tornTail(f, size)
+	if !ok || err != nil {
 		return v, tc, false, err
 	}
-	i := bytes.LastIndexByte(tail, '\n')
-	if i < 0 {
-		return v, tc, false, nil // no line before it, or one PlanTornCut does not cut
-	}
-	x := size - n + int64(i) + 1
 	if tc, ok, err = PlanTornCut(p, path, f, size, x); !ok || err != nil {
 		return v, TornCut{}, false, err
 	}
-	_, _, fault := judgeLine(rulesOf(p), x, tail[i+1:], false)
+	_, _, fault := judgeLine(rulesOf(p), x, torn, false)
 	if fault == nil {
 		return v, TornCut{}, false, nil // a record after all: PlanTornCut refuses those
 	}
 	return fault.verdict(tc.Lines + 1), tc, true, nil
+}
+
+// tornTail is the last line of the size bytes of f when no '\n' ends it (torn) and the line
+// before it ends within half the line window from the end (where InspectTorn plans a cut):
+// where it starts (x) and its bytes. ok is false for any other file: a whole last line, no
+// line before it, one that starts further back.
+func tornTail(f io.ReaderAt, size int64) (x int64, torn []byte, ok bool, err error) {
+	if size < 2 {
+		return 0, nil, false, nil
+	}
+	var end [1]byte
+	if _, err := f.ReadAt(end[:], size-1); err != nil || end[0] == '\n' {
+		return 0, nil, false, err // a whole last line: not torn
+	}
+	n := min(size, int64(lineWindow)/2)
+	tail := make([]byte, n)
+	if _, err := f.ReadAt(tail, size-n); err != nil && err != io.EOF {
+		return 0, nil, false, err
+	}
+	i := bytes.LastIndexByte(tail, '\n')
+	if i < 0 {
+		return 0, nil, false, nil // no line before it, or one PlanTornCut does not cut
+	}
+	return size - n + int64(i) + 1, tail[i+1:], true, nil
+}
+
+// TornStart is where the torn last line of the size bytes of f starts, when InspectTorn
+// would plan its cut there (see tornTail).
+func TornStart(f io.ReaderAt, size int64) (int64, bool) {
+	x, _, ok, err := tornTail(f, size)
+	return x, ok && err == nil
 }
 
 // planKeep is PlanKeep of the lines walk walks.
