@@ -1,7 +1,6 @@
 package heal
 
 import (
-	"errors"
 	"io"
 	"os"
 
@@ -81,22 +80,11 @@ func (e *Engine) holdAbove() int64 {
 // line-aligned prefix check against that copy made from the two files.
 func (e *Engine) wholeLimit() int64 { return e.bigAbove() }
 
-// prefixOfCopy reports whether the size bytes of r, the JSONL file at path (of profile typ),
-// are a non-empty strict prefix of its last-good copy (of n bytes) that ends on a line
-// boundary, compared with the copy's file a block at a time, never held (format.Inspect's
-// check of the bytes held), and whether that makes it truncated: an app that removes its
-// last records itself (format.PrefixJudge) is asked of the copy's tail, read from the copy's
-// file; when it says not, warning says why.
+// prefixOfCopy is format.LostWriteOf of the size bytes of r, the JSONL file at path (of
+// profile typ), against its last-good copy (of n bytes), read from the copy's file.
 func (e *Engine) prefixOfCopy(path string, typ format.Profile, r io.ReaderAt, size int64) (n int64, truncated bool, warning string, err error) {
 	n, ok := e.LastGood.Size(path)
 	if !ok || size == 0 || n <= size {
-		return n, false, "", nil
-	}
-	var last [1]byte
-	if _, err := r.ReadAt(last[:], size-1); err != nil {
-		return n, false, "", err
-	}
-	if last[0] != '\n' {
 		return n, false, "", nil
 	}
 	cf, err := os.Open(e.LastGood.Path(path))
@@ -107,20 +95,8 @@ func (e *Engine) prefixOfCopy(path string, typ format.Profile, r io.ReaderAt, si
 	if fi, err := cf.Stat(); err != nil || fi.Size() != n {
 		return n, false, "", nil // replaced meanwhile: judged again when next seen
 	}
-	same, err := fsio.SameBytes(r, cf, size)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return n, false, "", err
-	}
-	if !same || err != nil {
-		return n, false, "", nil
-	}
-	if j, ok := typ.(format.PrefixJudge); ok {
-		cut, why, err := j.TruncatedTail(io.NewSectionReader(cf, size, n-size), n-size)
-		if err == nil && !cut {
-			return n, false, why, nil
-		}
-	}
-	return n, true, "", nil
+	truncated, warning, err = format.LostWriteOf(typ, r, size, cf, n)
+	return n, truncated, warning, err
 }
 
 // inspectBig judges a plain file over above bytes streaming (a damaged one is planned from

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
@@ -35,15 +36,13 @@ func Inspect(p Profile, f File, data []byte) Verdict {
 	} else {
 		v = inspectJSON(p, f, data)
 	}
-	if v.Status == Healthy && p.JSONL() && f.LastGood != nil && IsLinePrefix(data, f.LastGood) {
-		if j, ok := p.(PrefixJudge); ok {
-			tail := f.LastGood[len(data):]
-			if cut, warning, err := j.TruncatedTail(bytes.NewReader(tail), int64(len(tail))); err == nil && !cut {
-				v.Warnings = append(v.Warnings, warning)
-				return v
-			}
+	if v.Status == Healthy && p.JSONL() && f.LastGood != nil {
+		size, n := int64(len(data)), int64(len(f.LastGood))
+		if cut, warning, _ := LostWriteOf(p, bytes.NewReader(data), size, bytes.NewReader(f.LastGood), n); cut {
+			return LostWrite(size, n)
+		} else if warning != "" {
+			v.Warnings = append(v.Warnings, warning)
 		}
-		return LostWrite(int64(len(data)), int64(len(f.LastGood)))
 	}
 	return v
 }
@@ -52,6 +51,37 @@ func Inspect(p Profile, f File, data []byte) Verdict {
 // line-aligned prefix of its last-good copy of n bytes (and truncated, its app says).
 func LostWrite(size, n int64) Verdict {
 	return Damage(KindTruncated, size, "a strict line-aligned prefix of the last-good copy (%d of %d bytes)", size, n)
+}
+
+// LostWriteOf judges the size bytes of r, a JSONL file of profile p sound in its own bytes,
+// against the n bytes of its last-good copy (lastGood): truncated (a lost write) when they
+// are a non-empty strict prefix of the copy that ends on a line boundary, unless p's app
+// removes its last records itself and says the copy's tail is such (PrefixJudge: warning
+// says why). Both are read a block at a time, neither held.
+func LostWriteOf(p Profile, r io.ReaderAt, size int64, lastGood io.ReaderAt, n int64) (truncated bool, warning string, err error) {
+	if size == 0 || n <= size {
+		return false, "", nil
+	}
+	var last [1]byte
+	if _, err := r.ReadAt(last[:], size-1); err != nil {
+		return false, "", err
+	}
+	if last[0] != '\n' {
+		return false, "", nil
+	}
+	same, err := fsio.SameBytes(r, lastGood, size)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return false, "", nil // the copy came short: not this copy
+	}
+	if err != nil || !same {
+		return false, "", err
+	}
+	if j, ok := p.(PrefixJudge); ok {
+		if cut, why, err := j.TruncatedTail(io.NewSectionReader(lastGood, size, n-size), n-size); err == nil && !cut {
+			return false, why, nil
+		}
+	}
+	return true, "", nil
 }
 
 // judgeFront is what is judged of a file of size bytes before any record of it: its
