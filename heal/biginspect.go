@@ -1,6 +1,7 @@
 package heal
 
 import (
+	"errors"
 	"io"
 	"os"
 
@@ -126,18 +127,15 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 		if in.ctx.typ.JSONL() {
 			// A strict line-aligned prefix of its last-good copy is a lost write, told from
 			// the two files a block at a time (format.Inspect tells it of the bytes held).
-			n, pre, warning, err := e.prefixOfCopy(t.Path, in.ctx.typ, f, id.Size)
+			pre, err := e.copyPrefix(t.Path, in, f, id, &v)
 			switch {
-			case err != nil:
-				return false
-			case !fsio.StillSame(f, id):
+			case errors.Is(err, fsio.ErrChanged):
 				in.verdict = format.Wait("file changed while it was read")
 				return true
+			case err != nil:
+				return false
 			case pre:
-				e.lostWrite(t.Path, in, id, n)
 				return true
-			case warning != "":
-				v.Warnings = append(v.Warnings, warning)
 			}
 			if !e.oneShot {
 				e.inc.RememberFile(t.Path, in.ctx.typ, id)
@@ -161,35 +159,39 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 	return true
 }
 
-// prefixFromFiles judges the JSONL file at path, healthy as version sid (v), damaged when it
-// is a strict line-aligned prefix of its last-good copy that makes it truncated, told from
-// the two files: then in says so and it is true. False leaves in as it was (not a prefix, or
-// the file could not be compared: judged on), with the app's warning added to v when the
-// prefix is one its app makes itself.
+// prefixFromFiles is copyPrefix of the JSONL file at path, healthy as version sid (v),
+// opened here: true when it is a lost write (in says so); false leaves in as it was (not a
+// prefix, or the file could not be compared: judged on).
 func (e *Engine) prefixFromFiles(path string, in *inspection, sid Identity, v *Verdict) bool {
 	f, err := fsio.OpenStable(path, sid)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	n, pre, warning, err := e.prefixOfCopy(path, in.ctx.typ, f, sid.Size)
-	if err != nil || !fsio.StillSame(f, sid) {
-		return false
+	pre, err := e.copyPrefix(path, in, f, sid, v)
+	return err == nil && pre
+}
+
+// copyPrefix judges f, the JSONL file at path healthy as version id (v), against its
+// last-good copy (prefixOfCopy): a strict line-aligned prefix of it that makes it truncated
+// is a lost write, then in says so (planned from the file) and pre is true; a prefix its app
+// makes itself adds the app's warning to v. A file changed meanwhile is fsio.ErrChanged.
+func (e *Engine) copyPrefix(path string, in *inspection, f *os.File, id Identity, v *Verdict) (pre bool, err error) {
+	n, pre, warning, err := e.prefixOfCopy(path, in.ctx.typ, f, id.Size)
+	if err == nil && !fsio.StillSame(f, id) {
+		err = fsio.ErrChanged
+	}
+	if err != nil {
+		return false, err
 	}
 	if warning != "" {
 		v.Warnings = append(v.Warnings, warning)
 	}
 	if pre {
-		e.lostWrite(path, in, sid, n)
+		e.inc.Full.Add(1)
+		e.inc.Drop(path)
+		in.id, in.big, in.bigEnd = id, true, -1
+		in.verdict = format.LostWrite(id.Size, n)
 	}
-	return pre
-}
-
-// lostWrite: the JSONL file at path, version id, is a strict line-aligned prefix of its
-// last-good copy of n bytes, truncated; it is planned from the file.
-func (e *Engine) lostWrite(path string, in *inspection, id Identity, n int64) {
-	e.inc.Full.Add(1)
-	e.inc.Drop(path)
-	in.id, in.big, in.bigEnd = id, true, -1
-	in.verdict = format.LostWrite(id.Size, n)
+	return pre, nil
 }
