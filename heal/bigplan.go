@@ -531,8 +531,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		var p *plan
 		tr := try{strategy: s, why: whyNotStreamed}
 		switch s {
-		case policy.CleanTemp:
-			continue
+		case policy.CleanTemp, policy.Reindex, policy.RestoreSnapshot:
+			continue // a temp's, a SQLite store's (sqlite.go)
 		case policy.Salvage:
 			tr.why = noSalvage(c, false)
 		case policy.Reconcile, policy.DropInvalidEntries, policy.RestoreFields, policy.AddOrdinals, policy.RebuildHeader:

@@ -41,6 +41,7 @@ type Engine struct {
 	onStep      func(step, path string)
 	memLimit    func() int64      // the operator's memory limit, 0 for none (operatorMemLimit)
 	onWalk      func(root string) // tests: each tree Targets walks
+	sqlite      sqliteState       // the SQLite stores judged healthy (sqlite.go)
 
 	// bigThreshold, when set, replaces bigFile: files larger than it are planned and healed
 	// streaming (tests lower it to run small files through that path).
@@ -194,6 +195,11 @@ func (e *Engine) Check(t Target) (r Report) {
 		fill(&r, v)
 		return r
 	}
+	if _, ok := e.sqliteTarget(t); ok {
+		e.checkSQLite(t, &r)
+		e.step("judged", t.Path)
+		return r
+	}
 	in := e.inspect(t)
 	e.step("judged", t.Path)
 	fill(&r, in.verdict)
@@ -226,6 +232,10 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) (r Report) {
 	}
 	if t.Temp {
 		e.cleanTemp(ctx, t, &r, dryRun)
+		return r
+	}
+	if store, ok := e.sqliteTarget(t); ok {
+		e.healSQLite(ctx, t, store, &r, dryRun)
 		return r
 	}
 	in := e.inspectAs(t, true)

@@ -60,7 +60,10 @@ type Report struct {
 	LostBytes   int64    `json:"lost_bytes"`
 	LostRecords int      `json:"lost_records"`
 	Reason      string   `json:"reason,omitempty"` // why a heal was refused; for a busy file, who keeps it busy (the protocol and the holder)
-	Also        []string `json:"also,omitempty"`   // other files a plan changed
+	// Discarded: what a heal that restored a SQLite store's snapshot (restore-snapshot)
+	// discarded: every transaction the store committed after the snapshot was taken.
+	Discarded string   `json:"discarded,omitempty"`
+	Also      []string `json:"also,omitempty"` // other files a plan changed
 	// Tried is, for a heal refused because no strategy made a repair it may apply, what each
 	// strategy of the rule came to, in policy order: "salvage: the result fails the
 	// checklist: schema at 0: ...", "last-good: no copy kept", "salvage: over max_loss

@@ -28,7 +28,7 @@ func (e *Engine) missingPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		var sc *standIn
 		var why string
 		switch s {
-		case policy.CleanTemp:
+		case policy.CleanTemp, policy.Reindex, policy.RestoreSnapshot:
 			continue
 		case policy.Salvage:
 			sc, why = e.setAsideStandIn(c)

@@ -191,7 +191,7 @@ func makePlans(rule *policy.Rule, in *inspection) (out []*plan, tries []try) {
 		}
 		pl := planners[s]
 		if pl == nil {
-			continue // clean-temp
+			continue // clean-temp, or a SQLite store's (sqlite.go)
 		}
 		st.why = ""
 		data := pl(rule, in, &st)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
@@ -30,6 +31,13 @@ type Restored struct {
 // prefix the cut left, then those bytes, and is restored only while the file still starts
 // with that prefix.
 func (e *Engine) Restore(ctx context.Context, m *Manifest, t Target) (Restored, error) {
+	if _, ok := e.sqliteTarget(t); ok {
+		// A live store is never replaced by a file (its app's -wal would be replayed over
+		// it): the entry is a consistent copy taken through SQLite, for the operator to put
+		// in place with the app stopped.
+		return Restored{}, fmt.Errorf("%s is a SQLite store: it is never replaced by a file while its app may run (the app's -wal would be replayed over it). The entry %s is a consistent copy taken through SQLite's backup API: with the app stopped, move the store and its -wal, -shm and -journal aside together and copy the entry's file in its place (or `sqlite3 %s \".restore '%s'\"`)",
+			m.Path, m.ID, m.Path, filepath.Join(m.Dir, m.File))
+	}
 	var orig []byte
 	if m.Prefix == 0 {
 		var err error

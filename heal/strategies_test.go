@@ -33,8 +33,10 @@ var strategyAbilities = map[policy.Strategy]func(format.Profile) bool{
 		_, splice := p.(format.SpliceRestorer)
 		return whole || splice
 	},
-	policy.AddOrdinals:   func(p format.Profile) bool { _, ok := p.(format.OrdinalAdder); return ok },
-	policy.RebuildHeader: func(p format.Profile) bool { _, ok := p.(format.HeaderRebuilder); return ok },
+	policy.AddOrdinals:     func(p format.Profile) bool { _, ok := p.(format.OrdinalAdder); return ok },
+	policy.RebuildHeader:   func(p format.Profile) bool { _, ok := p.(format.HeaderRebuilder); return ok },
+	policy.Reindex:         func(p format.Profile) bool { _, ok := p.(format.SQLiteStore); return ok },
+	policy.RestoreSnapshot: func(p format.Profile) bool { _, ok := p.(format.SQLiteStore); return ok },
 }
 
 // TestStrategyFormatsAgreeWithProfiles: the policy's table of the formats each strategy can

@@ -112,7 +112,7 @@ t.yaml:10: rules[1].preset: unknown preset "nosuch" (want copaw, qwenpaw, nanobo
 t.yaml:15: rules[2].keep_last_good: expected true or false, got "maybe"
 t.yaml:20: rules[3].max_wait: 5s is less than settle (10s)
 t.yaml:21: rules[3].mode: unknown mode "sometimes" (want heal, observe)
-t.yaml:25: rules[4].strategies[1]: unknown strategy "fix" (want salvage, backup, last-good, reconcile, normalize, restore-fields, drop-invalid-entries, clean-temp, add-ordinals, rebuild-header)
+t.yaml:25: rules[4].strategies[1]: unknown strategy "fix" (want salvage, backup, last-good, reconcile, normalize, restore-fields, drop-invalid-entries, clean-temp, add-ordinals, rebuild-header, reindex, restore-snapshot)
 t.yaml:26: rules[4].limits.max_loss: "200%" is more than 100%`,
 	}, {
 		name: "a rule's missing keys at once",
@@ -200,7 +200,7 @@ func TestStrategiesMustApply(t *testing.T) {
 		{head + "    preset: codex\n    format: codex\n", ""},
 		{head + "    preset: openclaw\n    format: jsonl\n    strategies: [salvage, normalize]\n", ""},
 		{head + "    format: jsonl\n    strategies: [fix, reconcile, reconcile]\n",
-			"t.yaml:6: rules[0].strategies[0]: unknown strategy \"fix\" (want salvage, backup, last-good, reconcile, normalize, restore-fields, drop-invalid-entries, clean-temp, add-ordinals, rebuild-header)\n" +
+			"t.yaml:6: rules[0].strategies[0]: unknown strategy \"fix\" (want salvage, backup, last-good, reconcile, normalize, restore-fields, drop-invalid-entries, clean-temp, add-ordinals, rebuild-header, reindex, restore-snapshot)\n" +
 				"t.yaml:6: rules[0].strategies[1]: reconcile cannot repair format jsonl: it applies only to praisonai and openviking (format or preset)\n" +
 				"t.yaml:6: rules[0].strategies[2]: \"reconcile\" is already listed at rules[0].strategies[1]"},
 		{head + "    format: openclaw\n    match: ['*.json']\n    strategies: [drop-invalid-entries, restore-fields, add-ordinals]\n",

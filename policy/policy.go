@@ -137,10 +137,24 @@ const (
 	// RebuildHeader rebuilds a torn or missing first line (the session's metadata record) from
 	// values present in the file and its directory, keeping every other byte.
 	RebuildHeader Strategy = "rebuild-header"
+	// Reindex rebuilds, live and through SQLite's locks, the indexes of an app's SQLite store
+	// that its gate finds damaged while every table is sound: REINDEX of indexes whose
+	// entries are wrong, and of one whose b-tree cannot be read, its schema entry removed and
+	// the index created again (openclaw-sqlite.md, "Heal"). No row is touched.
+	Reindex Strategy = "reindex"
+	// RestoreSnapshot writes the newest snapshot of a SQLite store that passed its gate into
+	// the live store through SQLite's backup API, when other damage leaves page 1 readable.
+	// Every write committed since that snapshot is discarded (the window is reported), so no
+	// preset enables it: a rule opts in.
+	RestoreSnapshot Strategy = "restore-snapshot"
 )
 
 // Strategies lists every strategy a policy may name.
-var Strategies = []Strategy{Salvage, Backup, LastGoodCopy, Reconcile, Normalize, RestoreFields, DropInvalidEntries, CleanTemp, AddOrdinals, RebuildHeader}
+var Strategies = []Strategy{Salvage, Backup, LastGoodCopy, Reconcile, Normalize, RestoreFields, DropInvalidEntries, CleanTemp, AddOrdinals, RebuildHeader, Reindex, RestoreSnapshot}
+
+// SQLite reports whether s repairs SQLite stores only (carried out through SQLite, not by a
+// plan of the file's bytes).
+func (s Strategy) SQLite() bool { return s == Reindex || s == RestoreSnapshot }
 
 // Mode says whether a rule heals or only reports.
 type Mode string

@@ -136,12 +136,16 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		// <state>/agents/<agent>/sessions/{sessions.json,<sessionId>.jsonl}. Archives,
 		// corrupt-header copies, checkpoints and trajectories are not live session files.
 		r.Paths = openclawPaths(env)
-		r.Match = []string{"**/agents/*/sessions/sessions.json", "**/agents/*/sessions/*.jsonl"}
+		// Since 2026.8 an agent's sessions are in <state>/agents/<agent>/agent/
+		// openclaw-agent.sqlite, judged and healed through SQLite (its own locks, not
+		// OpenClaw's lock files); its sidecars, the shared and quarantine databases, cold
+		// archives and OpenClaw's .orphaned-*/.corrupt-* copies are never touched.
+		r.Match = []string{"**/agents/*/sessions/sessions.json", "**/agents/*/sessions/*.jsonl", "**/agents/*/agent/openclaw-agent.sqlite"}
 		r.Exclude = []string{"*.corrupt-*", "*.checkpoint.*.jsonl", "*.trajectory.jsonl"}
 		r.Temps = []string{"sessions.json.*.tmp", "*.jsonl.compact.*.tmp"}
 		r.Backups = []string{"{dir}/sessions.json.bak.*"}
 		r.Lock = Lock{Protocol: LockOpenClaw, Stale: DefaultLockStale, Wait: DefaultLockWait}
-		r.Strategies = []Strategy{Salvage, Backup, LastGoodCopy, Normalize}
+		r.Strategies = []Strategy{Salvage, Backup, LastGoodCopy, Normalize, Reindex}
 	case "claude-code":
 		// <config>/projects/<slug>/<sessionId>.jsonl and its subagents'
 		// <sessionId>/subagents/[<sub>/]agent-<id>.jsonl; the pid registry sessions/*.json,

@@ -269,7 +269,13 @@ func TestPresetPatterns(t *testing.T) {
 		{"openclaw", "/h/.openclaw", "agents/main/sessions/sessions.json.bak.1795247922317", false},
 		{"openclaw", "/h/.openclaw", "agents/main/sessions/sessions.json.4242.22b12a33-f522-4b4e-8a49-9caac0c99f8c.tmp", false},
 		{"openclaw", "/h/.openclaw", "agents/main/sessions/a.jsonl.compact.22b12a33-f522-4b4e-8a49-9caac0c99f8c.tmp", false},
-		{"openclaw", "/h/.openclaw", "agents/main/agent/openclaw-agent.sqlite", false},
+		{"openclaw", "/h/.openclaw", "agents/main/agent/openclaw-agent.sqlite", true},
+		{"openclaw", "/h/.openclaw/agents/main/agent", "openclaw-agent.sqlite", true},
+		{"openclaw", "/h/.openclaw", "agents/main/agent/openclaw-agent.sqlite-wal", false},
+		{"openclaw", "/h/.openclaw", "agents/main/agent/openclaw-agent.sqlite-shm", false},
+		{"openclaw", "/h/.openclaw", "agents/main/agent/openclaw-agent.sqlite.corrupt-1795522643215", false},
+		{"openclaw", "/h/.openclaw", "agents/main/agent/openclaw-agent.sqlite-wal.orphaned-1795522643215", false},
+		{"openclaw", "/h/.openclaw", "state/openclaw.sqlite", false},
 		{"openclaw", "/h/.openclaw", "workspace/notes.jsonl", false},
 	} {
 		r, _ := PresetRule(tc.preset, fakeEnv(nil))

@@ -19,7 +19,7 @@ const (
 	ScanFinished = "scan.finished" // INFO: rule, files, damaged, duration
 
 	FileDamaged     = "file.damaged"      // WARN: rule, path, kind, offset, detail [, hands_off, quarantine]
-	FileHealed      = "file.healed"       // WARN: rule, path, kind, strategy, quarantine, lost_bytes, lost_records
+	FileHealed      = "file.healed"       // WARN: rule, path, kind, strategy, quarantine, lost_bytes, lost_records (and discarded: a SQLite store's restored snapshot)
 	FileHealRefused = "file.heal_refused" // ERROR: rule, path, kind, offset, detail, reason, tried
 	FileFlapping    = "file.flapping"     // ERROR: rule, path, heals, window
 	FileBusy        = "file.busy"         // DEBUG (INFO after 3 retries, WARN past max_wait and hourly): rule, path [, kind, offset], detail, reason [, retries] [, busy_for, advice]

@@ -16,6 +16,9 @@ func Report(log *slog.Logger, r heal.Report) {
 		return
 	}
 	switch {
+	case r.Action == heal.ActionHealed && r.Discarded != "":
+		log.Warn(FileHealed, "rule", r.Rule, "path", r.Path, "kind", r.Kind, "strategy", r.Strategy,
+			"quarantine", r.Quarantine, "lost_bytes", r.LostBytes, "lost_records", r.LostRecords, "discarded", r.Discarded)
 	case r.Action == heal.ActionHealed:
 		log.Warn(FileHealed, "rule", r.Rule, "path", r.Path, "kind", r.Kind, "strategy", r.Strategy,
 			"quarantine", r.Quarantine, "lost_bytes", r.LostBytes, "lost_records", r.LostRecords)

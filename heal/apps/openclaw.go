@@ -23,7 +23,9 @@ import (
 // OpenClaw (openclaw.md): an agent's sessions directory holds the store sessions.json (one
 // object, an entry per session, rotated to sessions.json.bak.<ms> and written through
 // sessions.json.<uuid>.tmp) and one append-only transcript per session. Both are guarded by
-// the OpenClaw lock files of heal/lock. A file of an install of the SQLite era is left alone.
+// the OpenClaw lock files of heal/lock. A file of an install of the SQLite era is left alone;
+// the era's agent database, <agentDir>/openclaw-agent.sqlite, is judged through SQLite
+// (sqlitestore.go).
 
 var (
 	openclawSessionIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@-]*$`)
@@ -33,11 +35,15 @@ var (
 
 func addOpenClaw(r *format.Registry) {
 	r.Add("openclaw", func(path string) format.Profile {
-		if base := filepath.Base(path); base == "sessions.json" || strings.HasPrefix(base, "sessions.json.") {
+		base := filepath.Base(path)
+		if base == "sessions.json" || strings.HasPrefix(base, "sessions.json.") {
 			return openclawStore{}
 		}
+		if base == "openclaw-agent.sqlite" {
+			return openclawAgentDB
+		}
 		return openclawTranscript{}
-	}, openclawStore{}, openclawTranscript{})
+	}, openclawStore{}, openclawTranscript{}, openclawAgentDB)
 	r.AddLock(string(policy.LockOpenClaw), lockOpenClaw)
 }
 
@@ -188,8 +194,9 @@ func openclawSQLiteEra(path string) string {
 		sessions = fsio.Resolved(sessions)
 	}
 	agentDir := filepath.Dir(sessions) // <state>/agents/<id>
-	if _, err := resolve.Lstat(filepath.Join(agentDir, "agent", "openclaw-agent.sqlite")); err == nil {
-		return "openclaw SQLite era: legacy file left for `openclaw doctor --fix` to import"
+	// (An O_PATH descriptor on Linux: its close does not drop SQLite's locks on the store.)
+	if db := filepath.Join(agentDir, "agent", "openclaw-agent.sqlite"); lstatOK(db) {
+		return "openclaw SQLite era: legacy file left for `openclaw doctor --fix` to import; the agent's sessions are in " + db + ", guarded by a rule whose path holds it (the state or agent directory, not the sessions directory)"
 	}
 	state := filepath.Dir(filepath.Dir(agentDir))
 	data, _, err := fsio.ReadStable(filepath.Join(state, "openclaw.json"), 16<<20)
@@ -205,6 +212,8 @@ func openclawSQLiteEra(path string) string {
 	}
 	return ""
 }
+
+func lstatOK(path string) bool { _, err := resolve.Lstat(path); return err == nil }
 
 func versionAtLeast(v string, major, minor int) bool {
 	parts := strings.SplitN(v, ".", 3)

@@ -8,6 +8,7 @@ func AllKinds() []string {
 		KindTrailingGarbage, KindTruncated, KindEmpty, KindMissing, KindMalformedRecord, KindNotObject,
 		KindInvalidUTF8, KindSyntax, KindSchema, KindStaleLiveRecords, KindMetadataLag, KindDanglingReference,
 		KindWipedPlaceholder, KindBOM, KindNULFilled, KindDuplicateRecord,
+		KindStaleIndex, KindBrokenIndex, KindCorruptTable, KindNotADatabase, KindForeignKey, KindOrphanedWAL,
 	}
 }
 

@@ -32,6 +32,13 @@ type Profile interface {
 	CheckLines(f File, lines []Line) Verdict
 }
 
+// SQLiteStore is the Profile of an app's SQLite database: it is never read by plain file
+// I/O (a close of it would drop SQLite's locks on it), only through SQLite (heal/sqlitedb),
+// and judged by the app's own gate. App names the app in what is said of it ("openclaw").
+type SQLiteStore interface {
+	SQLiteApp() string
+}
+
 // Skipper is a Profile that leaves some files unjudged: a non-empty reason (an encrypted
 // envelope, a store of the app's SQLite era) makes the verdict skipped.
 type Skipper interface {

@@ -37,6 +37,20 @@ const (
 	// KindDuplicateRecord: a line is byte for byte an earlier one (a re-append), and the
 	// app's loader sends it twice.
 	KindDuplicateRecord = "duplicate-record"
+
+	// The damage of a SQLite store, as its app's gate (integrity_check, foreign_key_check)
+	// finds it: KindStaleIndex, entries of an index that no longer match their rows (its
+	// b-tree well formed); KindBrokenIndex, an index whose b-tree cannot be read;
+	// KindCorruptTable, damage in a table's b-tree or rows (or damage no index accounts
+	// for); KindNotADatabase, page 1 is not a SQLite header; KindForeignKey, rows whose
+	// parent row is missing; KindOrphanedWAL, a store of 0 bytes beside a -wal that holds
+	// its transactions (any SQLite open would delete it).
+	KindStaleIndex   = "stale-index"
+	KindBrokenIndex  = "broken-index"
+	KindCorruptTable = "corrupt-table"
+	KindNotADatabase = "not-a-database"
+	KindForeignKey   = "foreign-key"
+	KindOrphanedWAL  = "orphaned-wal"
 )
 
 // Verdict says whether a file is healthy and, if not, where it breaks.

@@ -41,3 +41,7 @@ func loopErr(path string) error {
 	}
 	return &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (a symlink on the way)", ErrMoved)}
 }
+
+// AsOwnerOf runs fn as the owner of path's rule root when run as root below a root another
+// user owns, else as it is (see [resolve.AsOwnerOf]).
+func AsOwnerOf(path string, fn func() error) error { return resolve.AsOwnerOf(path, fn) }

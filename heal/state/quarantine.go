@@ -454,3 +454,13 @@ func (q Quarantine) PruneBytes(now time.Time, maxAge time.Duration, maxBytes int
 
 // Usage is what the quarantine occupies on disk now.
 func (q Quarantine) Usage() int64 { return DiskUsage(q.Root) }
+
+// MarkRolledBack records, in the entry id names, that the change it was kept for never
+// happened (a SQLite store's heal that SQLite refused: the store holds what the entry does).
+func (q Quarantine) MarkRolledBack(id string) error {
+	m, err := q.Get(id)
+	if err != nil {
+		return err
+	}
+	return q.mark(m.Dir, StatusRolledBack)
+}

@@ -126,3 +126,18 @@ func ReadSmall(path string, max int64) (b []byte, whole bool) {
 	}
 	return b, fi.Size() <= max
 }
+
+// AsOwnerOf runs fn as the owner of path's rule root where this process acts as that owner
+// there (run as root below a root another user owns: see [AsUser]), else as it is: the
+// identity code outside this package (SQLite's own opens of a store and its sidecars) must
+// use to reach a file below a rule root.
+func AsOwnerOf(path string, fn func() error) error {
+	_, ok, root := confinedRootOf(path)
+	if root.refused != nil {
+		return root.refused
+	}
+	if actsAs(ok, root) {
+		return AsUser(root.uid, root.gid, fn)
+	}
+	return fn()
+}

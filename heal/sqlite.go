@@ -1,0 +1,482 @@
+package heal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/sqlitedb"
+	"github.com/sessionmedic/sessionmedic/heal/state"
+	"github.com/sessionmedic/sessionmedic/policy"
+)
+
+// An app's SQLite store (openclaw-sqlite.md) is never read, written, renamed or copied by
+// plain file I/O: a close of any descriptor of it would drop SQLite's locks on it, and its
+// -wal holds committed transactions. It is judged on a private copy taken through SQLite's
+// backup API (state_dir/sqlite/tmp), by the app's own gate (integrity_check and
+// foreign_key_check); healed through SQLite, live, while the app may write: indexes rebuilt
+// (strategy reindex). The copy a heal starts from is its quarantine entry; a copy of a store
+// judged healthy is kept as its newest snapshot (state_dir/sqlite/snapshots).
+
+// sqliteRejudge: a store whose files have not changed since it was judged healthy is judged
+// again after this long (the daemon looks at every file at each rescan; a check of a 1 GiB
+// store costs seconds of a CPU).
+const sqliteRejudge = 6 * time.Hour
+
+// sqliteSnapshots is how many verified snapshots of a store are kept.
+const sqliteSnapshots = 2
+
+// sqliteSeen is what the engine knows of a store it judged healthy.
+type sqliteSeen struct {
+	gen [2]Identity // the store's and its -wal's identity (zero: none) when judged
+	at  time.Time
+}
+
+type sqliteState struct {
+	mu   sync.Mutex
+	seen map[string]sqliteSeen
+}
+
+// generation is the identity of the store at path and of its -wal: what changes when a
+// transaction commits or a checkpoint runs. Only stat is used (never an open).
+func sqliteGeneration(path string) (gen [2]Identity, err error) {
+	if gen[0], err = fsio.StatIdentity(path); err != nil {
+		return gen, err
+	}
+	gen[1], _ = fsio.StatIdentity(path + "-wal")
+	return gen, nil
+}
+
+// sqliteTarget reports whether t names an app's SQLite store.
+func (e *Engine) sqliteTarget(t Target) (format.SQLiteStore, bool) {
+	if t.Skip != "" || t.Temp || t.Missing {
+		return nil, false
+	}
+	s, ok := e.profile(t.Rule.Format, t.Path).(format.SQLiteStore)
+	return s, ok
+}
+
+// sqliteJudged is one judgement of a store: its verdict and what the gate said, and the
+// private copy it was made on (removed by release unless kept).
+type sqliteJudged struct {
+	verdict Verdict
+	j       sqlitedb.Judgement
+	gen     [2]Identity
+	snap    string // the copy, or ""
+	size    int64
+}
+
+func (s *sqliteJudged) release() {
+	if s.snap != "" {
+		os.Remove(s.snap)
+		s.snap = ""
+	}
+}
+
+// tmpDir is where the private copies are taken.
+func (e *Engine) sqliteTmp() (string, error) {
+	dir := filepath.Join(e.StateDir, "sqlite", "tmp")
+	if err := e.fs.MkdirAllSync(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+func randomName() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// judgeSQLite copies the store at t.Path through the backup API (as the tree's owner where
+// that applies) and judges the copy; live (a check, which writes nothing, not even in the
+// state directory), it judges the store itself in one read transaction. cached: a store
+// unchanged since it was judged healthy (and judged less than sqliteRejudge ago) is healthy
+// without a copy (never in one-shot use).
+func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
+	out.verdict = format.OK()
+	gen, err := sqliteGeneration(t.Path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		out.verdict = format.Skip("file no longer exists")
+		return out
+	case errors.Is(err, fsio.ErrNotRegular):
+		out.verdict = format.Skip("not a regular file")
+		return out
+	case err != nil:
+		out.verdict = format.Skip("unreadable: %v", err)
+		return out
+	}
+	out.gen = gen
+	if gen[0].Size == 0 && gen[1].Size > 32 {
+		// SQLite deletes the -wal of an empty database when it opens it: never opened.
+		out.verdict = format.Damage(format.KindOrphanedWAL, 0, "the store is 0 bytes beside a -wal of %d bytes that holds its committed transactions: any SQLite open would delete that -wal (its app moves it aside as *.orphaned-<ms> and starts an empty store); keep the -wal, stop the app and restore the store from a backup", gen[1].Size)
+		return out
+	}
+	if cached && !e.oneShot {
+		e.sqlite.mu.Lock()
+		s, ok := e.sqlite.seen[t.Path]
+		e.sqlite.mu.Unlock()
+		if ok && s.gen == gen && e.Now().Sub(s.at) < sqliteRejudge {
+			return out
+		}
+	}
+	if t.Rule.Limits.MaxFileSize > 0 && gen[0].Size+gen[1].Size > t.Rule.Limits.MaxFileSize {
+		out.verdict = format.Skip("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
+		return out
+	}
+	real := fsio.RealPath(t.Path)
+	asOwner := func(fn func() error) error { return fsio.AsOwnerOf(t.Path, fn) }
+	if live {
+		j, err := sqlitedb.JudgeLive(real, asOwner)
+		switch {
+		case sqlitedb.IsNotExist(err):
+			out.verdict = format.Skip("file no longer exists")
+		case err != nil && strings.Contains(err.Error(), "database is locked"):
+			out.verdict = format.Wait("the store's app held its lock for longer than %d ms: %v", sqlitedb.BusyTimeout, err)
+		case err != nil:
+			out.verdict = format.Skip("not judged: integrity_check of the store failed: %v", err)
+		default:
+			out.j, out.verdict = j, sqliteVerdict(j)
+		}
+		return out
+	}
+	dir, err := e.sqliteTmp()
+	if err != nil {
+		out.verdict = format.Skip("not judged: its copy cannot be taken in the state directory: %v", err)
+		return out
+	}
+	snap := filepath.Join(dir, randomName()+".sqlite")
+	size, err := sqlitedb.Snapshot(real, snap, asOwner)
+	switch {
+	case errors.Is(err, sqlitedb.ErrNotDatabase):
+		out.verdict = format.Damage(format.KindNotADatabase, 0, "page 1 is not a SQLite database header (%v): no SQLite connection can open the store", err)
+		return out
+	case sqlitedb.IsNotExist(err):
+		out.verdict = format.Skip("file no longer exists")
+		return out
+	case err != nil && strings.Contains(err.Error(), "database is locked"):
+		out.verdict = format.Wait("the store's app held its lock for longer than %d ms: %v", sqlitedb.BusyTimeout, err)
+		return out
+	case err != nil:
+		out.verdict = format.Skip("not judged: its copy through SQLite's backup API failed: %v", err)
+		return out
+	}
+	out.snap, out.size = snap, size
+	j, err := sqlitedb.Judge(snap)
+	if err != nil {
+		out.release()
+		out.verdict = format.Skip("not judged: integrity_check of its copy failed: %v", err)
+		return out
+	}
+	out.j = j
+	out.verdict = sqliteVerdict(j)
+	return out
+}
+
+// sawHealthy notes that the store at path, of generation gen, was judged healthy (and its
+// snapshot kept where the rule keeps one): until it changes, it is not copied again for
+// sqliteRejudge.
+func (e *Engine) sawHealthy(path string, gen [2]Identity) {
+	if e.oneShot {
+		return
+	}
+	e.sqlite.mu.Lock()
+	defer e.sqlite.mu.Unlock()
+	if e.sqlite.seen == nil {
+		e.sqlite.seen = map[string]sqliteSeen{}
+	}
+	e.sqlite.seen[path] = sqliteSeen{gen: gen, at: e.Now()}
+}
+
+// sqliteVerdict is the verdict of what the gate said.
+func sqliteVerdict(j sqlitedb.Judgement) Verdict {
+	if j.OK() {
+		return format.OK()
+	}
+	said := strings.Join(first(j.Problems, 3), "; ")
+	if n := len(j.Problems) - 3; n > 0 {
+		said += fmt.Sprintf("; %d more", n)
+	}
+	switch {
+	case j.NotDB:
+		return format.Damage(format.KindNotADatabase, 0, "page 1 is not a SQLite database header: no SQLite connection can open the store")
+	case j.IndexOnly() && len(j.Broken) > 0:
+		return format.Damage(format.KindBrokenIndex, -1, "the b-tree of index %s cannot be read (its table is sound): integrity_check: %s", strings.Join(j.Broken, ", "), said)
+	case j.IndexOnly() && len(j.Stale) > 0:
+		return format.Damage(format.KindStaleIndex, -1, "entries of index %s no longer match their rows (every table is sound; quick_check does not see this): integrity_check: %s", strings.Join(j.Stale, ", "), said)
+	case j.IndexOnly():
+		return format.Damage(format.KindBrokenIndex, -1, "pages no b-tree reaches, left by a broken index made again (every table is sound): integrity_check: %s", said)
+	case len(j.Problems) > 0:
+		var named []string
+		for _, t := range j.Tables {
+			if t != "" {
+				named = append(named, t)
+			}
+		}
+		where := "damage no index accounts for"
+		if len(named) > 0 {
+			where = "damage in table " + strings.Join(named, ", ")
+		}
+		return format.Damage(format.KindCorruptTable, -1, "%s: integrity_check: %s", where, said)
+	default:
+		fk := strings.Join(first(j.Foreign, 3), "; ")
+		if n := len(j.Foreign) - 3; n > 0 {
+			fk += fmt.Sprintf("; %d more", n)
+		}
+		return format.Damage(format.KindForeignKey, -1, "rows whose parent row is missing (the app's gate refuses the store): foreign_key_check: %s", fk)
+	}
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// checkSQLite is Check of a store.
+func (e *Engine) checkSQLite(t Target, r *Report) {
+	s := e.judgeSQLite(t, true, true)
+	defer s.release()
+	fill(r, s.verdict)
+}
+
+// healSQLite is Heal of a store: judged; its copy kept as its newest snapshot when healthy;
+// when damaged in its indexes alone and the rule allows reindex, the copy quarantined and the
+// indexes rebuilt live, then the store judged again.
+func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteStore, r *Report, dryRun bool) {
+	r.Action = ActionNone
+	s := e.judgeSQLite(t, true, false)
+	defer s.release()
+	fill(r, s.verdict)
+	switch {
+	case s.verdict.Status == Healthy:
+		if s.snap != "" && !dryRun && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
+			if err := e.keepSnapshot(t.Path, &s); err != nil {
+				r.CopyErr = err.Error()
+			}
+		}
+		if s.snap != "" && !dryRun && r.CopyErr == "" {
+			e.sawHealthy(t.Path, s.gen)
+		}
+		return
+	case s.verdict.Status != Damaged:
+		return
+	}
+	strategy, snap := e.sqliteStrategy(t, &s)
+	if strategy == "" {
+		r.Action, r.Reason = ActionRefused, e.sqliteAdvice(t, store, &s)
+		return
+	}
+	if t.Rule.Mode == policy.ModeObserve {
+		r.Action, r.Reason = ActionRefused, "observe mode: would heal with "+string(strategy)
+		return
+	}
+	if dryRun {
+		r.Action, r.Strategy = ActionWouldHeal, string(strategy)
+		return
+	}
+	lk, err := e.lockPath(ctx, t.Path)
+	if err != nil {
+		r.Verdict, r.Reason = Busy, err.Error()
+		if !errors.Is(err, errBusy) {
+			r.Verdict, r.Action = Damaged, ActionRefused
+		}
+		return
+	}
+	defer lk.Release()
+	// The copy the store was judged on is the quarantine entry: taken through SQLite, the
+	// store as its last transaction left it, damaged pages included.
+	e.step("locked", t.Path)
+	m := &Manifest{ID: state.NewID(e.Now()), Path: t.Path, Rule: t.Rule.Name, Identity: s.gen[0], Kind: s.verdict.Kind,
+		Offset: -1, Detail: s.verdict.Detail, Strategy: string(strategy)}
+	sum, err := fsio.SHAFile(s.snap)
+	if err == nil {
+		var q string
+		q, err = e.Quarantine.PutLinked(m, s.size, sum, func(dst string) (*os.File, error) {
+			if err := os.Rename(s.snap, dst); err != nil {
+				return nil, err
+			}
+			s.snap = ""
+			return os.Open(dst)
+		}, e.Now())
+		r.Quarantine = q
+	}
+	if err != nil {
+		r.Action, r.Reason = ActionRefused, writeAdvice(fmt.Errorf("the store's copy could not be quarantined: %w", err))
+		return
+	}
+	r.QuarantinedBytes = s.size
+	e.step("quarantined", t.Path)
+	real := fsio.RealPath(t.Path)
+	asOwner := func(fn func() error) error { return fsio.AsOwnerOf(t.Path, fn) }
+	var done string // what the heal did, for a refusal after it
+	switch strategy {
+	case policy.Reindex:
+		done = "indexes " + strings.Join(append(append([]string{}, s.j.Stale...), s.j.Broken...), ", ") + " rebuilt"
+		err = asOwner(func() error {
+			if len(s.j.Stale) > 0 {
+				if err := sqlitedb.Reindex(real, s.j.Stale); err != nil {
+					return err
+				}
+			}
+			if len(s.j.Broken) > 0 || s.j.Orphans {
+				return sqlitedb.Rebuild(real, s.j.Broken)
+			}
+			return nil
+		})
+	case policy.RestoreSnapshot:
+		done = "snapshot " + snap.path + " restored"
+		err = sqlitedb.Restore(snap.path, real, asOwner)
+	}
+	e.step("written", t.Path)
+	if err != nil {
+		e.Quarantine.MarkRolledBack(filepath.Base(r.Quarantine))
+		if strings.Contains(err.Error(), "database is locked") {
+			r.Verdict, r.Action, r.Reason = Busy, ActionNone, "the store's app held its write lock: "+err.Error()
+			return
+		}
+		r.Action, r.Reason = ActionRefused, "SQLite refused the "+string(strategy)+": "+err.Error()+"; "+e.sqliteAdvice(t, store, &s)
+		return
+	}
+	if strategy == policy.RestoreSnapshot {
+		r.Discarded = fmt.Sprintf("every transaction the store committed after %s (the snapshot restored, %s before the restore)", snap.at.UTC().Format(time.RFC3339), e.Now().Sub(snap.at).Round(time.Second))
+	}
+	// Verified as it was judged: a new copy, the app's gate.
+	v := e.judgeSQLite(t, false, false)
+	defer v.release()
+	if v.verdict.Status != Healthy {
+		r.Action = ActionRefused
+		r.Reason = fmt.Sprintf("%s, and the store is still judged %s: %s; %s", done, v.verdict.Status, v.verdict.Detail, e.sqliteAdvice(t, store, &v))
+		return
+	}
+	r.Action, r.Strategy = ActionHealed, string(strategy)
+	if t.Rule.KeepLastGood {
+		if err := e.keepSnapshot(t.Path, &v); err != nil {
+			r.CopyErr = err.Error()
+		}
+	}
+	if r.CopyErr == "" {
+		e.sawHealthy(t.Path, v.gen)
+	}
+	if id, err := fsio.StatIdentity(t.Path); err == nil {
+		r.Wrote = map[string]Identity{t.Path: id}
+	}
+}
+
+// storeSnapshot is a kept snapshot of a store, and when it was taken.
+type storeSnapshot struct {
+	path string
+	at   time.Time
+}
+
+// sqliteStrategy is the strategy of the rule that heals the damage s found ("" for none):
+// reindex where the indexes alone are damaged; else restore-snapshot, where the rule opts in,
+// page 1 is readable, and the store's newest kept snapshot passes the gate (and snap is it).
+func (e *Engine) sqliteStrategy(t Target, s *sqliteJudged) (policy.Strategy, storeSnapshot) {
+	if s.j.IndexOnly() && t.Rule.HasStrategy(policy.Reindex) {
+		return policy.Reindex, storeSnapshot{}
+	}
+	if !t.Rule.HasStrategy(policy.RestoreSnapshot) || s.snap == "" || s.j.NotDB || s.verdict.Kind == format.KindOrphanedWAL {
+		return "", storeSnapshot{}
+	}
+	snaps := e.snapshots(t.Path)
+	if len(snaps) == 0 {
+		return "", storeSnapshot{}
+	}
+	newest := snaps[len(snaps)-1]
+	if j, err := sqlitedb.Judge(newest); err != nil || !j.OK() {
+		return "", storeSnapshot{}
+	}
+	var ns int64
+	fmt.Sscanf(strings.TrimSuffix(filepath.Base(newest), ".sqlite"), "%d", &ns)
+	return policy.RestoreSnapshot, storeSnapshot{path: newest, at: time.Unix(0, ns)}
+}
+
+// sqliteAdvice says why a damaged store is left as it is and what its app's own tool does.
+func (e *Engine) sqliteAdvice(t Target, store format.SQLiteStore, s *sqliteJudged) string {
+	var why string
+	switch {
+	case s.j.IndexOnly():
+		why = "its indexes alone are damaged, and the rule does not allow reindex"
+	case s.verdict.Kind == format.KindNotADatabase:
+		why = "page 1 is destroyed: SQLite cannot open the store, and it is not repaired while its app may run"
+	case s.verdict.Kind == format.KindOrphanedWAL:
+		why = "its committed transactions are in the -wal alone, which sessionmedic never opens beside an empty store"
+	case s.verdict.Kind == format.KindForeignKey:
+		why = "rows lack their parent rows: sessionmedic does not delete rows"
+	default:
+		why = "a table is damaged: rebuilding indexes cannot bring its rows back"
+	}
+	if d, ok := store.(interface{ SQLiteDoctor() string }); ok && d.SQLiteDoctor() != "" {
+		why += "; " + d.SQLiteDoctor()
+	}
+	if snaps := e.snapshots(t.Path); len(snaps) > 0 && !s.j.NotDB {
+		why += "; sessionmedic's newest snapshot that passed the check is " + snaps[len(snaps)-1]
+		if !t.Rule.HasStrategy(policy.RestoreSnapshot) {
+			why += " (the rule's strategy restore-snapshot would write it into the store, discarding the writes since)"
+		}
+	} else if t.Rule.HasStrategy(policy.RestoreSnapshot) && !s.j.NotDB {
+		why += "; restore-snapshot has no snapshot that passed the check to restore"
+	}
+	return why
+}
+
+// snapshotDir is where the snapshots of the store at path are kept.
+func (e *Engine) snapshotDir(path string) string {
+	return filepath.Join(e.StateDir, "sqlite", "snapshots", state.CopyName(path))
+}
+
+// snapshots lists the kept snapshots of the store at path, oldest first.
+func (e *Engine) snapshots(path string) []string {
+	dir := e.snapshotDir(path)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range ents {
+		if strings.HasSuffix(d.Name(), ".sqlite") {
+			out = append(out, filepath.Join(dir, d.Name()))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// keepSnapshot keeps the copy s was judged healthy on as the store's newest snapshot (when it
+// is within last_good.max_file_bytes), and the sqliteSnapshots newest only.
+func (e *Engine) keepSnapshot(path string, s *sqliteJudged) error {
+	if s.snap == "" || (e.Policy.LastGood.MaxFileBytes > 0 && s.size > e.Policy.LastGood.MaxFileBytes) {
+		return nil
+	}
+	dir := e.snapshotDir(path)
+	if err := e.fs.MkdirAllSync(dir); err != nil {
+		return copyFailed(err)
+	}
+	name := fmt.Sprintf("%020d.sqlite", e.Now().UnixNano())
+	if err := os.Rename(s.snap, filepath.Join(dir, name)); err != nil {
+		return copyFailed(err)
+	}
+	s.snap = ""
+	if err := e.fs.SyncDir(dir); err != nil {
+		return copyFailed(err)
+	}
+	snaps := e.snapshots(path)
+	for len(snaps) > sqliteSnapshots {
+		os.Remove(snaps[0])
+		snaps = snaps[1:]
+	}
+	return nil
+}

@@ -1,0 +1,326 @@
+package heal
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"database/sql/driver"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/sqlitedb"
+	"github.com/sessionmedic/sessionmedic/policy"
+	"modernc.org/sqlite"
+)
+
+// openclawStoreCase is an OpenClaw home whose agent database is OpenClaw 2026.9.6's own
+// (see heal/sqlitedb's fixture), under the openclaw preset's rule, and its engine.
+func openclawStoreCase(t *testing.T, tweak func(r *policy.Rule)) (e *Engine, home, db string) {
+	t.Helper()
+	f, err := os.Open("sqlitedb/testdata/openclaw-agent-2026.9.6.sqlite.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	home = filepath.Join(dir, ".openclaw")
+	db = filepath.Join(home, "agents", "main", "agent", "openclaw-agent.sqlite")
+	if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := policy.PresetRule("openclaw", policy.Env{Home: dir, Getenv: func(string) string { return "" }, Exists: func(string) bool { return false }})
+	if !ok {
+		t.Fatal("no openclaw preset")
+	}
+	r.Paths = []string{home}
+	if tweak != nil {
+		tweak(&r)
+	}
+	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(dir, "state"), Rules: []policy.Rule{r}}
+	cfg.LastGood.MaxFileBytes = 64 << 20
+	return New(cfg, Options{}), home, db
+}
+
+// storeEdit rewrites page n (4096 bytes) of the closed store at p.
+func storeEdit(t *testing.T, p string, n int, edit func(page []byte)) {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(data[(n-1)*4096 : n*4096])
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storeEvents is how many transcript events of the session the store at p holds, read
+// through SQLite (-1: it cannot be read).
+func storeEvents(t *testing.T, p string) int {
+	t.Helper()
+	c, err := (&sqlite.Driver{}).Open("file:" + p + "?mode=ro")
+	if err != nil {
+		return -1
+	}
+	defer c.Close()
+	rs, err := c.(driver.QueryerContext).QueryContext(context.Background(), "SELECT count(*) FROM transcript_events", nil)
+	if err != nil {
+		return -1
+	}
+	defer rs.Close()
+	row := []driver.Value{nil}
+	if err := rs.Next(row); err != nil {
+		return -1
+	}
+	return int(row[0].(int64))
+}
+
+func oneTarget(t *testing.T, e *Engine, home, db string) Target {
+	t.Helper()
+	ts, errs := e.Targets([]string{home}, nil)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var found []Target
+	for _, tg := range ts {
+		if strings.Contains(tg.Path, "sqlite") {
+			found = append(found, tg)
+		}
+	}
+	if len(found) != 1 || found[0].Path != db {
+		t.Fatalf("targets %+v, want the store alone of its family", ts)
+	}
+	return found[0]
+}
+
+func TestOpenClawStoreHealedThroughSQLite(t *testing.T) {
+	cases := []struct {
+		name     string
+		damage   func(t *testing.T, p string)
+		kind     string
+		action   string
+		strategy string
+	}{
+		{"healthy", func(*testing.T, string) {}, "", ActionNone, ""},
+		{"stale entry in a named index", func(t *testing.T, p string) {
+			storeEdit(t, p, 86, func(b []byte) { b[3842] = 7 })
+		}, format.KindStaleIndex, ActionHealed, "reindex"},
+		{"stale entry in the primary key's automatic index", func(t *testing.T, p string) {
+			storeEdit(t, p, 64, func(b []byte) { b[3882] = 7 })
+		}, format.KindStaleIndex, ActionHealed, "reindex"},
+		{"a named index's page zeroed", func(t *testing.T, p string) {
+			storeEdit(t, p, 86, func(b []byte) { clear(b) })
+		}, format.KindBrokenIndex, ActionHealed, "reindex"},
+		{"the events table's root zeroed", func(t *testing.T, p string) {
+			storeEdit(t, p, 63, func(b []byte) { clear(b) })
+		}, format.KindCorruptTable, ActionRefused, ""},
+		{"page 1 zeroed", func(t *testing.T, p string) {
+			storeEdit(t, p, 1, func(b []byte) { clear(b) })
+		}, format.KindNotADatabase, ActionRefused, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e, home, db := openclawStoreCase(t, nil)
+			tc.damage(t, db)
+			before, _ := os.ReadFile(db)
+			tg := oneTarget(t, e, home, db)
+			c := e.Check(tg)
+			if c.Format != "openclaw-agent-db" || c.Kind != tc.kind || (tc.kind == "") != (c.Verdict == Healthy) {
+				t.Fatalf("check: %+v", c)
+			}
+			if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+				t.Fatal("check changed the store")
+			}
+			dry := e.Heal(context.Background(), tg, true)
+			if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+				t.Fatalf("a dry run changed the store: %+v", dry)
+			}
+			r := e.Heal(context.Background(), tg, false)
+			if r.Kind != tc.kind || r.Action != tc.action || r.Strategy != tc.strategy {
+				t.Fatalf("heal: %+v", r)
+			}
+			switch tc.action {
+			case ActionHealed:
+				if n := storeEvents(t, db); n != 6 {
+					t.Fatalf("healed store holds %d events, want 6", n)
+				}
+				m, err := e.Quarantine.Get(filepath.Base(r.Quarantine))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The entry is the damaged store, as SQLite read it: judged as it was.
+				j, err := sqlitedb.Judge(filepath.Join(m.Dir, m.File))
+				if err != nil || j.OK() || m.Kind != tc.kind || m.Strategy != "reindex" {
+					t.Fatalf("quarantine entry %+v judged %+v %v", m, j, err)
+				}
+				again := e.Heal(context.Background(), tg, false)
+				if again.Verdict != Healthy || again.Action != ActionNone {
+					t.Fatalf("healed twice: %+v", again)
+				}
+			case ActionRefused:
+				if !strings.Contains(r.Reason, "openclaw doctor") {
+					t.Fatalf("refusal says nothing of the app's own tool: %q", r.Reason)
+				}
+				if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+					t.Fatal("a refused heal changed the store")
+				}
+			default:
+				if n := len(e.snapshots(db)); n != 1 {
+					t.Fatalf("healthy store: %d snapshots kept, want 1", n)
+				}
+				if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+					t.Fatal("a healthy store was written")
+				}
+			}
+			if ents, _ := os.ReadDir(filepath.Join(e.StateDir, "sqlite", "tmp")); len(ents) != 0 {
+				t.Fatalf("copies left in the state dir: %v", ents)
+			}
+			for _, side := range []string{"-wal", "-shm", "-journal"} {
+				if _, err := os.Lstat(db + side); err == nil {
+					t.Fatalf("%s left beside a store that had none", side)
+				}
+			}
+		})
+	}
+}
+
+// A rule without reindex, or in observe mode, reports index damage and leaves the store.
+func TestOpenClawStoreReindexOnlyWhereTheRuleSays(t *testing.T) {
+	for _, tweak := range []func(r *policy.Rule){
+		func(r *policy.Rule) { r.Strategies = []policy.Strategy{policy.Salvage, policy.LastGoodCopy} },
+		func(r *policy.Rule) { r.Mode = policy.ModeObserve },
+	} {
+		e, home, db := openclawStoreCase(t, tweak)
+		storeEdit(t, db, 86, func(b []byte) { b[3842] = 7 })
+		before, _ := os.ReadFile(db)
+		r := e.Heal(context.Background(), oneTarget(t, e, home, db), false)
+		if r.Kind != format.KindStaleIndex || r.Action != ActionRefused || r.Reason == "" {
+			t.Fatalf("heal: %+v", r)
+		}
+		if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+			t.Fatal("the store was written")
+		}
+	}
+}
+
+// A quarantine entry of a store is never put back by a file replace.
+func TestOpenClawStoreEntryIsNotRestoredByReplace(t *testing.T) {
+	e, home, db := openclawStoreCase(t, nil)
+	storeEdit(t, db, 86, func(b []byte) { b[3842] = 7 })
+	tg := oneTarget(t, e, home, db)
+	r := e.Heal(context.Background(), tg, false)
+	if r.Action != ActionHealed {
+		t.Fatalf("heal: %+v", r)
+	}
+	before, _ := os.ReadFile(db)
+	m, err := e.Quarantine.Get(filepath.Base(r.Quarantine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Restore(context.Background(), m, tg); err == nil || !strings.Contains(err.Error(), "SQLite store") {
+		t.Fatalf("restore of a store's entry: %v", err)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Fatal("the store was written")
+	}
+}
+
+// restore-snapshot, where a rule opts in: a store whose table is damaged gets back its
+// newest snapshot that passed the gate, through the backup API, and the report says what was
+// discarded; without a snapshot, or with page 1 destroyed, it is left as it is.
+func TestOpenClawStoreRestoreSnapshotWhereTheRuleOptsIn(t *testing.T) {
+	optIn := func(r *policy.Rule) { r.Strategies = append(r.Strategies, policy.RestoreSnapshot) }
+
+	e, home, db := openclawStoreCase(t, optIn)
+	tg := oneTarget(t, e, home, db)
+	if r := e.Heal(context.Background(), tg, false); r.Verdict != Healthy || len(e.snapshots(db)) != 1 {
+		t.Fatalf("first look: %+v, %d snapshots", r, len(e.snapshots(db)))
+	}
+	storeEdit(t, db, 63, func(b []byte) { clear(b) })
+	if r := e.Heal(context.Background(), tg, true); r.Action != ActionWouldHeal || r.Strategy != "restore-snapshot" {
+		t.Fatalf("dry run: %+v", r)
+	}
+	r := e.Heal(context.Background(), tg, false)
+	if r.Kind != format.KindCorruptTable || r.Action != ActionHealed || r.Strategy != "restore-snapshot" || !strings.Contains(r.Discarded, "committed after") {
+		t.Fatalf("heal: %+v", r)
+	}
+	if n := storeEvents(t, db); n != 6 {
+		t.Fatalf("restored store holds %d events", n)
+	}
+	m, err := e.Quarantine.Get(filepath.Base(r.Quarantine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := sqlitedb.Judge(filepath.Join(m.Dir, m.File)); err != nil || j.OK() {
+		t.Fatalf("quarantine entry judged %+v %v", j, err)
+	}
+
+	// No snapshot kept: left as it is, and said.
+	e, home, db = openclawStoreCase(t, optIn)
+	storeEdit(t, db, 63, func(b []byte) { clear(b) })
+	before, _ := os.ReadFile(db)
+	r = e.Heal(context.Background(), oneTarget(t, e, home, db), false)
+	if r.Action != ActionRefused || !strings.Contains(r.Reason, "no snapshot") {
+		t.Fatalf("heal without a snapshot: %+v", r)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Fatal("the store was written")
+	}
+
+	// Page 1 destroyed: never restored live.
+	e, home, db = openclawStoreCase(t, optIn)
+	tg = oneTarget(t, e, home, db)
+	e.Heal(context.Background(), tg, false)
+	storeEdit(t, db, 1, func(b []byte) { clear(b) })
+	before, _ = os.ReadFile(db)
+	r = e.Heal(context.Background(), tg, false)
+	if r.Kind != format.KindNotADatabase || r.Action != ActionRefused {
+		t.Fatalf("heal of a destroyed page 1: %+v", r)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Fatal("the store was written")
+	}
+}
+
+// A store of 0 bytes beside a -wal that holds its transactions is never opened (SQLite would
+// delete the -wal): reported, and both files left as they are.
+func TestOpenClawStoreEmptyBesideItsWALIsNeverOpened(t *testing.T) {
+	e, home, db := openclawStoreCase(t, nil)
+	wal := bytes.Repeat([]byte{0x37}, 4096)
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db+"-wal", wal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := oneTarget(t, e, home, db)
+	for _, r := range []Report{e.Check(tg), e.Heal(context.Background(), tg, false)} {
+		if r.Kind != format.KindOrphanedWAL {
+			t.Fatalf("judged %+v", r)
+		}
+	}
+	if got, _ := os.ReadFile(db + "-wal"); !bytes.Equal(got, wal) {
+		t.Fatal("the -wal was changed")
+	}
+	if fi, _ := os.Stat(db); fi.Size() != 0 {
+		t.Fatal("the store was written")
+	}
+	if _, err := os.Lstat(db + "-shm"); err == nil {
+		t.Fatal("a -shm was made beside it")
+	}
+}
