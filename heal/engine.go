@@ -408,8 +408,12 @@ func (e *Engine) IncrementalStats() (incremental, full int64) {
 // what a caller remembers after a heal to recognise the event of its own write.
 func Fingerprint(path string) (Identity, error) { return fsio.StatIdentity(path) }
 
-// Recover resolves heals a crash left unfinished (call it before the first heal).
-func (e *Engine) Recover() ([]Recovered, error) { return e.Journal.Recover() }
+// Recover resolves heals a crash left unfinished (call it before the first heal), and removes
+// the private copies of SQLite stores that processes now gone left in the state directory.
+func (e *Engine) Recover() ([]Recovered, error) {
+	e.cleanSQLiteTmp()
+	return e.Journal.Recover()
+}
 
 // ruleRoot is the rule path that contains path (the longest, when paths nest), or the file's
 // own directory when none does (a file named on the command line).

@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -92,10 +94,38 @@ func (e *Engine) sqliteTmp() (string, error) {
 	return dir, nil
 }
 
-func randomName() string {
+// tmpName is the name of a new private copy: this process's pid, so that a copy a crash
+// left is known for one (cleanSQLiteTmp), and random bytes.
+func tmpName() string {
 	var b [8]byte
 	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:]) + ".sqlite"
+}
+
+// cleanSQLiteTmp removes the private copies of processes that are gone (a crash, a kill): a
+// copy is only ever used by the process that took it.
+func (e *Engine) cleanSQLiteTmp() {
+	dir := filepath.Join(e.StateDir, "sqlite", "tmp")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, d := range ents {
+		pid, _, ok := strings.Cut(d.Name(), "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil || n <= 0 {
+			continue
+		}
+		if n != os.Getpid() && !processAlive(n) {
+			os.Remove(filepath.Join(dir, d.Name()))
+		}
+	}
+}
+
+// processAlive reports whether a process with pid runs (one of another user counts).
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // judgeSQLite copies the store at t.Path through the backup API (as the tree's owner where
@@ -156,7 +186,7 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 		out.verdict = format.Skip("not judged: its copy cannot be taken in the state directory: %v", err)
 		return out
 	}
-	snap := filepath.Join(dir, randomName()+".sqlite")
+	snap := filepath.Join(dir, tmpName())
 	size, err := sqlitedb.Snapshot(real, snap, asOwner)
 	switch {
 	case errors.Is(err, sqlitedb.ErrNotDatabase):
@@ -373,6 +403,7 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 	if id, err := fsio.StatIdentity(t.Path); err == nil {
 		r.Wrote = map[string]Identity{t.Path: id}
 	}
+	e.step("done", t.Path)
 }
 
 // storeSnapshot is a kept snapshot of a store, and when it was taken.

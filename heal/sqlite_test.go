@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,7 +74,7 @@ func storeEdit(t *testing.T, p string, n int, edit func(page []byte)) {
 // through SQLite (-1: it cannot be read).
 func storeEvents(t *testing.T, p string) int {
 	t.Helper()
-	c, err := (&sqlite.Driver{}).Open("file:" + p + "?mode=ro")
+	c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: p, RawQuery: "mode=rw&_pragma=query_only(1)"}).String())
 	if err != nil {
 		return -1
 	}

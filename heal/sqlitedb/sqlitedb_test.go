@@ -1,7 +1,9 @@
 package sqlitedb
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -375,5 +377,74 @@ func TestRestoreBesideALiveWriter(t *testing.T) {
 	}
 	if j := judge(t, p); !j.OK() {
 		t.Fatalf("store after the run: %+v", j)
+	}
+}
+
+// A store reached through a symlink on the way (a directory swapped for a link to another
+// tree) is not the store named: nothing is read from it or written to it.
+func TestSymlinkOnTheWayIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	elsewhere := filepath.Join(dir, "elsewhere")
+	if err := os.MkdirAll(elsewhere, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p := mkStore(t, elsewhere, 20, false)
+	staleNamed(t, p)
+	if err := os.Symlink(elsewhere, filepath.Join(dir, "agent")); err != nil {
+		t.Fatal(err)
+	}
+	named := filepath.Join(dir, "agent", "store.sqlite")
+	before, _ := os.ReadFile(p)
+	if _, err := Snapshot(named, filepath.Join(dir, "snap"), nil); !errors.Is(err, ErrMoved) {
+		t.Fatalf("snapshot through a link: %v", err)
+	}
+	if _, err := JudgeLive(named, nil); !errors.Is(err, ErrMoved) {
+		t.Fatalf("live judgement through a link: %v", err)
+	}
+	for _, heal := range []func() error{
+		func() error { return Reindex(named, []string{"idx_events_json"}) },
+		func() error { return Rebuild(named, []string{"idx_events_json"}) },
+	} {
+		if err := heal(); !errors.Is(err, ErrMoved) {
+			t.Fatalf("heal through a link: %v", err)
+		}
+	}
+	if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
+		t.Fatal("the store behind the link was written")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "snap")); err == nil {
+		t.Fatal("a copy was left")
+	}
+	for _, side := range []string{"-wal", "-shm", "-journal"} {
+		if _, err := os.Lstat(p + side); err == nil {
+			t.Fatalf("%s made beside the store behind the link", side)
+		}
+	}
+}
+
+// A store whose path holds what a URI gives meaning to (#, ?, %, a space) or bytes that are
+// not UTF-8 is opened at that path, not at a part of it.
+func TestStoreNamesAreTakenAsTheyAre(t *testing.T) {
+	for _, name := range []string{"a#b", "a?mode=ro", "100%25 done", "caf\xe9"} {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		p := mkStore(t, dir, 20, false)
+		staleNamed(t, p)
+		j := judge(t, p)
+		if !j.IndexOnly() || len(j.Stale) != 1 {
+			t.Fatalf("%q: judged %+v", name, j)
+		}
+		if err := Reindex(p, j.Stale); err != nil {
+			t.Fatalf("%q: %v", name, err)
+		}
+		if j := judge(t, p); !j.OK() {
+			t.Fatalf("%q: after REINDEX %+v", name, j)
+		}
+		ents, _ := os.ReadDir(filepath.Dir(dir))
+		if len(ents) != 1 {
+			t.Fatalf("%q: files made beside the store's directory: %v", name, ents)
+		}
 	}
 }

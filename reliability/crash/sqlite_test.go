@@ -1,0 +1,194 @@
+package crash
+
+import (
+	"compress/gzip"
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sessionmedic/sessionmedic/heal/sqlitedb"
+	"modernc.org/sqlite"
+)
+
+// A SQLite store's heal killed at each of its steps, and at random moments (inside SQLite's
+// own transactions too): the store is left as it was or healed, never anything else, its 6
+// events intact wherever its tables were; the next heal finishes the work, and no private
+// copy of the crashed run is left behind.
+func TestSQLiteHealCrashes(t *testing.T) {
+	fixture := filepath.Join(moduleRoot, "heal", "sqlitedb", "testdata", "openclaw-agent-2026.9.6.sqlite.gz")
+	damages := []struct {
+		name, kind string
+		restore    bool // the rule opts in to restore-snapshot (its snapshot taken first)
+		edit       func(page []byte)
+		page       int
+	}{
+		{"stale named index", "stale-index", false, func(b []byte) { b[3842] = 7 }, 86},
+		{"stale automatic index", "stale-index", false, func(b []byte) { b[3882] = 7 }, 64},
+		{"broken named index", "broken-index", false, func(b []byte) { clear(b) }, 86},
+		{"table root destroyed", "corrupt-table", true, func(b []byte) { clear(b) }, 63},
+	}
+	points := []string{"locked", "quarantined", "written", "done"}
+	rng := rand.New(rand.NewPCG(*seedBase, 23))
+	runs := 0
+	for _, d := range damages {
+		var kills []string
+		kills = append(kills, points...)
+		for i := 0; i < 6; i++ {
+			kills = append(kills, fmt.Sprintf("after %dms", rng.IntN(80)))
+		}
+		for _, kill := range kills {
+			runs++
+			t.Run(d.name+"/"+kill, func(t *testing.T) {
+				dir := t.TempDir()
+				db := filepath.Join(dir, "home", ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite")
+				writeFixture(t, fixture, db)
+				strategies := ""
+				if d.restore {
+					strategies = "\n    strategies: [salvage, backup, last-good, normalize, reindex, restore-snapshot]"
+				}
+				e := env{dir: dir, stateDir: filepath.Join(dir, "state"), policy: filepath.Join(dir, "policy.yaml")}
+				policy := fmt.Sprintf("version: 1\nstate_dir: %s\nrules:\n  - name: oc\n    preset: openclaw\n    paths: [%s]%s\n",
+					e.stateDir, filepath.Join(dir, "home", ".openclaw"), strategies)
+				if err := os.WriteFile(e.policy, []byte(policy), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if d.restore {
+					if r := runHeal(e, "", time.Minute); r.code != 0 || r.err != nil {
+						t.Fatalf("first look: %+v", r)
+					}
+				}
+				editStorePage(t, db, d.page, d.edit)
+
+				var r result
+				if at, ok := strings.CutPrefix(kill, "after "); ok {
+					delay, _ := time.ParseDuration(at)
+					cmd, so, se := healCmd(e, "")
+					if err := cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+					time.AfterFunc(delay, func() { cmd.Process.Signal(syscall.SIGKILL) })
+					killed, code, err := wait(cmd, time.Minute)
+					r = result{killed: killed, code: code, err: err, stdout: so.String(), stderr: se.String()}
+				} else {
+					r = runHeal(e, kill, time.Minute)
+					if !r.killed {
+						t.Fatalf("not killed at %s: %+v", kill, r)
+					}
+				}
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				// Left as it was, or healed.
+				j := storeJudged(t, db)
+				switch {
+				case j.OK():
+				case d.kind == "stale-index" && len(j.Stale) == 1 && j.IndexOnly():
+				case d.kind == "broken-index" && j.IndexOnly():
+				case d.kind == "corrupt-table" && !j.IndexOnly() && !j.NotDB:
+				default:
+					t.Fatalf("after the kill (%s) the store is judged %+v", kill, j)
+				}
+				if d.kind != "corrupt-table" || j.OK() {
+					if n := storeEvents(t, db); n != 6 {
+						t.Fatalf("after the kill the store holds %d events, want 6", n)
+					}
+				}
+				// The next heal finishes.
+				if r := runHeal(e, "", time.Minute); r.code != 0 || r.err != nil {
+					t.Fatalf("heal after the kill: %+v", r)
+				}
+				if j := storeJudged(t, db); !j.OK() {
+					t.Fatalf("after the second heal the store is judged %+v", j)
+				}
+				if n := storeEvents(t, db); n != 6 {
+					t.Fatalf("healed store holds %d events, want 6", n)
+				}
+				if ents, _ := os.ReadDir(filepath.Join(e.stateDir, "sqlite", "tmp")); len(ents) != 0 {
+					t.Fatalf("private copies left: %v", ents)
+				}
+			})
+		}
+	}
+	t.Logf("%d SQLite crash runs", runs)
+}
+
+func writeFixture(t *testing.T, gz, to string) {
+	t.Helper()
+	f, err := os.Open(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// editStorePage rewrites page n (4096 bytes) of the closed store at p.
+func editStorePage(t *testing.T, p string, n int, edit func([]byte)) {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(data[(n-1)*4096 : n*4096])
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storeJudged is the gate's judgement of the store at p, on a copy taken through SQLite.
+func storeJudged(t *testing.T, p string) sqlitedb.Judgement {
+	t.Helper()
+	snap := filepath.Join(t.TempDir(), "judged.sqlite")
+	if _, err := sqlitedb.Snapshot(p, snap, nil); err != nil {
+		t.Fatalf("copy of the store: %v", err)
+	}
+	j, err := sqlitedb.Judge(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// storeEvents counts the store's transcript events through SQLite (-1: unreadable).
+func storeEvents(t *testing.T, p string) int {
+	t.Helper()
+	c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: p, RawQuery: "mode=rw&_pragma=query_only(1)"}).String())
+	if err != nil {
+		return -1
+	}
+	defer c.Close()
+	rs, err := c.(driver.QueryerContext).QueryContext(context.Background(), "SELECT count(*) FROM transcript_events", nil)
+	if err != nil {
+		ls, _ := os.ReadDir(filepath.Dir(p))
+		t.Logf("events of %s: %v (%v)", p, err, ls)
+		return -1
+	}
+	defer rs.Close()
+	row := []driver.Value{nil}
+	if rs.Next(row) != nil {
+		return -1
+	}
+	return int(row[0].(int64))
+}
