@@ -5,11 +5,15 @@ import (
 	"compress/gzip"
 	"context"
 	"database/sql/driver"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -323,5 +327,112 @@ func TestOpenClawStoreEmptyBesideItsWALIsNeverOpened(t *testing.T) {
 	}
 	if _, err := os.Lstat(db + "-shm"); err == nil {
 		t.Fatal("a -shm was made beside it")
+	}
+}
+
+// A store healed while a writer in OpenClaw's style (short BEGIN IMMEDIATE transactions,
+// busy_timeout 5000, WAL) commits into it: the damage, made live through SQLite
+// (sqlite_dbpage), is judged and healed; none of the writer's commits fails and none is lost.
+func TestOpenClawStoreHealedBesideALiveWriter(t *testing.T) {
+	e, home, db := openclawStoreCase(t, nil)
+	exec := func(c driver.Conn, q string, args ...driver.NamedValue) error {
+		_, err := c.(driver.ExecerContext).ExecContext(context.Background(), q, args)
+		return err
+	}
+	w, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)"}).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := exec(w, "CREATE TABLE writer_log (i INTEGER PRIMARY KEY, v TEXT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec(w, "CREATE INDEX writer_log_v ON writer_log(v)"); err != nil {
+		t.Fatal(err)
+	}
+	var wrote, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			err := exec(w, "BEGIN IMMEDIATE")
+			if err == nil {
+				err = exec(w, fmt.Sprintf("INSERT INTO writer_log VALUES (%d, 'commit %d')", i, i))
+			}
+			if err == nil {
+				err = exec(w, "COMMIT")
+			}
+			if err != nil {
+				exec(w, "ROLLBACK")
+				failed.Add(1)
+				continue
+			}
+			wrote.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	for wrote.Load() < 10 {
+		runtime.Gosched()
+	}
+	// The damage, made through SQLite while the writer runs: one entry of
+	// idx_agent_transcript_event_sequence made stale (page 86).
+	d, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=rw&_pragma=busy_timeout(5000)"}).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := d.(driver.QueryerContext).QueryContext(context.Background(), "SELECT data FROM sqlite_dbpage WHERE pgno=86", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := []driver.Value{nil}
+	if err := rs.Next(row); err != nil {
+		t.Fatal(err)
+	}
+	rs.Close()
+	page := append([]byte(nil), row[0].([]byte)...)
+	page[3842] = 7
+	if err := exec(d, "UPDATE sqlite_dbpage SET data=? WHERE pgno=86", driver.NamedValue{Ordinal: 1, Value: page}); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+
+	tg := oneTarget(t, e, home, db)
+	r := e.Heal(context.Background(), tg, false)
+	if r.Kind != format.KindStaleIndex || r.Action != ActionHealed {
+		t.Fatalf("heal beside the writer: %+v", r)
+	}
+	at := wrote.Load()
+	for wrote.Load() < at+10 {
+		runtime.Gosched()
+	}
+	close(stop)
+	wg.Wait()
+	if failed.Load() != 0 {
+		t.Fatalf("%d of the writer's commits failed", failed.Load())
+	}
+	rs, err = w.(driver.QueryerContext).QueryContext(context.Background(), "SELECT count(*), max(i) FROM writer_log", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row = []driver.Value{nil, nil}
+	if err := rs.Next(row); err != nil {
+		t.Fatal(err)
+	}
+	rs.Close()
+	if row[0].(int64) != wrote.Load() || row[1].(int64) != wrote.Load() {
+		t.Fatalf("the store holds %v commits (last %v), the writer made %d", row[0], row[1], wrote.Load())
+	}
+	if n := storeEvents(t, db); n != 6 {
+		t.Fatalf("healed store holds %d events", n)
+	}
+	if c := e.Check(tg); c.Verdict != Healthy {
+		t.Fatalf("after the run: %+v", c)
 	}
 }
