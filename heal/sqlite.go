@@ -61,7 +61,7 @@ func sqliteGeneration(path string) (gen [2]Identity, err error) {
 
 // sqliteTarget reports whether t names an app's SQLite store.
 func (e *Engine) sqliteTarget(t Target) (format.SQLiteStore, bool) {
-	if t.Skip != "" || t.Temp || t.Missing {
+	if t.Skip != "" || t.Temp {
 		return nil, false
 	}
 	s, ok := e.profile(t.Rule.Format, t.Path).(format.SQLiteStore)
@@ -136,6 +136,16 @@ func processAlive(pid int) bool {
 func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 	out.verdict = format.OK()
 	gen, err := sqliteGeneration(t.Path)
+	if t.Missing && errors.Is(err, os.ErrNotExist) {
+		// Its -wal beside no store (MissingIn): never opened, for any open would start an
+		// empty store there and delete the -wal.
+		if wal, err := fsio.StatIdentity(t.Path + "-wal"); err == nil && wal.Size > 32 {
+			out.verdict = format.Damage(format.KindOrphanedWAL, 0, "the store is missing beside a -wal of %d bytes that holds its committed transactions: any SQLite open of the store would start an empty one and delete that -wal (OpenClaw moves it aside as *.orphaned-<ms> and starts empty); keep the -wal, stop the app and put the store back from a backup", wal.Size)
+			return out
+		}
+		out.verdict = format.Skip("file no longer exists")
+		return out
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		out.verdict = format.Skip("file no longer exists")
@@ -309,6 +319,15 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 		r.Action, r.Reason = ActionRefused, e.sqliteAdvice(t, store, &s)
 		return
 	}
+	offline := s.verdict.Kind == format.KindNotADatabase
+	if offline {
+		// Never while anyone may hold the store: a connection opened before page 1 was lost
+		// may still write into its -wal.
+		if _, err := storeFamily(t.Path); err != nil {
+			r.Action, r.Reason = ActionRefused, err.Error()+"; "+e.sqliteAdvice(t, store, &s)
+			return
+		}
+	}
 	if t.Rule.Mode == policy.ModeObserve {
 		r.Action, r.Reason = ActionRefused, "observe mode: would heal with "+string(strategy)
 		return
@@ -326,9 +345,22 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 		return
 	}
 	defer lk.Release()
+	e.step("locked", t.Path)
+	if offline {
+		q, err := e.restoreOffline(t, &s, snap)
+		r.Quarantine = q
+		if err != nil {
+			r.Action, r.Reason = ActionRefused, err.Error()+"; "+e.sqliteAdvice(t, store, &s)
+			if errors.Is(err, errBusy) {
+				r.Verdict, r.Action = Busy, ActionNone
+			}
+			return
+		}
+		e.sqliteHealed(t, store, r, &s, strategy, snap, "snapshot "+snap.path+" put in place of the store")
+		return
+	}
 	// The copy the store was judged on is the quarantine entry: taken through SQLite, the
 	// store as its last transaction left it, damaged pages included.
-	e.step("locked", t.Path)
 	m := &Manifest{ID: state.NewID(e.Now()), Path: t.Path, Rule: t.Rule.Name, Identity: s.gen[0], Kind: s.verdict.Kind,
 		Offset: -1, Detail: s.verdict.Detail, Strategy: string(strategy)}
 	sum, err := fsio.SHAFile(s.snap)
@@ -380,6 +412,12 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 		r.Action, r.Reason = ActionRefused, "SQLite refused the "+string(strategy)+": "+err.Error()+"; "+e.sqliteAdvice(t, store, &s)
 		return
 	}
+	e.sqliteHealed(t, store, r, &s, strategy, snap, done)
+}
+
+// sqliteHealed verifies a store's heal as it was judged (a new copy, the app's gate) and
+// fills r with the outcome.
+func (e *Engine) sqliteHealed(t Target, store format.SQLiteStore, r *Report, s *sqliteJudged, strategy policy.Strategy, snap storeSnapshot, done string) {
 	if strategy == policy.RestoreSnapshot {
 		r.Discarded = fmt.Sprintf("every transaction the store committed after %s (the snapshot restored, %s before the restore)", snap.at.UTC().Format(time.RFC3339), e.Now().Sub(snap.at).Round(time.Second))
 	}
@@ -415,11 +453,15 @@ type storeSnapshot struct {
 // sqliteStrategy is the strategy of the rule that heals the damage s found ("" for none):
 // reindex where the indexes alone are damaged; else restore-snapshot, where the rule opts in,
 // page 1 is readable, and the store's newest kept snapshot passes the gate (and snap is it).
+//
+// A store whose page 1 is destroyed cannot be written through SQLite: its restore replaces
+// the file (restoreOffline), only while no process holds the store or a sidecar open.
 func (e *Engine) sqliteStrategy(t Target, s *sqliteJudged) (policy.Strategy, storeSnapshot) {
 	if s.j.IndexOnly() && t.Rule.HasStrategy(policy.Reindex) {
 		return policy.Reindex, storeSnapshot{}
 	}
-	if !t.Rule.HasStrategy(policy.RestoreSnapshot) || s.snap == "" || s.j.NotDB || s.verdict.Kind == format.KindOrphanedWAL {
+	offline := s.verdict.Kind == format.KindNotADatabase
+	if !t.Rule.HasStrategy(policy.RestoreSnapshot) || (s.snap == "" && !offline) || s.verdict.Kind == format.KindOrphanedWAL {
 		return "", storeSnapshot{}
 	}
 	snaps := e.snapshots(t.Path)
@@ -510,4 +552,124 @@ func (e *Engine) keepSnapshot(path string, s *sqliteJudged) error {
 		snaps = snaps[1:]
 	}
 	return nil
+}
+
+// storeFamily is the identity of the store at path and of each sidecar it has, once no
+// other process is seen to hold any of them open; an error (errBusy: a process holds one)
+// when one does or that cannot be proven (the processes of other users cannot be seen
+// unless run as root).
+func storeFamily(path string) (map[string]Identity, error) {
+	ids := map[string]Identity{}
+	var all []Identity
+	for _, p := range []string{path + "-wal", path + "-shm", path + "-journal", path} {
+		id, err := fsio.StatIdentity(p)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
+			return nil, err
+		}
+		ids[p] = id
+		all = append(all, id)
+	}
+	pids, complete := fsio.OpenBy(all)
+	switch {
+	case len(pids) > 0:
+		return nil, busyErr("process %v holds the store or its -wal/-shm open: its file is never replaced while it may run (stop the app and heal again)", pids)
+	case !complete:
+		return nil, errors.New("it cannot be proven that no process holds the store open (the open files of other users' processes cannot be read: run as root, or stop the app and heal as its user)")
+	}
+	return ids, nil
+}
+
+// restoreOffline puts the newest verified snapshot in place of a store whose page 1 is
+// destroyed (no SQLite connection can open it), only while no process holds it or a
+// sidecar open: the family's raw bytes are quarantined (sidecars first, the store's entry
+// is the one returned), the snapshot is written beside the store as its owner and fsynced,
+// the sidecars are removed (a -wal left beside the new file would be replayed over it) and
+// the snapshot renamed over the store. A crash before the rename leaves the destroyed store
+// (without its sidecars, whose bytes are in quarantine): judged and healed the same way.
+func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (string, error) {
+	ids, err := storeFamily(t.Path)
+	if err != nil {
+		return "", err
+	}
+	dbID, ok := ids[t.Path]
+	if !ok {
+		return "", busyErr("%s is gone", t.Path)
+	}
+	now := e.Now()
+	var q string
+	for _, p := range []string{t.Path + "-wal", t.Path + "-shm", t.Path + "-journal", t.Path} {
+		id, ok := ids[p]
+		if !ok {
+			continue
+		}
+		f, err := fsio.OpenStable(p, id)
+		if err != nil {
+			return q, fmt.Errorf("%s could not be read for its quarantine: %w", p, err)
+		}
+		m := &Manifest{ID: state.NewID(now), Path: p, Rule: t.Rule.Name, Identity: id, Kind: s.verdict.Kind,
+			Offset: -1, Detail: s.verdict.Detail, Strategy: string(policy.RestoreSnapshot)}
+		entry, err := e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, "", nil, now)
+		f.Close()
+		if err != nil {
+			return q, fmt.Errorf("%s could not be quarantined: %w", p, err)
+		}
+		if p == t.Path {
+			q = entry
+		}
+	}
+	e.step("quarantined", t.Path)
+	d, err := e.fs.OpenParent(ruleRoot(t.Rule, t.Path), t.Path)
+	if err != nil {
+		return q, err
+	}
+	defer d.Close()
+	src, err := os.Open(snap.path)
+	if err != nil {
+		return q, err
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return q, err
+	}
+	tmp := fsio.TempName(t.Path)
+	if _, err := d.WriteTemp(tmp, fsio.Range{Off: 0, N: fi.Size()}, src, "", os.FileMode(dbID.Mode&0o777), int(dbID.UID), int(dbID.GID)); err != nil {
+		return q, err
+	}
+	e.step("temp-written", t.Path)
+	undo := func(err error) (string, error) {
+		d.Remove(filepath.Base(tmp))
+		return q, err
+	}
+	// Still no one, and nothing changed since the family was quarantined.
+	now2, err := storeFamily(t.Path)
+	if err != nil {
+		return undo(err)
+	}
+	if len(now2) != len(ids) {
+		return undo(busyErr("the store's files changed while it was restored"))
+	}
+	for p, id := range ids {
+		if !now2[p].Same(id) {
+			return undo(busyErr("%s changed while the store was restored", p))
+		}
+	}
+	for _, side := range []string{"-wal", "-shm", "-journal"} {
+		if _, ok := ids[t.Path+side]; ok {
+			if err := d.Unlink(filepath.Base(t.Path) + side); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return undo(err)
+			}
+		}
+	}
+	if err := d.Rename(filepath.Base(tmp), filepath.Base(t.Path)); err != nil {
+		return undo(err)
+	}
+	if err := d.Sync(); err != nil {
+		return q, err
+	}
+	e.step("renamed", t.Path)
+	return q, nil
 }

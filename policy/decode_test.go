@@ -105,10 +105,10 @@ t.yaml:2: log.level: unknown log level "loud" (want debug, info, warn, error)
 t.yaml:3: quarantine.max_bytes: "1 XB" is not a size
 t.yaml:3: quarantine.max_age: "forever" is not a duration
 t.yaml:6: rules[0].paths[1]: "relative/dir" is not an absolute path
-t.yaml:7: rules[0].format: unknown format "xml" (want json, jsonl, copaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code)
+t.yaml:7: rules[0].format: unknown format "xml" (want json, jsonl, copaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code, opencode)
 t.yaml:8: rules[0].settle: "2x" is not a duration
 t.yaml:9: rules[1].name: "bot" is already the name of rules[0]
-t.yaml:10: rules[1].preset: unknown preset "nosuch" (want copaw, qwenpaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code)
+t.yaml:10: rules[1].preset: unknown preset "nosuch" (want copaw, qwenpaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code, opencode)
 t.yaml:15: rules[2].keep_last_good: expected true or false, got "maybe"
 t.yaml:20: rules[3].max_wait: 5s is less than settle (10s)
 t.yaml:21: rules[3].mode: unknown mode "sometimes" (want heal, observe)
@@ -208,8 +208,8 @@ func TestStrategiesMustApply(t *testing.T) {
 				"t.yaml:7: rules[0].strategies[2]: add-ordinals cannot repair format openclaw: it applies only to codex (format or preset)"},
 		{head + "    preset: praisonai\n    format: json\n",
 			"t.yaml:6: rules[0].format: json cannot use the preset's reconcile (only praisonai and openviking): set strategies"},
-		{head + "    format: xml\n    strategies: [reconcile]\n", "t.yaml:5: rules[0].format: unknown format \"xml\" (want json, jsonl, copaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code)"},
-		{head + "    preset: nosuch\n    strategies: [add-ordinals]\n", "t.yaml:5: rules[0].preset: unknown preset \"nosuch\" (want copaw, qwenpaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code)"},
+		{head + "    format: xml\n    strategies: [reconcile]\n", "t.yaml:5: rules[0].format: unknown format \"xml\" (want json, jsonl, copaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code, opencode)"},
+		{head + "    preset: nosuch\n    strategies: [add-ordinals]\n", "t.yaml:5: rules[0].preset: unknown preset \"nosuch\" (want copaw, qwenpaw, nanobot, praisonai, openviking, openclaw, claude-code, codex, gemini-cli, pi, copilot-cli, qwen-code, opencode)"},
 	} {
 		_, err := ParseEnv("t.yaml", []byte(tc.yaml), fakeEnv(nil))
 		if got := errString(err); got != tc.want {

@@ -16,7 +16,7 @@ import (
 // oracles), so half a second; while one runs, its liveness keeps every heal off.
 const AppendSettle = 500 * time.Millisecond
 
-var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code"}
+var presetNames = []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code", "opencode"}
 
 var presetAliases = map[string]string{"qwenpaw": "copaw"}
 
@@ -60,7 +60,8 @@ func appLockProtocols() []LockProtocol {
 // locations.
 var presetEnv = []string{"QWENPAW_WORKING_DIR", "COPAW_WORKING_DIR", "PRAISONAI_HOME",
 	"OPENVIKING_CONFIG_FILE", "OPENCLAW_HOME", "OPENCLAW_STATE_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
-	"GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "COPILOT_HOME", "QWEN_RUNTIME_DIR", "QWEN_HOME"}
+	"GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "COPILOT_HOME", "QWEN_RUNTIME_DIR", "QWEN_HOME",
+	"XDG_DATA_HOME", "OPENCODE_DB"}
 
 // PresetEnv returns the environment variables the presets read to find their apps (a
 // harness that must not see real app data drops them).
@@ -71,7 +72,7 @@ func Presets() []string { return slices.Clone(presetNames) }
 
 // PresetChoices lists every accepted preset name, aliases included, for error messages.
 func PresetChoices() []string {
-	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code"}
+	return []string{"copaw", "qwenpaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code", "opencode"}
 }
 
 // PresetRule returns the full rule of a preset (an alias gives its preset), named after it,
@@ -200,10 +201,36 @@ func PresetRule(name string, env Env) (Rule, bool) {
 		r.Settle = AppendSettle
 		r.Lock = Lock{Protocol: LockQwenCode}
 		r.Strategies = []Strategy{Salvage, LastGoodCopy}
+	case "opencode":
+		// <data>/opencode.db (the latest, beta and prod channels) or opencode-<channel>.db,
+		// a SQLite store judged and healed through SQLite (openclaw-sqlite.md §1.2); its
+		// -wal holds every transaction between runs and is never touched.
+		r.Paths, r.Match = opencodePaths(env)
+		r.Strategies = []Strategy{Reindex}
 	default:
 		return Rule{}, false
 	}
 	return r.clone(), true
+}
+
+// opencodePaths: the directory of $OPENCODE_DB when it is absolute (and its name), else
+// $XDG_DATA_HOME/opencode, else ~/.local/share/opencode (a relative $OPENCODE_DB is a name
+// in that directory).
+func opencodePaths(env Env) (paths, match []string) {
+	match = []string{"opencode.db", "opencode-*.db"}
+	db := env.getenv("OPENCODE_DB")
+	if filepath.IsAbs(db) {
+		return []string{filepath.Dir(filepath.Clean(db))}, append(match, filepath.Base(db))
+	}
+	if db != "" && !slices.Contains(match, filepath.Base(db)) {
+		match = append(match, filepath.Base(db))
+	}
+	if v := env.getenv("XDG_DATA_HOME"); v != "" {
+		if p := appPath(v, env.Home); p != "" {
+			return []string{filepath.Join(p, "opencode")}, match
+		}
+	}
+	return homePaths(env, filepath.Join(".local", "share", "opencode")), match
 }
 
 // appPath expands a location taken from an app's environment variable or config: ~ is

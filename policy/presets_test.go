@@ -11,7 +11,7 @@ import (
 )
 
 func TestPresetNames(t *testing.T) {
-	if got := Presets(); !slices.Equal(got, []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code"}) {
+	if got := Presets(); !slices.Equal(got, []string{"copaw", "nanobot", "praisonai", "openviking", "openclaw", "claude-code", "codex", "gemini-cli", "pi", "copilot-cli", "qwen-code", "opencode"}) {
 		t.Fatalf("Presets() = %v", got)
 	}
 	for _, name := range PresetChoices() {
@@ -96,6 +96,7 @@ var sessionFile = map[string]*regexp.Regexp{
 	"pi":          regexp.MustCompile(`^[^/]+/home/\.pi/agent/sessions/--tmp-demo-proj--/[0-9T-]+Z_[0-9a-f-]{36}\.jsonl$`),
 	"copilot-cli": regexp.MustCompile(`^[^/]+/home/\.copilot/session-state/[0-9a-f-]{36}/events\.jsonl$`),
 	"qwen-code":   regexp.MustCompile(`^[^/]+/home/\.qwen/projects/-tmp-oracle-proj/chats/[0-9a-f-]{36}\.jsonl$`),
+	"opencode":    regexp.MustCompile(`^[^/]+/home/\.local/share/opencode/opencode\.db$`),
 }
 
 // appTemp describes the sample files that are the app's temp files (clean-temp candidates).

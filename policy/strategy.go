@@ -13,8 +13,8 @@ var strategyFormats = map[Strategy][]string{
 	DropInvalidEntries: {"openclaw", "copilot-cli"},
 	AddOrdinals:        {"codex"},
 	RebuildHeader:      {"codex", "gemini-cli", "pi", "copilot-cli"},
-	Reindex:            {"openclaw"},
-	RestoreSnapshot:    {"openclaw"},
+	Reindex:            {"openclaw", "opencode"},
+	RestoreSnapshot:    {"openclaw", "opencode"},
 }
 
 // StrategyFormats returns the formats whose files s can repair, in the order of [Formats],

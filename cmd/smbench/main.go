@@ -49,7 +49,7 @@ func main() {
 }
 
 // workloads in the order they run. growth goes last: it reuses the scan tree when scan ran.
-var workloads = []string{"validate", "append", "e2e", "small", "docs", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "growth"}
+var workloads = []string{"validate", "append", "e2e", "small", "docs", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "sqlite", "growth"}
 
 type options struct {
 	json, quick, keep bool
@@ -183,7 +183,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	res := Result{Machine: machine, Quick: o.quick, Started: started.UTC().Format(time.RFC3339)}
 	failed := false
 	needBin := false
-	for _, n := range []string{"e2e", "small", "docs", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "growth"} {
+	for _, n := range []string{"e2e", "small", "docs", "scan", "idle", "latency", "bigfile", "healrss", "claude", "apps", "sqlite", "growth"} {
 		needBin = needBin || o.selected(n)
 	}
 	if needBin {
@@ -244,7 +244,7 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 	limit := map[string]time.Duration{
 		"validate": 5 * time.Minute, "append": 5 * time.Minute, "e2e": 5 * time.Minute, "small": 5 * time.Minute, "docs": 10 * time.Minute, "scan": 60 * time.Minute,
 		"idle": 40 * time.Minute, "latency": 5 * time.Minute, "bigfile": 10 * time.Minute,
-		"healrss": 15 * time.Minute, "claude": 20 * time.Minute, "apps": 15 * time.Minute, "growth": 20 * time.Minute,
+		"healrss": 15 * time.Minute, "claude": 20 * time.Minute, "apps": 15 * time.Minute, "sqlite": 15 * time.Minute, "growth": 20 * time.Minute,
 	}[name]
 	if b.o.quick {
 		limit = min(limit, 5*time.Minute)
@@ -277,6 +277,8 @@ func (b *bench) runWorkload(ctx context.Context, name string) ([]Row, error) {
 		return b.claude(ctx)
 	case "apps":
 		return b.appsBench(ctx)
+	case "sqlite":
+		return b.sqliteBench(ctx)
 	case "growth":
 		return b.growth(ctx)
 	}

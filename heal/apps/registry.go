@@ -28,6 +28,7 @@ func Registry() *format.Registry {
 	addPi(r)
 	addCopilotCLI(r)
 	addQwenCode(r)
+	addOpenCode(r)
 	return r
 }
 

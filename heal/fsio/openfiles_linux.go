@@ -1,6 +1,7 @@
 package fsio
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,4 +59,45 @@ func fdWritable(fdinfo string) bool {
 		}
 	}
 	return false
+}
+
+// OpenBy returns the pids of other processes that hold any of the files ids name open (for
+// reading or writing), and whether the answer is complete: every process's descriptors could
+// be read (run as root, or every process the caller's). An incomplete answer proves nothing
+// about the processes it could not see.
+func OpenBy(ids []Identity) (pids []int, complete bool) {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, false
+	}
+	self := os.Getpid()
+	complete = true
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		fdDir := filepath.Join("/proc", p.Name(), "fd")
+		fds, err := os.ReadDir(fdDir)
+		if err != nil {
+			if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ESRCH) {
+				complete = false // not ours to look at
+			}
+			continue
+		}
+	fds:
+		for _, fd := range fds {
+			var st syscall.Stat_t
+			if syscall.Stat(filepath.Join(fdDir, fd.Name()), &st) != nil {
+				continue
+			}
+			for _, id := range ids {
+				if uint64(st.Dev) == id.Dev && st.Ino == id.Ino {
+					pids = append(pids, pid)
+					break fds
+				}
+			}
+		}
+	}
+	return pids, complete
 }

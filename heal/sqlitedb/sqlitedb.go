@@ -180,9 +180,8 @@ func Snapshot(src, dst string, asSource func(func() error) error) (size int64, e
 		return 0, errors.New("sqlite driver has no backup API")
 	}
 	err = asSource(func() error {
-		// The store is opened read-write (SQLite then removes the -wal and -shm it made
-		// when it closes the last connection: the file set it found stays) and reads only.
-		s, err := open(uri(src, "mode=rw"))
+		mode := readMode(src)
+		s, err := open(uri(src, mode...))
 		if err != nil {
 			return err
 		}
@@ -191,7 +190,7 @@ func Snapshot(src, dst string, asSource func(func() error) error) (size int64, e
 		if err != nil {
 			return err
 		}
-		b, err := r.NewRestore(uri(src, "mode=rw", "_pragma=query_only(1)", "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")"))
+		b, err := r.NewRestore(uri(src, append(mode, "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")")...))
 		if err != nil {
 			return notDB(err)
 		}
@@ -272,17 +271,28 @@ func Judge(path string) (Judgement, error) {
 	return c.judge()
 }
 
+// readMode is how a store is opened to be read, so that the files beside it are left as they
+// were found: where a -wal holds transactions, read-only (the connection SQLite closes last
+// checkpoints the -wal into the store and deletes it, and a read-only one does neither:
+// OpenCode keeps its data in the -wal between runs, and a damaged store's -wal is evidence);
+// else read-write, reading only (SQLite then removes the -wal and -shm it made).
+func readMode(path string) []string {
+	if fi, err := os.Lstat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return []string{"mode=ro"}
+	}
+	return []string{"mode=rw", "_pragma=query_only(1)"}
+}
+
 // JudgeLive is Judge of the live store at path (its real path), read in one read
 // transaction through SQLite's locks (it holds the app's WAL from being checkpointed past it
-// while it reads: a one-time check's way, where no private copy is wanted). The store is
-// opened read-write and reads only, so that SQLite removes the -wal and -shm it made when
-// the last connection closes. asSource runs it as the store's owner where that applies.
+// while it reads: a one-time check's way, where no private copy is wanted), opened as
+// readMode says. asSource runs it as the store's owner where that applies.
 func JudgeLive(path string, asSource func(func() error) error) (j Judgement, err error) {
 	if asSource == nil {
 		asSource = func(fn func() error) error { return fn() }
 	}
 	err = asSource(func() error {
-		c, err := open(uri(path, "mode=rw", "_pragma=query_only(1)", "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")"))
+		c, err := open(uri(path, append(readMode(path), "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")")...))
 		if err != nil {
 			return notDB(err)
 		}

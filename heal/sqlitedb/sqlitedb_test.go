@@ -448,3 +448,59 @@ func TestStoreNamesAreTakenAsTheyAre(t *testing.T) {
 		}
 	}
 }
+
+// A store whose transactions are in its -wal, with no process holding it (OpenCode between
+// runs; a crashed app): judging it and copying it read those transactions and leave the
+// store and its -wal byte for byte as they were (no checkpoint, no -wal deleted).
+func TestReadingLeavesTheWALWhereItIs(t *testing.T) {
+	dir := t.TempDir()
+	p := mkStore(t, dir, 20, true)
+	w, err := open(uri(p, "mode=rw", "_pragma=wal_autocheckpoint(0)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 130; i++ {
+		if err := w.exec(fmt.Sprintf(`INSERT INTO transcript_events VALUES ('s1', %d, '{}')`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The family as a crash leaves it: copied while the writer holds it, between commits.
+	other := filepath.Join(t.TempDir(), "store.sqlite")
+	for _, side := range []string{"", "-wal"} {
+		b, err := os.ReadFile(p + side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(other+side, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	db0, _ := os.ReadFile(other)
+	wal0, _ := os.ReadFile(other + "-wal")
+	if len(wal0) == 0 {
+		t.Fatal("no transaction in the -wal")
+	}
+	snap := filepath.Join(t.TempDir(), "snap")
+	if _, err := Snapshot(other, snap, nil); err != nil {
+		t.Fatal(err)
+	}
+	j, err := JudgeLive(other, nil)
+	if err != nil || !j.OK() {
+		t.Fatalf("live judgement: %+v %v", j, err)
+	}
+	c, err := open(uri(snap, "mode=ro", "immutable=1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := c.strings("SELECT count(*) FROM transcript_events", 1)
+	c.Close()
+	if len(rows) != 1 || rows[0] != "50" {
+		t.Fatalf("the copy holds %v rows, want the store's 20 and the -wal's 30", rows)
+	}
+	db1, _ := os.ReadFile(other)
+	wal1, err := os.ReadFile(other + "-wal")
+	if err != nil || !bytes.Equal(db0, db1) || !bytes.Equal(wal0, wal1) {
+		t.Fatalf("the family changed: store same %v, -wal same %v (%v)", bytes.Equal(db0, db1), bytes.Equal(wal0, wal1), err)
+	}
+}
