@@ -38,10 +38,20 @@ const sqliteRejudge = 6 * time.Hour
 // sqliteSnapshots is how many verified snapshots of a store are kept.
 const sqliteSnapshots = 2
 
+// sqliteSpacing: a store judged healthy is judged again, when it changes, no sooner than
+// this many times its judgement took after it (and at least sqliteMinGap after): a busy
+// app's store changes at every commit, and a judgement of 1 GiB takes seconds of a CPU, so
+// it takes at most a few percent of one.
+const (
+	sqliteSpacing = 30
+	sqliteMinGap  = 10 * time.Second
+)
+
 // sqliteSeen is what the engine knows of a store it judged healthy.
 type sqliteSeen struct {
-	gen [2]Identity // the store's and its -wal's identity (zero: none) when judged
-	at  time.Time
+	gen  [2]Identity // the store's and its -wal's identity (zero: none) when judged
+	at   time.Time
+	cost time.Duration // how long its judgement took
 }
 
 type sqliteState struct {
@@ -76,6 +86,7 @@ type sqliteJudged struct {
 	gen     [2]Identity
 	snap    string // the copy, or ""
 	size    int64
+	cost    time.Duration // how long the copy and its judgement took
 }
 
 func (s *sqliteJudged) release() {
@@ -167,7 +178,8 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 		e.sqlite.mu.Lock()
 		s, ok := e.sqlite.seen[t.Path]
 		e.sqlite.mu.Unlock()
-		if ok && s.gen == gen && e.Now().Sub(s.at) < sqliteRejudge {
+		since := e.Now().Sub(s.at)
+		if ok && ((s.gen == gen && since < sqliteRejudge) || since < max(sqliteMinGap, sqliteSpacing*s.cost)) {
 			return out
 		}
 	}
@@ -197,6 +209,8 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 		return out
 	}
 	snap := filepath.Join(dir, tmpName())
+	began := time.Now()
+	defer func() { out.cost = time.Since(began) }()
 	size, err := sqlitedb.Snapshot(real, snap, asOwner)
 	switch {
 	case errors.Is(err, sqlitedb.ErrNotDatabase):
@@ -227,7 +241,7 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 // sawHealthy notes that the store at path, of generation gen, was judged healthy (and its
 // snapshot kept where the rule keeps one): until it changes, it is not copied again for
 // sqliteRejudge.
-func (e *Engine) sawHealthy(path string, gen [2]Identity) {
+func (e *Engine) sawHealthy(path string, s *sqliteJudged) {
 	if e.oneShot {
 		return
 	}
@@ -236,7 +250,7 @@ func (e *Engine) sawHealthy(path string, gen [2]Identity) {
 	if e.sqlite.seen == nil {
 		e.sqlite.seen = map[string]sqliteSeen{}
 	}
-	e.sqlite.seen[path] = sqliteSeen{gen: gen, at: e.Now()}
+	e.sqlite.seen[path] = sqliteSeen{gen: s.gen, at: e.Now(), cost: s.cost}
 }
 
 // sqliteVerdict is the verdict of what the gate said.
@@ -302,13 +316,14 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 	fill(r, s.verdict)
 	switch {
 	case s.verdict.Status == Healthy:
-		if s.snap != "" && !dryRun && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
+		judged := s.snap != "" // not a judgement the cache gave
+		if judged && !dryRun && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
 			if err := e.keepSnapshot(t.Path, &s); err != nil {
 				r.CopyErr = err.Error()
 			}
 		}
-		if s.snap != "" && !dryRun && r.CopyErr == "" {
-			e.sawHealthy(t.Path, s.gen)
+		if judged && !dryRun && r.CopyErr == "" {
+			e.sawHealthy(t.Path, &s)
 		}
 		return
 	case s.verdict.Status != Damaged:
@@ -436,7 +451,7 @@ func (e *Engine) sqliteHealed(t Target, store format.SQLiteStore, r *Report, s *
 		}
 	}
 	if r.CopyErr == "" {
-		e.sawHealthy(t.Path, v.gen)
+		e.sawHealthy(t.Path, &v)
 	}
 	if id, err := fsio.StatIdentity(t.Path); err == nil {
 		r.Wrote = map[string]Identity{t.Path: id}

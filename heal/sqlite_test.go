@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -60,7 +61,11 @@ func openclawStoreCase(t *testing.T, tweak func(r *policy.Rule)) (e *Engine, hom
 	}
 	cfg := &policy.Config{Version: 1, StateDir: filepath.Join(dir, "state"), Rules: []policy.Rule{r}}
 	cfg.LastGood.MaxFileBytes = 64 << 20
-	return New(cfg, Options{}), home, db
+	// Each look at the clock is an hour after the one before: every heal judges the store
+	// anew, past the spacing of a daemon's judgements (TestOpenClawStoreJudgementsAreSpaced).
+	var hours atomic.Int64
+	e = New(cfg, Options{Now: func() time.Time { return time.Now().Add(time.Duration(hours.Add(1)) * time.Hour) }})
+	return e, home, db
 }
 
 // storeEdit rewrites page n (4096 bytes) of the closed store at p.
@@ -615,5 +620,61 @@ func TestOpenClawStoreMissingBesideItsWAL(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(db + "-wal"); !bytes.Equal(got, wal) {
 		t.Fatal("the -wal was changed")
+	}
+}
+
+// The daemon's engine judges a store again when it changes, but no sooner than its spacing
+// after the last judgement (a busy app's store changes at every commit), and an unchanged
+// one only after sqliteRejudge; a one-shot engine judges it every time.
+func TestOpenClawStoreJudgementsAreSpaced(t *testing.T) {
+	e, home, db := openclawStoreCase(t, nil)
+	now := time.Unix(1_800_000_000, 0)
+	e.Now = func() time.Time { return now }
+	tg := oneTarget(t, e, home, db)
+	judged := func() bool {
+		r := e.Heal(context.Background(), tg, false)
+		if r.Verdict != Healthy {
+			t.Fatalf("heal: %+v", r)
+		}
+		// Each judgement keeps its copy as the newest snapshot, named by the clock.
+		names := e.snapshots(db)
+		return len(names) > 0 && strings.HasSuffix(names[len(names)-1], fmt.Sprintf("%020d.sqlite", now.UnixNano()))
+	}
+	if !judged() {
+		t.Fatal("first look: not judged")
+	}
+	now = now.Add(time.Second)
+	if judged() {
+		t.Fatal("unchanged a second later: judged again")
+	}
+	// A commit: the store changed. Within the spacing, not judged; after it, judged.
+	touch := func() {
+		c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=rw"}).String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.(driver.ExecerContext).ExecContext(context.Background(), "CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1)", nil); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	touch()
+	now = now.Add(sqliteMinGap / 2)
+	if judged() {
+		t.Fatal("changed within the spacing after its judgement: judged again")
+	}
+	now = now.Add(sqliteMinGap)
+	if !judged() {
+		t.Fatal("changed, past the spacing: not judged")
+	}
+	now = now.Add(sqliteRejudge + time.Second)
+	if !judged() {
+		t.Fatal("unchanged past sqliteRejudge: not judged")
+	}
+	// A one-shot engine (the CLI) judges every time.
+	e.oneShot = true
+	now = now.Add(time.Second)
+	if !judged() {
+		t.Fatal("one-shot: not judged")
 	}
 }

@@ -47,7 +47,7 @@ func (b *bench) sqliteBench(ctx context.Context) ([]Row, error) {
 	state := filepath.Join(dir, "state")
 	policy := filepath.Join(dir, "policy.yaml")
 	// Snapshots are kept up to the store's size (the default keeps none over 64 MiB).
-	pol := fmt.Sprintf("version: 1\nstate_dir: %s\nlast_good: {max_file_bytes: 4GiB, max_total_bytes: 16GiB}\nrules:\n  - name: oc\n    preset: openclaw\n    paths: [%s]\n", state, home)
+	pol := fmt.Sprintf("version: 1\nstate_dir: %s\nlast_good: {max_file_bytes: 4GiB, max_total_bytes: 16GiB}\nrules:\n  - name: oc\n    preset: openclaw\n    paths: [%s]\n    limits: {max_file_size: 4GiB}\n", state, home)
 	if err := os.WriteFile(policy, []byte(pol), 0o600); err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func genStore(ctx context.Context, path string, size int64) error {
 		}
 	}
 	body := strings.Repeat("lorem ipsum dolor sit amet ", 36)
-	n := int(size / 1150)
+	n := int(size / 1400)
 	for start := 0; start < n; start += 20000 {
 		tx, err := d.BeginTx(ctx, nil)
 		if err != nil {
