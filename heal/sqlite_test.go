@@ -678,3 +678,39 @@ func TestOpenClawStoreJudgementsAreSpaced(t *testing.T) {
 		t.Fatal("one-shot: not judged")
 	}
 }
+
+// A broken index of a store over the live-VACUUM size is rebuilt only while no process holds
+// the store (the VACUUM would hold its write lock past the app's busy timeout).
+func TestOpenClawStoreBigRebuildOnlyWhileNoOneHoldsIt(t *testing.T) {
+	e, home, db := openclawStoreCase(t, nil)
+	e.sqlite.liveVacuum = 64 << 10
+	storeEdit(t, db, 86, func(b []byte) { clear(b) })
+	tg := oneTarget(t, e, home, db)
+	if _, complete := fsio.OpenBy(nil); !complete {
+		t.Skip("other users' processes cannot be seen here: needs root")
+	}
+	holder := exec.Command("sh", "-c", "exec 3<\"$1\"; echo held; exec sleep 60", "sh", db)
+	out, err := holder.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(out, make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(db)
+	r := e.Heal(context.Background(), tg, false)
+	holder.Process.Kill()
+	holder.Wait()
+	if r.Kind != format.KindBrokenIndex || r.Action == ActionHealed || !strings.Contains(r.Reason, "VACUUM") {
+		t.Fatalf("heal while a process holds the store: %+v", r)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Fatal("a held store was written")
+	}
+	if r := e.Heal(context.Background(), tg, false); r.Action != ActionHealed || storeEvents(t, db) != 6 {
+		t.Fatalf("heal with no one holding it: %+v", r)
+	}
+}
