@@ -390,6 +390,9 @@ func (e *Engine) PruneStats() (Pruned, error) {
 	}
 	n, freed, err = e.LastGood.PruneBytes(e.Policy.LastGood.MaxTotalBytes)
 	p.LastGood, p.Freed = n, p.Freed+freed
+	// The snapshots of SQLite stores, under the same budget of their own.
+	n, freed = e.pruneSnapshots(e.Policy.LastGood.MaxTotalBytes)
+	p.LastGood, p.Freed = p.LastGood+n, p.Freed+freed
 	p.QuarantineBytes = e.Quarantine.Usage()
 	return p, err
 }

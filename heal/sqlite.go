@@ -720,3 +720,46 @@ func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (
 	e.step("renamed", t.Path)
 	return q, nil
 }
+
+// pruneSnapshots bounds the snapshots of every store together by max bytes (the last-good
+// copies' budget, last_good.max_total_bytes), the oldest removed first; it returns how many
+// it removed and the bytes freed.
+func (e *Engine) pruneSnapshots(max int64) (n int, freed int64) {
+	root := filepath.Join(e.StateDir, "sqlite", "snapshots")
+	dirs, err := os.ReadDir(root)
+	if err != nil || max <= 0 {
+		return 0, 0
+	}
+	type snap struct {
+		path, name string
+		size       int64
+	}
+	var all []snap
+	var total int64
+	for _, d := range dirs {
+		ents, err := os.ReadDir(filepath.Join(root, d.Name()))
+		if err != nil {
+			continue
+		}
+		for _, f := range ents {
+			fi, err := f.Info()
+			if err != nil || !strings.HasSuffix(f.Name(), ".sqlite") {
+				continue
+			}
+			all = append(all, snap{filepath.Join(root, d.Name(), f.Name()), f.Name(), fi.Size()})
+			total += fi.Size()
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name }) // by time taken
+	for _, s := range all {
+		if total <= max {
+			break
+		}
+		if os.Remove(s.path) == nil {
+			n++
+			freed += s.size
+			total -= s.size
+		}
+	}
+	return n, freed
+}

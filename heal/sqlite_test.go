@@ -714,3 +714,31 @@ func TestOpenClawStoreBigRebuildOnlyWhileNoOneHoldsIt(t *testing.T) {
 		t.Fatalf("heal with no one holding it: %+v", r)
 	}
 }
+
+// The snapshots kept are two per store, and all of them within last_good.max_total_bytes,
+// the oldest pruned first.
+func TestOpenClawStoreSnapshotsBounded(t *testing.T) {
+	e, home, db := openclawStoreCase(t, nil)
+	e.oneShot = true // every heal judges the store anew
+	tg := oneTarget(t, e, home, db)
+	for i := 0; i < 4; i++ {
+		if r := e.Heal(context.Background(), tg, false); r.Verdict != Healthy {
+			t.Fatalf("heal: %+v", r)
+		}
+	}
+	snaps := e.snapshots(db)
+	if len(snaps) != sqliteSnapshots {
+		t.Fatalf("%d snapshots kept, want %d", len(snaps), sqliteSnapshots)
+	}
+	fi, err := os.Stat(snaps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Policy.LastGood.MaxTotalBytes = fi.Size() + 1
+	if _, err := e.PruneStats(); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.snapshots(db); len(got) != 1 || got[0] != snaps[1] {
+		t.Fatalf("after the prune: %v, want the newest of %v", got, snaps)
+	}
+}
