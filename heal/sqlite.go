@@ -27,8 +27,10 @@ import (
 // -wal holds committed transactions. It is judged on a private copy taken through SQLite's
 // backup API (state_dir/sqlite/tmp), by the app's own gate (integrity_check and
 // foreign_key_check); healed through SQLite, live, while the app may write: indexes rebuilt
-// (strategy reindex). The copy a heal starts from is its quarantine entry; a copy of a store
-// judged healthy is kept as its newest snapshot (state_dir/sqlite/snapshots).
+// (strategy reindex), or the newest snapshot written back (restore-snapshot, opt-in). The
+// copy a heal starts from is its quarantine entry; a copy of a store judged healthy is kept
+// as its newest snapshot (state_dir/sqlite/snapshots). Only a store whose page 1 is destroyed
+// is replaced as a file, and only while no process holds it (restoreOffline).
 
 // sqliteRejudge: a store whose files have not changed since it was judged healthy is judged
 // again after this long (the daemon looks at every file at each rescan; a check of a 1 GiB
@@ -38,10 +40,6 @@ const sqliteRejudge = 6 * time.Hour
 // sqliteSnapshots is how many verified snapshots of a store are kept.
 const sqliteSnapshots = 2
 
-// sqliteSpacing: a store judged healthy is judged again, when it changes, no sooner than
-// this many times its judgement took after it (and at least sqliteMinGap after): a busy
-// app's store changes at every commit, and a judgement of 1 GiB takes seconds of a CPU, so
-// it takes at most a few percent of one.
 // sqliteLiveVacuum is the largest store whose broken index is rebuilt, or whose snapshot is
 // restored, while its app may hold it: the VACUUM that ends a rebuild takes ~1.4 s for
 // 256 MiB on a 2-core machine (5.6 s a GiB), a restore less, both well inside the apps' 5 s
@@ -55,6 +53,10 @@ func (e *Engine) liveVacuum() int64 {
 	return sqliteLiveVacuum
 }
 
+// sqliteSpacing: a store judged healthy is judged again, when it changes, no sooner than
+// this many times its judgement took after it (and at least sqliteMinGap after): a busy
+// app's store changes at every commit, and a judgement of 1 GiB takes seconds of a CPU, so
+// it takes at most a few percent of one.
 const (
 	sqliteSpacing = 30
 	sqliteMinGap  = 10 * time.Second
@@ -110,7 +112,7 @@ func (s *sqliteJudged) release() {
 	}
 }
 
-// tmpDir is where the private copies are taken.
+// sqliteTmp is where the private copies are taken.
 func (e *Engine) sqliteTmp() (string, error) {
 	dir := filepath.Join(e.StateDir, "sqlite", "tmp")
 	if err := e.fs.MkdirAllSync(dir); err != nil {
@@ -327,6 +329,7 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 	r.Action = ActionNone
 	s := e.judgeSQLite(t, true, false)
 	defer s.release()
+	e.step("judged", t.Path)
 	fill(r, s.verdict)
 	switch {
 	case s.verdict.Status == Healthy:
@@ -393,6 +396,20 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 	}
 	defer lk.Release()
 	e.step("locked", t.Path)
+	if strategy == policy.RestoreSnapshot {
+		// Another process healing under this state dir (a `heal` beside the daemon) may have
+		// healed it before the lock was ours: a snapshot is never restored over a store that
+		// is sound (its newer commits would vanish). Judged again, under the lock.
+		again := e.judgeSQLite(t, false, false)
+		defer again.release()
+		if again.verdict.Status != Damaged || again.verdict.Kind != s.verdict.Kind {
+			fill(r, again.verdict)
+			return
+		}
+		s.release()
+		s = again
+		again = sqliteJudged{}
+	}
 	if offline {
 		q, err := e.restoreOffline(t, &s, snap)
 		r.Quarantine = q

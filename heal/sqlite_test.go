@@ -742,3 +742,42 @@ func TestOpenClawStoreSnapshotsBounded(t *testing.T) {
 		t.Fatalf("after the prune: %v, want the newest of %v", got, snaps)
 	}
 }
+
+// A store found sound again once the heal holds the path's lock (another process healed it
+// between the judgement and the lock) gets no snapshot written over it.
+func TestOpenClawStoreRestoredMeanwhileIsNotRestoredAgain(t *testing.T) {
+	optIn := func(r *policy.Rule) { r.Strategies = append(r.Strategies, policy.RestoreSnapshot) }
+	e, home, db := openclawStoreCase(t, optIn)
+	tg := oneTarget(t, e, home, db)
+	good, _ := os.ReadFile(db)
+	e.Heal(context.Background(), tg, false) // its snapshot
+	storeEdit(t, db, 63, func(b []byte) { clear(b) })
+	e.onStep = func(step, path string) {
+		if step == "judged" {
+			// Healed by someone else, and written to since: the newer store is the app's.
+			if err := os.WriteFile(db, good, 0o600); err != nil {
+				t.Error(err)
+			}
+			c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=rw"}).String())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c.(driver.ExecerContext).ExecContext(context.Background(), "CREATE TABLE newer (x)", nil)
+			c.Close()
+		}
+	}
+	r := e.Heal(context.Background(), tg, false)
+	if r.Action == ActionHealed || r.Verdict != Healthy {
+		t.Fatalf("heal: %+v", r)
+	}
+	e.onStep = nil
+	c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=ro"}).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.(driver.QueryerContext).QueryContext(context.Background(), "SELECT * FROM newer", nil); err != nil {
+		t.Fatalf("the app's newer store was replaced: %v", err)
+	}
+}
