@@ -259,7 +259,7 @@ func levelOf(s string) slog.Level {
 
 // startWatcher starts a watcher over the policy's roots; stop cancels it and waits.
 func (d *loop) startWatcher(ctx context.Context) (*watcher.Watcher, func(), error) {
-	cfg := d.cfg
+	cfg, eng := d.cfg, d.eng
 	d.budget = watchBudget(cfg.WatchBudget)
 	d.m.watchBudget.Set(float64(d.budget))
 	opts := watcher.Options{
@@ -272,10 +272,16 @@ func (d *loop) startWatcher(ctx context.Context) (*watcher.Watcher, func(), erro
 			if _, _, ok := cfg.RuleFor(p); ok {
 				return true
 			}
+			if _, ok := eng.StoreOfWAL(p); ok {
+				return true // a SQLite store's commits: judged as the store (onEvent)
+			}
 			_, _, ok := cfg.TempRuleFor(p)
 			return ok
 		},
 		Settle: func(p string) (time.Duration, time.Duration) {
+			if store, ok := eng.StoreOfWAL(p); ok {
+				p = store
+			}
 			if r, _, ok := cfg.RuleFor(p); ok {
 				return r.Settle, r.MaxWait
 			}

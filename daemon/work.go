@@ -140,6 +140,11 @@ func (d *loop) enqueue(j job) bool {
 // onEvent turns a settled path into a job.
 func (d *loop) onEvent(ev watcher.Event) {
 	p := ev.Path
+	if store, ok := d.eng.StoreOfWAL(p); ok {
+		// A commit to a SQLite store (or a checkpoint that removed its -wal): the store is
+		// judged, as often as its spacing lets it be (heal/sqlite.go).
+		p = store
+	}
 	id, err := heal.Fingerprint(p)
 	if err == nil {
 		if mine, ok := d.ours[p]; ok && mine.Same(id) {

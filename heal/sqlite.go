@@ -327,7 +327,8 @@ func (e *Engine) checkSQLite(t Target, r *Report) {
 // indexes rebuilt live, then the store judged again.
 func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteStore, r *Report, dryRun bool) {
 	r.Action = ActionNone
-	s := e.judgeSQLite(t, true, false)
+	// A dry run writes nothing, not even a copy in the state dir: it judges the store itself.
+	s := e.judgeSQLite(t, true, dryRun)
 	defer s.release()
 	e.step("judged", t.Path)
 	fill(r, s.verdict)
@@ -346,7 +347,7 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 	case s.verdict.Status != Damaged:
 		return
 	}
-	strategy, snap := e.sqliteStrategy(t, &s)
+	strategy, snap := e.sqliteStrategy(t, &s, dryRun)
 	if strategy == "" {
 		r.Action, r.Reason = ActionRefused, e.sqliteAdvice(t, store, &s)
 		return
@@ -520,12 +521,12 @@ type storeSnapshot struct {
 //
 // A store whose page 1 is destroyed cannot be written through SQLite: its restore replaces
 // the file (restoreOffline), only while no process holds the store or a sidecar open.
-func (e *Engine) sqliteStrategy(t Target, s *sqliteJudged) (policy.Strategy, storeSnapshot) {
+func (e *Engine) sqliteStrategy(t Target, s *sqliteJudged, dryRun bool) (policy.Strategy, storeSnapshot) {
 	if s.j.IndexOnly() && t.Rule.HasStrategy(policy.Reindex) {
 		return policy.Reindex, storeSnapshot{}
 	}
 	offline := s.verdict.Kind == format.KindNotADatabase
-	if !t.Rule.HasStrategy(policy.RestoreSnapshot) || (s.snap == "" && !offline) || s.verdict.Kind == format.KindOrphanedWAL {
+	if !t.Rule.HasStrategy(policy.RestoreSnapshot) || (s.snap == "" && !offline && !dryRun) || s.verdict.Kind == format.KindOrphanedWAL {
 		return "", storeSnapshot{}
 	}
 	snaps := e.snapshots(t.Path)
@@ -779,4 +780,22 @@ func (e *Engine) pruneSnapshots(max int64) (n int, freed int64) {
 		}
 	}
 	return n, freed
+}
+
+// StoreOfWAL is the SQLite store whose -wal p is, where a rule covers that store: a commit
+// writes the -wal alone (the store itself changes at checkpoints), so its events are the
+// store's.
+func (e *Engine) StoreOfWAL(p string) (string, bool) {
+	store, ok := strings.CutSuffix(p, "-wal")
+	if !ok {
+		return "", false
+	}
+	r, _, ok := e.Policy.RuleFor(store)
+	if !ok {
+		return "", false
+	}
+	if _, ok := e.profile(r.Format, store).(format.SQLiteStore); !ok {
+		return "", false
+	}
+	return store, true
 }

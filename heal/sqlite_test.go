@@ -781,3 +781,25 @@ func TestOpenClawStoreRestoredMeanwhileIsNotRestoredAgain(t *testing.T) {
 		t.Fatalf("the app's newer store was replaced: %v", err)
 	}
 }
+
+// A dry run of a damaged store judges the store itself and writes nothing anywhere, the state
+// directory included.
+func TestOpenClawStoreDryRunWritesNothing(t *testing.T) {
+	e, home, db := openclawStoreCase(t, nil)
+	storeEdit(t, db, 86, func(b []byte) { b[3842] = 7 })
+	before, _ := os.ReadFile(db)
+	r := e.Heal(context.Background(), oneTarget(t, e, home, db), true)
+	if r.Kind != format.KindStaleIndex || r.Action != ActionWouldHeal || r.Strategy != "reindex" {
+		t.Fatalf("dry run: %+v", r)
+	}
+	if _, err := os.Stat(e.StateDir); !os.IsNotExist(err) {
+		t.Fatalf("a dry run made the state dir: %v", err)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Fatal("a dry run changed the store")
+	}
+	ents, _ := os.ReadDir(filepath.Dir(db))
+	if len(ents) != 1 {
+		t.Fatalf("a dry run left files beside the store: %v", ents)
+	}
+}
