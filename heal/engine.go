@@ -38,6 +38,7 @@ type Engine struct {
 	oneShot     bool
 	quietCheck  time.Duration
 	findWriters func(dev, ino uint64) []int
+	openBy      func(ids []Identity) (pids []int, complete bool)
 	onStep      func(step, path string)
 	memLimit    func() int64      // the operator's memory limit, 0 for none (operatorMemLimit)
 	onWalk      func(root string) // tests: each tree Targets walks
@@ -76,6 +77,11 @@ type Options struct {
 	// OpenWriters finds other processes holding a file open for writing (nil: /proc).
 	OpenWriters func(dev, ino uint64) []int
 
+	// OpenBy finds other processes holding any of the files open, and says whether it could
+	// see every process (nil: /proc; see fsio.OpenBy): a SQLite store is replaced as a file
+	// only while it proves that none holds the store or a sidecar.
+	OpenBy func(ids []Identity) (pids []int, complete bool)
+
 	// Step, when set, is called at each step of the heal protocol ("judged" after a file's
 	// inspection, also a check's; "planned", "path-busy", "locked", "journaled",
 	// "quarantined", "temp-written", "renamed", "done"; "leased" where a big file's tail cut
@@ -106,6 +112,9 @@ func New(cfg *policy.Config, o Options) *Engine {
 	}
 	if e.findWriters == nil {
 		e.findWriters = fsio.OpenWriters
+	}
+	if e.openBy = o.OpenBy; e.openBy == nil {
+		e.openBy = fsio.OpenBy
 	}
 	// Every rule root is resolved now, once per policy load: below it, no symlink is
 	// followed (DESIGN §4 "Trust"; fsio.Confine).

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -203,6 +204,12 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 		out.verdict = format.Skip("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
 		return out
 	}
+	if gen[0].Size > 0 && !sqliteHeader(t.Path, gen[0]) {
+		// Not opened through SQLite at all: an open would read the -wal (and make a -shm)
+		// beside a file no connection can use.
+		out.verdict = format.Damage(format.KindNotADatabase, 0, "page 1 is not a SQLite database header: no SQLite connection can open the store")
+		return out
+	}
 	real := fsio.RealPath(t.Path)
 	asOwner := func(fn func() error) error { return fsio.AsOwnerOf(t.Path, fn) }
 	if live {
@@ -243,6 +250,17 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 		return out
 	}
 	out.snap, out.size = snap, size
+	// (Synced by Snapshot; said to the engine's file-operation seam, as its own writes are,
+	// and its name made durable: a snapshot kept is renamed from here.)
+	err = e.fs.Do("fsync", snap, func() error { return fsyncFile(snap) })
+	if err == nil {
+		err = e.fs.SyncDir(dir)
+	}
+	if err != nil {
+		out.release()
+		out.verdict = format.Skip("not judged: its copy could not be synced: %v", err)
+		return out
+	}
 	j, err := sqlitedb.Judge(snap)
 	if err != nil {
 		out.release()
@@ -356,7 +374,7 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 	if offline {
 		// Never while anyone may hold the store: a connection opened before page 1 was lost
 		// may still write into its -wal.
-		if _, err := storeFamily(t.Path); err != nil {
+		if _, err := e.storeFamily(t.Path); err != nil {
 			r.Action, r.Reason = ActionRefused, err.Error()+"; "+e.sqliteAdvice(t, store, &s)
 			return
 		}
@@ -372,7 +390,7 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 	}
 	if rewrites != "" && s.gen[0].Size > e.liveVacuum() {
 		// Longer than the app waits for the write lock: done only while no one holds it.
-		if _, err := storeFamily(t.Path); err != nil {
+		if _, err := e.storeFamily(t.Path); err != nil {
 			r.Action = ActionRefused
 			r.Reason = fmt.Sprintf("%s of the %d MiB store, holding its write lock for seconds (longer than its app's %d ms busy timeout), done only while no process holds the store: %v; %s",
 				rewrites, s.gen[0].Size>>20, sqlitedb.BusyTimeout, err, e.sqliteAdvice(t, store, &s))
@@ -604,11 +622,16 @@ func (e *Engine) keepSnapshot(path string, s *sqliteJudged) error {
 		return copyFailed(err)
 	}
 	name := fmt.Sprintf("%020d.sqlite", e.Now().UnixNano())
+	from := filepath.Dir(s.snap)
 	if err := os.Rename(s.snap, filepath.Join(dir, name)); err != nil {
 		return copyFailed(err)
 	}
 	s.snap = ""
+	// Durable once both directories are (the copy's name left the one, entered the other).
 	if err := e.fs.SyncDir(dir); err != nil {
+		return copyFailed(err)
+	}
+	if err := e.fs.SyncDir(from); err != nil {
 		return copyFailed(err)
 	}
 	snaps := e.snapshots(path)
@@ -623,7 +646,7 @@ func (e *Engine) keepSnapshot(path string, s *sqliteJudged) error {
 // other process is seen to hold any of them open; an error (errBusy: a process holds one)
 // when one does or that cannot be proven (the processes of other users cannot be seen
 // unless run as root).
-func storeFamily(path string) (map[string]Identity, error) {
+func (e *Engine) storeFamily(path string) (map[string]Identity, error) {
 	ids := map[string]Identity{}
 	var all []Identity
 	for _, p := range []string{path + "-wal", path + "-shm", path + "-journal", path} {
@@ -637,7 +660,7 @@ func storeFamily(path string) (map[string]Identity, error) {
 		ids[p] = id
 		all = append(all, id)
 	}
-	pids, complete := fsio.OpenBy(all)
+	pids, complete := e.openBy(all)
 	switch {
 	case len(pids) > 0:
 		return nil, busyErr("process %v holds the store or its -wal/-shm open: its file is never replaced while it may run (stop the app and heal again)", pids)
@@ -654,8 +677,8 @@ func storeFamily(path string) (map[string]Identity, error) {
 // the sidecars are removed (a -wal left beside the new file would be replayed over it) and
 // the snapshot renamed over the store. A crash before the rename leaves the destroyed store
 // (without its sidecars, whose bytes are in quarantine): judged and healed the same way.
-func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (string, error) {
-	ids, err := storeFamily(t.Path)
+func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (q string, err error) {
+	ids, err := e.storeFamily(t.Path)
 	if err != nil {
 		return "", err
 	}
@@ -663,8 +686,32 @@ func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (
 	if !ok {
 		return "", busyErr("%s is gone", t.Path)
 	}
+	// The journal names the temp and both versions before anything is written: a crash at
+	// any point is resolved at the next start (the temp removed; the store holds the
+	// snapshot's bytes, or its own, recorded in its quarantine entry), as a replace's is.
+	oldSum, err := fsio.SHAFile(t.Path)
+	if err != nil {
+		return "", err
+	}
+	newSum, err := fsio.SHAFile(snap.path)
+	if err != nil {
+		return "", err
+	}
 	now := e.Now()
-	var q string
+	m := &Manifest{ID: state.NewID(now), Path: t.Path, Rule: t.Rule.Name, Identity: dbID, Kind: s.verdict.Kind,
+		Offset: -1, Detail: s.verdict.Detail, Strategy: string(policy.RestoreSnapshot), NewSHA256: newSum}
+	tmp := fsio.TempName(t.Path)
+	entry := &state.Entry{ID: state.NewID(now), Created: now.UTC(), Edits: []state.Edit{{Path: t.Path, Temp: tmp,
+		OldSHA256: oldSum, NewSHA256: newSum, Quarantine: e.Quarantine.EntryDir(m, now)}}}
+	if err := e.Journal.Begin(entry); err != nil {
+		return "", err
+	}
+	e.step("journaled", t.Path)
+	defer func() {
+		if err != nil {
+			e.Journal.Abort(entry) // the temp removed, the store's entry marked rolled back
+		}
+	}()
 	for _, p := range []string{t.Path + "-wal", t.Path + "-shm", t.Path + "-journal", t.Path} {
 		id, ok := ids[p]
 		if !ok {
@@ -674,15 +721,18 @@ func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (
 		if err != nil {
 			return q, fmt.Errorf("%s could not be read for its quarantine: %w", p, err)
 		}
-		m := &Manifest{ID: state.NewID(now), Path: p, Rule: t.Rule.Name, Identity: id, Kind: s.verdict.Kind,
-			Offset: -1, Detail: s.verdict.Detail, Strategy: string(policy.RestoreSnapshot)}
-		entry, err := e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, "", nil, now)
+		mp := m
+		if p != t.Path {
+			mp = &Manifest{ID: state.NewID(now), Path: p, Rule: t.Rule.Name, Identity: id, Kind: s.verdict.Kind,
+				Offset: -1, Detail: "beside " + t.Path + ": " + s.verdict.Detail, Strategy: string(policy.RestoreSnapshot)}
+		}
+		dir, err := e.Quarantine.PutFrom(mp, id.Size, fsio.Range{Off: 0, N: id.Size}, f, oldSumOf(p, t.Path, oldSum), nil, now)
 		f.Close()
 		if err != nil {
 			return q, fmt.Errorf("%s could not be quarantined: %w", p, err)
 		}
 		if p == t.Path {
-			q = entry
+			q = dir
 		}
 	}
 	e.step("quarantined", t.Path)
@@ -700,43 +750,54 @@ func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (
 	if err != nil {
 		return q, err
 	}
-	tmp := fsio.TempName(t.Path)
-	if _, err := d.WriteTemp(tmp, fsio.Range{Off: 0, N: fi.Size()}, src, "", os.FileMode(dbID.Mode&0o777), int(dbID.UID), int(dbID.GID)); err != nil {
+	if _, err := d.WriteTemp(tmp, fsio.Range{Off: 0, N: fi.Size()}, src, newSum, os.FileMode(dbID.Mode&0o777), int(dbID.UID), int(dbID.GID)); err != nil {
 		return q, err
 	}
 	e.step("temp-written", t.Path)
-	undo := func(err error) (string, error) {
-		d.Remove(filepath.Base(tmp))
+	// Still no one, and nothing changed since the family was quarantined.
+	now2, err := e.storeFamily(t.Path)
+	if err != nil {
 		return q, err
 	}
-	// Still no one, and nothing changed since the family was quarantined.
-	now2, err := storeFamily(t.Path)
-	if err != nil {
-		return undo(err)
-	}
 	if len(now2) != len(ids) {
-		return undo(busyErr("the store's files changed while it was restored"))
+		return q, busyErr("the store's files changed while it was restored")
 	}
 	for p, id := range ids {
 		if !now2[p].Same(id) {
-			return undo(busyErr("%s changed while the store was restored", p))
+			return q, busyErr("%s changed while the store was restored", p)
 		}
 	}
 	for _, side := range []string{"-wal", "-shm", "-journal"} {
 		if _, ok := ids[t.Path+side]; ok {
 			if err := d.Unlink(filepath.Base(t.Path) + side); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return undo(err)
+				return q, err
 			}
 		}
 	}
+	// The sidecars' removal made durable before the rename: a power cut must never keep the
+	// new store beside the old -wal (SQLite would replay its frames over it).
+	if err := d.Sync(); err != nil {
+		return q, err
+	}
 	if err := d.Rename(filepath.Base(tmp), filepath.Base(t.Path)); err != nil {
-		return undo(err)
+		return q, err
 	}
 	if err := d.Sync(); err != nil {
 		return q, err
 	}
 	e.step("renamed", t.Path)
+	if err := e.Journal.End(entry); err != nil {
+		return q, nil // resolved at the next start: the store holds the new bytes
+	}
 	return q, nil
+}
+
+// oldSumOf is the sum the quarantine of p may take as known: the store's, already read.
+func oldSumOf(p, store, sum string) string {
+	if p == store {
+		return sum
+	}
+	return ""
 }
 
 // pruneSnapshots bounds the snapshots of every store together by max bytes (the last-good
@@ -798,4 +859,30 @@ func (e *Engine) StoreOfWAL(p string) (string, bool) {
 		return "", false
 	}
 	return store, true
+}
+
+func fsyncFile(p string) error {
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// sqliteHeader reports whether the file at path (of identity id) starts with SQLite's header
+// string, read by plain I/O: only ever where this process holds no SQLite connection to it
+// (its close would drop that connection's locks), before the store is opened. A file that
+// cannot be read says yes: SQLite's open then says what it is.
+func sqliteHeader(path string, id Identity) bool {
+	f, err := fsio.OpenStable(path, id)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	var b [16]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil {
+		return !errors.Is(err, io.EOF) // shorter than the header: not a database
+	}
+	return string(b[:]) == "SQLite format 3\x00"
 }

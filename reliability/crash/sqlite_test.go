@@ -1,6 +1,7 @@
 package crash
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"database/sql/driver"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/sqlitedb"
 	"modernc.org/sqlite"
 )
@@ -35,13 +37,25 @@ func TestSQLiteHealCrashes(t *testing.T) {
 		{"stale automatic index", "stale-index", false, func(b []byte) { b[3882] = 7 }, 64},
 		{"broken named index", "broken-index", false, func(b []byte) { clear(b) }, 86},
 		{"table root destroyed", "corrupt-table", true, func(b []byte) { clear(b) }, 63},
+		{"page 1 destroyed", "not-a-database", true, func(b []byte) { clear(b) }, 1},
 	}
+	// The steps a live heal reaches, and those of the file replace of a destroyed store.
 	points := []string{"locked", "quarantined", "written", "done"}
+	offline := []string{"locked", "journaled", "quarantined", "temp-written", "renamed", "done"}
+	_, seeAll := fsio.OpenBy(nil) // a store is replaced as a file only where no holder can hide
 	rng := rand.New(rand.NewPCG(*seedBase, 23))
 	runs := 0
 	for _, d := range damages {
+		if d.kind == "not-a-database" && !seeAll {
+			t.Logf("%s: skipped (other users' processes cannot be seen here: needs root)", d.name)
+			continue
+		}
 		var kills []string
-		kills = append(kills, points...)
+		if d.kind == "not-a-database" {
+			kills = append(kills, offline...)
+		} else {
+			kills = append(kills, points...)
+		}
 		for i := 0; i < 6; i++ {
 			kills = append(kills, fmt.Sprintf("after %dms", rng.IntN(80)))
 		}
@@ -67,6 +81,14 @@ func TestSQLiteHealCrashes(t *testing.T) {
 					}
 				}
 				editStorePage(t, db, d.page, d.edit)
+				var wal []byte
+				if d.kind == "not-a-database" {
+					// A -wal left beside it: quarantined with the store, then removed.
+					wal = bytes.Repeat([]byte{0x5a}, 3*4096+100)
+					if err := os.WriteFile(db+"-wal", wal, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
 
 				var r result
 				if at, ok := strings.CutPrefix(kill, "after "); ok {
@@ -88,6 +110,27 @@ func TestSQLiteHealCrashes(t *testing.T) {
 					t.Fatal(r.err)
 				}
 				// Left as it was, or healed.
+				if d.kind == "not-a-database" {
+					// (Judged by the binary alone: any SQLite open of the destroyed store
+					// would read its -wal.)
+					if got, err := os.ReadFile(db + "-wal"); err == nil && !bytes.Equal(got, wal) {
+						t.Fatalf("after the kill (%s) the -wal holds other bytes", kill)
+					}
+					if r := runHeal(e, "", time.Minute); r.code != 0 || r.err != nil {
+						t.Fatalf("heal after the kill: %+v", r)
+					}
+					if n := storeEvents(t, db); n != 6 {
+						t.Fatalf("after the second heal the store holds %d events", n)
+					}
+					if _, err := os.Lstat(db + "-wal"); err == nil {
+						if b, _ := os.ReadFile(db + "-wal"); bytes.Equal(b, wal) {
+							t.Fatal("the old -wal is beside the restored store")
+						}
+					}
+					assertNoTemps(t, filepath.Dir(db), e.stateDir)
+					assertQuarantined(t, e.stateDir, wal)
+					return
+				}
 				j := storeJudged(t, db)
 				switch {
 				case j.OK():
@@ -191,4 +234,39 @@ func storeEvents(t *testing.T, p string) int {
 		return -1
 	}
 	return int(row[0].(int64))
+}
+
+// assertNoTemps fails if an own temp is left beside the store or a private copy in the state
+// dir.
+func assertNoTemps(t *testing.T, dir, stateDir string) {
+	t.Helper()
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".sessionmedic-") {
+			t.Fatalf("a temp is left beside the store: %s", e.Name())
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(stateDir, "sqlite", "tmp")); len(ents) != 0 {
+		t.Fatalf("private copies left: %v", ents)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(stateDir, "journal")); len(ents) != 0 {
+		t.Fatalf("journal entries left: %v", ents)
+	}
+}
+
+// assertQuarantined fails unless some quarantine entry holds exactly b.
+func assertQuarantined(t *testing.T, stateDir string, b []byte) {
+	t.Helper()
+	found := false
+	filepath.WalkDir(filepath.Join(stateDir, "quarantine"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() != "manifest.json" {
+			if got, _ := os.ReadFile(p); bytes.Equal(got, b) {
+				found = true
+			}
+		}
+		return nil
+	})
+	if !found {
+		t.Fatal("no quarantine entry holds the -wal's bytes")
+	}
 }

@@ -97,6 +97,11 @@ func TestPowerCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	tgs = append(tgs, ba)
+	sq, err := sqliteStoreTarget()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tgs = append(tgs, sq)
 	for round := 0; st.states.Load() < goal(); round++ {
 		for i, tg := range tgs {
 			if st.states.Load() >= goal() {
@@ -305,13 +310,16 @@ func layout(rc *recording, tr Tree, dir string) error {
 	}); err != nil {
 		return err
 	}
-	// Last-good copies are named by a hash of the file's path: rename them to the new path's.
-	lg := filepath.Join(dir, "state", "last-good")
-	for _, rel := range fixtures.Keys(rc.orig, rc.healed) {
-		old := filepath.Join(lg, lastGoodName(filepath.Join(rc.dir, "case", rel)))
-		if _, err := os.Lstat(old); err == nil {
-			if err := os.Rename(old, filepath.Join(lg, lastGoodName(filepath.Join(dir, "case", rel)))); err != nil {
-				return err
+	// Last-good copies, and the directories of SQLite stores' snapshots, are named by a hash
+	// of the file's path: rename them to the new path's.
+	for _, sub := range []string{"last-good", filepath.Join("sqlite", "snapshots")} {
+		lg := filepath.Join(dir, "state", sub)
+		for _, rel := range fixtures.Keys(rc.orig, rc.healed) {
+			old := filepath.Join(lg, lastGoodName(filepath.Join(rc.dir, "case", rel)))
+			if _, err := os.Lstat(old); err == nil {
+				if err := os.Rename(old, filepath.Join(lg, lastGoodName(filepath.Join(dir, "case", rel)))); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -344,11 +352,22 @@ func readCase(caseDir string) (map[string][]byte, []string, error) {
 			temps = append(temps, rel)
 		case isAppLock(rel):
 		default:
-			files[rel], err = os.ReadFile(p)
+			var b []byte
+			if b, err = os.ReadFile(p); err == nil && !sqliteScratch(rel, b) {
+				files[rel] = b
+			}
 		}
 		return err
 	})
 	return files, temps, err
+}
+
+// sqliteScratch: a SQLite store's -shm (its shared-memory index: no data, rebuilt by SQLite)
+// or an empty -wal (no transaction in it), which any SQLite open makes beside a store and its
+// close removes — SQLite's own, not session content. A -wal that holds transactions is
+// session content: it is checked as every session file is.
+func sqliteScratch(rel string, data []byte) bool {
+	return strings.HasSuffix(rel, ".sqlite-shm") || (strings.HasSuffix(rel, ".sqlite-wal") && len(data) == 0)
 }
 
 // locksOnDisk is ovLocks of the files under root.

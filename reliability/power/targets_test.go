@@ -2,9 +2,11 @@ package power
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -56,6 +58,7 @@ type target struct {
 	healthy map[string][]byte
 	app     string                   // a preset; "" for the generated json/jsonl rules
 	gen     func(seed uint64) target // generated: a new one each round
+	extra   string                   // more keys of the preset's rule ("strategies: [...]")
 }
 
 func (tg target) rules(caseDir string) string {
@@ -63,7 +66,38 @@ func (tg target) rules(caseDir string) string {
 		return fmt.Sprintf("  - {name: gen-json, paths: [%q], format: json}\n  - {name: gen-jsonl, paths: [%q], format: jsonl}\n",
 			filepath.Join(caseDir, "json"), filepath.Join(caseDir, "jsonl"))
 	}
+	if tg.extra != "" {
+		return fmt.Sprintf("  - {name: %s, preset: %s, paths: [%q], %s}\n", tg.app, tg.app, caseDir, tg.extra)
+	}
 	return fmt.Sprintf("  - {name: %s, preset: %s, paths: [%q]}\n", tg.app, tg.app, caseDir)
+}
+
+// sqliteStoreTarget is OpenClaw's agent database (the fixture its own code made) whose page 1
+// is destroyed, a -wal left beside it, under a rule that opts in to restore-snapshot: healed
+// first in its sound version (its snapshot kept), the heal that is cut quarantines the
+// family, writes the snapshot beside the store, removes the -wal and renames the snapshot
+// over the store — the one heal of a SQLite store made by file operations.
+func sqliteStoreTarget() (target, error) {
+	f, err := os.Open(filepath.Join("..", "..", "heal", "sqlitedb", "testdata", "openclaw-agent-2026.9.6.sqlite.gz"))
+	if err != nil {
+		return target{}, err
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		return target{}, err
+	}
+	good, err := io.ReadAll(z)
+	if err != nil {
+		return target{}, err
+	}
+	bad := bytes.Clone(good)
+	clear(bad[:4096])
+	db := filepath.Join("agents", "main", "agent", "openclaw-agent.sqlite")
+	return target{name: "openclaw-sqlite/page1-destroyed", app: "openclaw",
+		extra:   "strategies: [salvage, last-good, reindex, restore-snapshot]",
+		healthy: map[string][]byte{db: good},
+		files:   map[string][]byte{db: bad, db + "-wal": bytes.Repeat([]byte{0x5a}, 3*4096+100)}}, nil
 }
 
 // sampleTargets are the targets of one sample case: the case as it is, and, where the app's
@@ -265,7 +299,8 @@ func newEngine(tg target, dir string, hook func(op, path string) error, later bo
 	}
 	now := func() time.Time { return time.Now().Add(ahead) }
 	return heal.New(cfg, heal.Options{OneShot: true, QuietCheck: -1, Faults: hook, Now: now,
-		OpenWriters: func(dev, ino uint64) []int { return nil }}), nil
+		OpenWriters: func(dev, ino uint64) []int { return nil },
+		OpenBy:      func([]heal.Identity) ([]int, bool) { return nil, true }}), nil
 }
 
 // healAll is the start of `sessionmedic heal`: the journal's recovery, then every target.
@@ -383,11 +418,12 @@ func record(t *testing.T, tg target, dir string) *recording {
 	return rc
 }
 
-// caseFiles are the session files of a tree (under case/, app locks and own temps aside).
+// caseFiles are the session files of a tree (under case/, app locks, own temps and SQLite's
+// scratch files aside).
 func caseFiles(tr Tree) map[string][]byte {
 	out := map[string][]byte{}
 	for _, n := range tr.visible() {
-		if nd := tr.Names[n]; isSessionFile(n, nd) {
+		if nd := tr.Names[n]; isSessionFile(n, nd) && !sqliteScratch(n, tr.Data[nd.Ino]) {
 			out[strings.TrimPrefix(n, "case/")] = tr.Data[nd.Ino]
 		}
 	}
@@ -410,7 +446,7 @@ type attr struct {
 func caseAttrs(tr Tree) map[string]attr {
 	out := map[string]attr{}
 	for _, n := range tr.visible() {
-		if nd := tr.Names[n]; isSessionFile(n, nd) {
+		if nd := tr.Names[n]; isSessionFile(n, nd) && !sqliteScratch(n, tr.Data[nd.Ino]) {
 			out[strings.TrimPrefix(n, "case/")] = attr{tr.Mode[nd.Ino], tr.Own[nd.Ino]}
 		}
 	}
