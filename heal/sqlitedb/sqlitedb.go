@@ -194,8 +194,11 @@ func Snapshot(src, dst string, asSource func(func() error) error) (size int64, e
 		if err != nil {
 			return notDB(err)
 		}
+		// In one step, one read transaction: a copy made in steps starts again whenever the
+		// app commits between two, and a busy store's might never end. The app's writes go
+		// on meanwhile; its checkpoints wait for this read (~2 s a GiB).
 		for {
-			more, err := b.Step(256)
+			more, err := b.Step(-1)
 			if err != nil {
 				b.Finish()
 				return notDB(err)
