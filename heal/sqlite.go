@@ -156,6 +156,10 @@ func processAlive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// A store that cannot be judged (its copy or its check failed) is busy, not skipped: the
+// daemon looks at it again with backoff and says it (file.busy) while it lasts, for it is not
+// guarded meanwhile.
+//
 // judgeSQLite copies the store at t.Path through the backup API (as the tree's owner where
 // that applies) and judges the copy; live (a check, which writes nothing, not even in the
 // state directory), it judges the store itself in one read transaction. cached: a store
@@ -220,7 +224,7 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 		case err != nil && strings.Contains(err.Error(), "database is locked"):
 			out.verdict = format.Wait("the store's app held its lock for longer than %d ms: %v", sqlitedb.BusyTimeout, err)
 		case err != nil:
-			out.verdict = format.Skip("not judged: integrity_check of the store failed: %v", err)
+			out.verdict = format.Wait("not judged (looked at again; said while it lasts): integrity_check of the store failed: %v", err)
 		default:
 			out.j, out.verdict = j, sqliteVerdict(j)
 		}
@@ -228,7 +232,7 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 	}
 	dir, err := e.sqliteTmp()
 	if err != nil {
-		out.verdict = format.Skip("not judged: its copy cannot be taken in the state directory: %v", err)
+		out.verdict = format.Wait("not judged (looked at again; said while it lasts): its copy cannot be taken in the state directory: %v", err)
 		return out
 	}
 	snap := filepath.Join(dir, tmpName())
@@ -246,7 +250,7 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 		out.verdict = format.Wait("the store's app held its lock for longer than %d ms: %v", sqlitedb.BusyTimeout, err)
 		return out
 	case err != nil:
-		out.verdict = format.Skip("not judged: its copy through SQLite's backup API failed: %v", err)
+		out.verdict = format.Wait("not judged (looked at again; said while it lasts): its copy through SQLite's backup API failed: %v", err)
 		return out
 	}
 	out.snap, out.size = snap, size
@@ -258,13 +262,13 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 	}
 	if err != nil {
 		out.release()
-		out.verdict = format.Skip("not judged: its copy could not be synced: %v", err)
+		out.verdict = format.Wait("not judged (looked at again; said while it lasts): its copy could not be synced: %v", err)
 		return out
 	}
 	j, err := sqlitedb.Judge(snap)
 	if err != nil {
 		out.release()
-		out.verdict = format.Skip("not judged: integrity_check of its copy failed: %v", err)
+		out.verdict = format.Wait("not judged (looked at again; said while it lasts): integrity_check of its copy failed: %v", err)
 		return out
 	}
 	out.j = j

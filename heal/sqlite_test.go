@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -801,5 +802,29 @@ func TestOpenClawStoreDryRunWritesNothing(t *testing.T) {
 	ents, _ := os.ReadDir(filepath.Dir(db))
 	if len(ents) != 1 {
 		t.Fatalf("a dry run left files beside the store: %v", ents)
+	}
+}
+
+// A store that cannot be judged (here its copy cannot be synced in the state dir) is busy,
+// not skipped: looked at again, and said while it lasts; nothing is written to it.
+func TestOpenClawStoreNotJudgedIsBusy(t *testing.T) {
+	e, home, db := openclawStoreCase(t, nil)
+	e.fs.Faults = func(op, path string) error {
+		if op == "fsync" && strings.Contains(path, filepath.Join("sqlite", "tmp")) {
+			return syscall.EIO
+		}
+		return nil
+	}
+	storeEdit(t, db, 86, func(b []byte) { b[3842] = 7 })
+	before, _ := os.ReadFile(db)
+	r := e.Heal(context.Background(), oneTarget(t, e, home, db), false)
+	if r.Verdict != Busy || !strings.Contains(r.Kind+r.Detail, "not judged") {
+		t.Fatalf("heal with the copy failing: %+v", r)
+	}
+	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
+		t.Fatal("the store was written")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.StateDir, "sqlite", "tmp")); len(ents) != 0 {
+		t.Fatalf("copies left: %v", ents)
 	}
 }
