@@ -2,18 +2,12 @@ package heal
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"database/sql/driver"
 	"fmt"
-	"io"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,36 +16,18 @@ import (
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/sqlitedb"
+	"github.com/sessionmedic/sessionmedic/internal/sqlitetest"
 	"github.com/sessionmedic/sessionmedic/policy"
-	"modernc.org/sqlite"
 )
 
 // openclawStoreCase is an OpenClaw home whose agent database is OpenClaw 2026.9.6's own
 // (see heal/sqlitedb's fixture), under the openclaw preset's rule, and its engine.
 func openclawStoreCase(t *testing.T, tweak func(r *policy.Rule)) (e *Engine, home, db string) {
 	t.Helper()
-	f, err := os.Open("sqlitedb/testdata/openclaw-agent-2026.9.6.sqlite.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	home = filepath.Join(dir, ".openclaw")
 	db = filepath.Join(home, "agents", "main", "agent", "openclaw-agent.sqlite")
-	if err := os.MkdirAll(filepath.Dir(db), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(db, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	sqlitetest.Place(t, sqlitetest.OpenClaw, db)
 	r, ok := policy.PresetRule("openclaw", policy.Env{Home: dir, Getenv: func(string) string { return "" }, Exists: func(string) bool { return false }})
 	if !ok {
 		t.Fatal("no openclaw preset")
@@ -72,35 +48,14 @@ func openclawStoreCase(t *testing.T, tweak func(r *policy.Rule)) (e *Engine, hom
 // storeEdit rewrites page n (4096 bytes) of the closed store at p.
 func storeEdit(t *testing.T, p string, n int, edit func(page []byte)) {
 	t.Helper()
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(data[(n-1)*4096 : n*4096])
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	sqlitetest.EditPage(t, p, n, edit)
 }
 
-// storeEvents is how many transcript events of the session the store at p holds, read
-// through SQLite (-1: it cannot be read).
+// storeEvents is how many transcript events the store at p holds, read through SQLite (-1:
+// it cannot be read).
 func storeEvents(t *testing.T, p string) int {
 	t.Helper()
-	c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: p, RawQuery: "mode=rw&_pragma=query_only(1)"}).String())
-	if err != nil {
-		return -1
-	}
-	defer c.Close()
-	rs, err := c.(driver.QueryerContext).QueryContext(context.Background(), "SELECT count(*) FROM transcript_events", nil)
-	if err != nil {
-		return -1
-	}
-	defer rs.Close()
-	row := []driver.Value{nil}
-	if err := rs.Next(row); err != nil {
-		return -1
-	}
-	return int(row[0].(int64))
+	return int(sqlitetest.Count(t, p, "SELECT count(*) FROM transcript_events"))
 }
 
 func oneTarget(t *testing.T, e *Engine, home, db string) Target {
@@ -330,105 +285,50 @@ func TestOpenClawStoreEmptyBesideItsWALIsNeverOpened(t *testing.T) {
 // (sqlite_dbpage), is judged and healed; none of the writer's commits fails and none is lost.
 func TestOpenClawStoreHealedBesideALiveWriter(t *testing.T) {
 	e, home, db := openclawStoreCase(t, nil)
-	exec := func(c driver.Conn, q string, args ...driver.NamedValue) error {
-		_, err := c.(driver.ExecerContext).ExecContext(context.Background(), q, args)
-		return err
-	}
-	w, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)"}).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := exec(w, "CREATE TABLE writer_log (i INTEGER PRIMARY KEY, v TEXT NOT NULL)"); err != nil {
-		t.Fatal(err)
-	}
-	if err := exec(w, "CREATE INDEX writer_log_v ON writer_log(v)"); err != nil {
-		t.Fatal(err)
-	}
-	var wrote, failed atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 1; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			err := exec(w, "BEGIN IMMEDIATE")
-			if err == nil {
-				err = exec(w, fmt.Sprintf("INSERT INTO writer_log VALUES (%d, 'commit %d')", i, i))
-			}
-			if err == nil {
-				err = exec(w, "COMMIT")
-			}
-			if err != nil {
-				exec(w, "ROLLBACK")
-				failed.Add(1)
-				continue
-			}
-			wrote.Add(1)
-			runtime.Gosched()
-		}
-	}()
-	for wrote.Load() < 10 {
-		runtime.Gosched()
-	}
+	w := sqlitetest.StartWriter(t, db, "writer_log", 1, 0)
+	w.WaitFor(10)
 	// The damage, made through SQLite while the writer runs: one entry of
 	// idx_agent_transcript_event_sequence made stale (page 86).
-	d, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=rw&_pragma=busy_timeout(5000)"}).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := d.(driver.QueryerContext).QueryContext(context.Background(), "SELECT data FROM sqlite_dbpage WHERE pgno=86", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := []driver.Value{nil}
-	if err := rs.Next(row); err != nil {
-		t.Fatal(err)
-	}
-	rs.Close()
-	page := append([]byte(nil), row[0].([]byte)...)
-	page[3842] = 7
-	if err := exec(d, "UPDATE sqlite_dbpage SET data=? WHERE pgno=86", driver.NamedValue{Ordinal: 1, Value: page}); err != nil {
-		t.Fatal(err)
-	}
-	d.Close()
+	stale(t, db)
 
 	tg := oneTarget(t, e, home, db)
 	r := e.Heal(context.Background(), tg, false)
 	if r.Kind != format.KindStaleIndex || r.Action != ActionHealed {
 		t.Fatalf("heal beside the writer: %+v", r)
 	}
-	at := wrote.Load()
-	for wrote.Load() < at+10 {
-		runtime.Gosched()
+	w.WaitFor(10)
+	if failed := w.Stop(); failed != 0 {
+		t.Fatalf("%d of the writer's commits failed", failed)
 	}
-	close(stop)
-	wg.Wait()
-	if failed.Load() != 0 {
-		t.Fatalf("%d of the writer's commits failed", failed.Load())
-	}
-	rs, err = w.(driver.QueryerContext).QueryContext(context.Background(), "SELECT count(*), max(i) FROM writer_log", nil)
+	row, err := sqlitetest.Row(w.Conn, "SELECT count(*), max(i) FROM writer_log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	row = []driver.Value{nil, nil}
-	if err := rs.Next(row); err != nil {
-		t.Fatal(err)
-	}
-	rs.Close()
-	if row[0].(int64) != wrote.Load() || row[1].(int64) != wrote.Load() {
-		t.Fatalf("the store holds %v commits (last %v), the writer made %d", row[0], row[1], wrote.Load())
+	if row[0].(int64) != w.Wrote() || row[1].(int64) != w.Last() {
+		t.Fatalf("the store holds %v commits (last %v), the writer made %d (last %d)", row[0], row[1], w.Wrote(), w.Last())
 	}
 	if n := storeEvents(t, db); n != 6 {
 		t.Fatalf("healed store holds %d events", n)
 	}
 	if c := e.Check(tg); c.Verdict != Healthy {
 		t.Fatalf("after the run: %+v", c)
+	}
+}
+
+// stale makes one entry of idx_agent_transcript_event_sequence (page 86) of OpenClaw's live
+// store at db stale, through SQLite (sqlite_dbpage), whoever else writes to it.
+func stale(t *testing.T, db string) {
+	t.Helper()
+	c := sqlitetest.Open(t, db, "mode=rw&_pragma=busy_timeout(5000)")
+	defer c.Close()
+	row, err := sqlitetest.Row(c, "SELECT data FROM sqlite_dbpage WHERE pgno=86")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := append([]byte(nil), row[0].([]byte)...)
+	page[3842] = 7
+	if err := sqlitetest.Exec(c, "UPDATE sqlite_dbpage SET data=? WHERE pgno=86", driver.NamedValue{Ordinal: 1, Value: page}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -457,22 +357,10 @@ func TestOpenClawStorePageOneRestoredOnlyWhileNoOneHoldsIt(t *testing.T) {
 	}
 
 	// A process holds the store open: busy, nothing written.
-	holder := exec.Command("sh", "-c", "exec 3<\"$1\"; echo held; exec sleep 60", "sh", db)
-	out, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line := make([]byte, 5)
-	if _, err := io.ReadFull(out, line); err != nil {
-		t.Fatal(err)
-	}
+	release := sqlitetest.Hold(t, db)
 	before, _ := os.ReadFile(db)
 	r := e.Heal(context.Background(), tg, false)
-	holder.Process.Kill()
-	holder.Wait()
+	release()
 	if r.Kind != format.KindNotADatabase || r.Action == ActionHealed || !strings.Contains(r.Reason, "holds the store") {
 		t.Fatalf("heal while a process holds the store: %+v", r)
 	}
@@ -535,23 +423,7 @@ func TestOpenCodeStoreHealedThroughSQLite(t *testing.T) {
 			dir := t.TempDir()
 			data := filepath.Join(dir, "xdg")
 			db := filepath.Join(data, "opencode", "opencode.db")
-			f, err := os.Open("sqlitedb/testdata/opencode-1.18.33.db.gz")
-			if err != nil {
-				t.Fatal(err)
-			}
-			z, err := gzip.NewReader(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(z)
-			f.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.MkdirAll(filepath.Dir(db), 0o700)
-			if err := os.WriteFile(db, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			sqlitetest.Place(t, sqlitetest.OpenCode, db)
 			r, ok := policy.PresetRule("opencode", policy.Env{Home: dir, Getenv: func(k string) string {
 				if k == "XDG_DATA_HOME" {
 					return data
@@ -577,20 +449,9 @@ func TestOpenCodeStoreHealedThroughSQLite(t *testing.T) {
 			if c := e.Check(ts[0]); c.Verdict != Healthy {
 				t.Fatalf("after: %+v", c)
 			}
-			c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=ro"}).String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			rs, err := c.(driver.QueryerContext).QueryContext(context.Background(), "SELECT count(*) FROM session WHERE project_id='global'", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			row := []driver.Value{nil}
-			rs.Next(row)
-			rs.Close()
-			if row[0].(int64) != 3 {
-				t.Fatalf("sessions of the project found through the index: %v, want 3", row[0])
+			n := sqlitetest.Count(t, db, "SELECT count(*) FROM session WHERE project_id='global'")
+			if n != 3 {
+				t.Fatalf("sessions of the project found through the index: %d, want 3", n)
 			}
 		})
 	}
@@ -650,14 +511,11 @@ func TestOpenClawStoreJudgementsAreSpaced(t *testing.T) {
 	}
 	// A commit: the store changed. Within the spacing, not judged; after it, judged.
 	touch := func() {
-		c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=rw"}).String())
-		if err != nil {
+		c := sqlitetest.Open(t, db, "mode=rw")
+		defer c.Close()
+		if err := sqlitetest.Exec(c, "CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1)"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.(driver.ExecerContext).ExecContext(context.Background(), "CREATE TABLE IF NOT EXISTS t (x); INSERT INTO t VALUES (1)", nil); err != nil {
-			t.Fatal(err)
-		}
-		c.Close()
 	}
 	touch()
 	now = now.Add(sqliteMinGap / 2)
@@ -690,21 +548,10 @@ func TestOpenClawStoreBigRebuildOnlyWhileNoOneHoldsIt(t *testing.T) {
 	if _, complete := fsio.OpenBy(nil); !complete {
 		t.Skip("other users' processes cannot be seen here: needs root")
 	}
-	holder := exec.Command("sh", "-c", "exec 3<\"$1\"; echo held; exec sleep 60", "sh", db)
-	out, err := holder.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadFull(out, make([]byte, 5)); err != nil {
-		t.Fatal(err)
-	}
+	release := sqlitetest.Hold(t, db)
 	before, _ := os.ReadFile(db)
 	r := e.Heal(context.Background(), tg, false)
-	holder.Process.Kill()
-	holder.Wait()
+	release()
 	if r.Kind != format.KindBrokenIndex || r.Action == ActionHealed || !strings.Contains(r.Reason, "VACUUM") {
 		t.Fatalf("heal while a process holds the store: %+v", r)
 	}
@@ -759,12 +606,10 @@ func TestOpenClawStoreRestoredMeanwhileIsNotRestoredAgain(t *testing.T) {
 			if err := os.WriteFile(db, good, 0o600); err != nil {
 				t.Error(err)
 			}
-			c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=rw"}).String())
-			if err != nil {
+			c := sqlitetest.Open(t, db, "mode=rw")
+			if err := sqlitetest.Exec(c, "CREATE TABLE newer (x)"); err != nil {
 				t.Error(err)
-				return
 			}
-			c.(driver.ExecerContext).ExecContext(context.Background(), "CREATE TABLE newer (x)", nil)
 			c.Close()
 		}
 	}
@@ -773,13 +618,8 @@ func TestOpenClawStoreRestoredMeanwhileIsNotRestoredAgain(t *testing.T) {
 		t.Fatalf("heal: %+v", r)
 	}
 	e.onStep = nil
-	c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: db, RawQuery: "mode=ro"}).String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.(driver.QueryerContext).QueryContext(context.Background(), "SELECT * FROM newer", nil); err != nil {
-		t.Fatalf("the app's newer store was replaced: %v", err)
+	if n := sqlitetest.Count(t, db, "SELECT count(*) FROM newer"); n != 0 {
+		t.Fatalf("the app's newer store was replaced (%d)", n)
 	}
 }
 

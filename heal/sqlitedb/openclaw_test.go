@@ -2,44 +2,23 @@ package sqlitedb
 
 import (
 	"bytes"
-	"compress/gzip"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sessionmedic/sessionmedic/internal/sqlitetest"
 )
 
-// The fixture is an agent database OpenClaw 2026.9.6's own code made (the oracle's create:
-// `node openclaw-sqlite.mjs STATE create`, one session, 5 messages, 6 transcript events),
-// closed cleanly (no -wal), gzipped. Its pages: transcript_events' table b-tree at 63, its
-// primary key's automatic index at 64, idx_agent_transcript_event_sequence (on
+// openclawDB is an agent database OpenClaw 2026.9.6's own code made (testdata, the oracle's
+// create: `node openclaw-sqlite.mjs STATE create`, one session, 5 messages, 6 transcript
+// events), closed cleanly (no -wal), gzipped. Its pages: transcript_events' table b-tree at 63,
+// its primary key's automatic index at 64, idx_agent_transcript_event_sequence (on
 // transcript_event_identities) at 86; page size 4096, WAL, auto_vacuum incremental.
-const openclawFixture = "testdata/openclaw-agent-2026.9.6.sqlite.gz"
-
 func openclawDB(t testing.TB) string {
 	t.Helper()
-	f, err := os.Open(openclawFixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	if _, err := io.Copy(&b, z); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "agents", "main", "agent")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "openclaw-agent.sqlite")
-	if err := os.WriteFile(p, b.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := filepath.Join(t.TempDir(), "agents", "main", "agent", "openclaw-agent.sqlite")
+	sqlitetest.Place(t, sqlitetest.OpenClaw, p)
 	return p
 }
 

@@ -496,23 +496,34 @@ func without(s []string, drop map[string]bool) []string {
 // quote is name as an SQL identifier.
 func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
+// openWriter opens the live store at path (its real path) to write to it through SQLite's
+// locks, waiting BusyTimeout for the app's write lock, once it is the file named; its
+// commits are synced when they return (the apps' own connections use synchronous=NORMAL).
+func openWriter(path string) (*conn, error) {
+	c, err := open(uri(path, "mode=rw", "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")"))
+	if err != nil {
+		return nil, err
+	}
+	err = c.checkOpened(path)
+	if err == nil {
+		err = c.exec("PRAGMA synchronous=FULL")
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 // Reindex rebuilds the named indexes of the live store at path (its real path), each in its
 // own short transaction through SQLite's locks, waiting BusyTimeout for the app's write lock.
 // The app may keep running: its connections see the rebuilt index at their next transaction.
 func Reindex(path string, indexes []string) error {
-	c, err := open(uri(path, "mode=rw", "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")"))
+	c, err := openWriter(path)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := c.checkOpened(path); err != nil {
-		return err
-	}
-	// The rebuilt index is durable when REINDEX returns (the app's own connections use
-	// synchronous=NORMAL; this one's commits are synced).
-	if err := c.exec("PRAGMA synchronous=FULL"); err != nil {
-		return err
-	}
 	for _, ix := range indexes {
 		if err := c.exec("REINDEX " + quote(ix)); err != nil {
 			return fmt.Errorf("REINDEX %s: %w", ix, err)
@@ -540,17 +551,11 @@ var ErrNoSQL = errors.New("an automatic index has no CREATE INDEX statement to m
 // unused: damage Judge calls a broken index's remnant, healed by VACUUM ([Judgement.Orphans]);
 // a crash before the commit leaves the store as it was.
 func Rebuild(path string, indexes []string) error {
-	c, err := open(uri(path, "mode=rw", "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")"))
+	c, err := openWriter(path)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if err := c.checkOpened(path); err != nil {
-		return err
-	}
-	if err := c.exec("PRAGMA synchronous=FULL"); err != nil {
-		return err
-	}
 	if len(indexes) > 0 {
 		if err := c.surgery(indexes); err != nil {
 			return err

@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
+
+	"github.com/sessionmedic/sessionmedic/internal/sqlitetest"
 )
 
 // mkStore makes a store in the shape of OpenClaw's transcripts: a parent table, a child
@@ -239,41 +238,8 @@ func TestReindexHealsStaleEntries(t *testing.T) {
 func TestLiveWriterLosesNothing(t *testing.T) {
 	dir := t.TempDir()
 	p := mkStore(t, dir, 200, true)
-	w, err := open(uri(p, "mode=rw", "_pragma=busy_timeout(5000)", "_pragma=synchronous(NORMAL)"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	var wrote, failed atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 1000; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			err := w.exec("BEGIN IMMEDIATE")
-			if err == nil {
-				err = w.exec(fmt.Sprintf(`INSERT INTO transcript_events VALUES ('s1', %d, '{"i":%d}')`, i, i))
-			}
-			if err == nil {
-				err = w.exec("COMMIT")
-			}
-			if err != nil {
-				w.exec("ROLLBACK")
-				failed.Add(1)
-				continue
-			}
-			wrote.Add(1)
-		}
-	}()
-	for wrote.Load() < 20 {
-		runtimeGosched()
-	}
+	w := sqlitetest.StartWriter(t, p, "writer_log", 1, 0)
+	w.WaitFor(20)
 	for i := 0; i < 3; i++ {
 		snap := filepath.Join(dir, fmt.Sprintf("snap%d", i))
 		if _, err := Snapshot(p, snap, nil); err != nil {
@@ -286,25 +252,17 @@ func TestLiveWriterLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	at := wrote.Load()
-	for wrote.Load() < at+20 {
-		runtimeGosched()
+	w.WaitFor(20)
+	if failed := w.Stop(); failed != 0 {
+		t.Fatalf("%d of the writer's commits failed", failed)
 	}
-	close(stop)
-	wg.Wait()
-	if failed.Load() != 0 {
-		t.Fatalf("%d of the writer's commits failed", failed.Load())
-	}
-	rows, err := w.strings("SELECT count(*) FROM transcript_events", 1)
-	if err != nil || rows[0] != fmt.Sprint(200+wrote.Load()) {
-		t.Fatalf("rows %v (%v), want %d", rows, err, 200+wrote.Load())
+	if n := sqlitetest.Count(t, p, "SELECT count(*) FROM writer_log"); n != w.Wrote() {
+		t.Fatalf("%d commits in the store, the writer made %d", n, w.Wrote())
 	}
 	if j := judge(t, p); !j.OK() {
 		t.Fatalf("store after the run: %+v", j)
 	}
 }
-
-func runtimeGosched() { runtime.Gosched() }
 
 // A restore while a writer in the apps' style commits: none of its commits fails, it goes on
 // from the restored store, and the store holds the snapshot's rows and every commit made after
@@ -313,67 +271,30 @@ func runtimeGosched() { runtime.Gosched() }
 func TestRestoreBesideALiveWriter(t *testing.T) {
 	dir := t.TempDir()
 	p := mkStore(t, dir, 200, true)
+	c := sqlitetest.Open(t, p, "mode=rw")
+	if err := sqlitetest.Exec(c, "CREATE TABLE writer_log (i INTEGER PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
 	snap := filepath.Join(dir, "good")
 	if _, err := Snapshot(p, snap, nil); err != nil {
 		t.Fatal(err)
 	}
-	w, err := open(uri(p, "mode=rw", "_pragma=busy_timeout(5000)", "_pragma=synchronous(NORMAL)"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	var wrote, failed, last atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 1000; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			err := w.exec("BEGIN IMMEDIATE")
-			if err == nil {
-				err = w.exec(fmt.Sprintf(`INSERT INTO transcript_events VALUES ('s1', %d, '{"i":%d}')`, i, i))
-			}
-			if err == nil {
-				err = w.exec("COMMIT")
-			}
-			if err != nil {
-				w.exec("ROLLBACK")
-				failed.Add(1)
-			} else {
-				wrote.Add(1)
-				last.Store(int64(i))
-			}
-			runtime.Gosched()
-		}
-	}()
-	for wrote.Load() < 20 {
-		runtime.Gosched()
-	}
+	w := sqlitetest.StartWriter(t, p, "writer_log", 1000, 0)
+	w.WaitFor(20)
 	if err := Restore(snap, p, nil); err != nil {
 		t.Fatal(err)
 	}
-	at := wrote.Load()
-	for wrote.Load() < at+20 {
-		runtime.Gosched()
+	w.WaitFor(20)
+	if failed := w.Stop(); failed != 0 {
+		t.Fatalf("%d of the writer's commits failed", failed)
 	}
-	close(stop)
-	wg.Wait()
-	if failed.Load() != 0 {
-		t.Fatalf("%d of the writer's commits failed", failed.Load())
-	}
-	rows, err := w.query("SELECT (SELECT count(*) FROM transcript_events WHERE seq < 1000), min(seq), max(seq), count(*) FROM transcript_events WHERE seq >= 1000", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var old, lo, hi, n int64
-	fmt.Sscan(fmt.Sprint(rows[0][0], " ", rows[0][1], " ", rows[0][2], " ", rows[0][3]), &old, &lo, &hi, &n)
-	if old != 200 || hi != last.Load() || n != hi-lo+1 || n < 19 {
-		t.Fatalf("after the restore: %d of the snapshot's rows, the writer's %d..%d (%d rows), its last commit %d", old, lo, hi, n, last.Load())
+	old := sqlitetest.Count(t, p, "SELECT count(*) FROM transcript_events")
+	lo := sqlitetest.Count(t, p, "SELECT min(i) FROM writer_log")
+	hi := sqlitetest.Count(t, p, "SELECT max(i) FROM writer_log")
+	n := sqlitetest.Count(t, p, "SELECT count(*) FROM writer_log")
+	if old != 200 || hi != w.Last() || n != hi-lo+1 || n < 19 {
+		t.Fatalf("after the restore: %d of the snapshot's rows, the writer's %d..%d (%d rows), its last commit %d", old, lo, hi, n, w.Last())
 	}
 	if j := judge(t, p); !j.OK() {
 		t.Fatalf("store after the run: %+v", j)

@@ -2,13 +2,8 @@ package crash
 
 import (
 	"bytes"
-	"compress/gzip"
-	"context"
-	"database/sql/driver"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +13,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/sqlitedb"
-	"modernc.org/sqlite"
+	"github.com/sessionmedic/sessionmedic/internal/sqlitetest"
 )
 
 // A SQLite store's heal killed at each of its steps, and at random moments (inside SQLite's
@@ -26,7 +21,6 @@ import (
 // events intact wherever its tables were; the next heal finishes the work, and no private
 // copy of the crashed run is left behind.
 func TestSQLiteHealCrashes(t *testing.T) {
-	fixture := filepath.Join(moduleRoot, "heal", "sqlitedb", "testdata", "openclaw-agent-2026.9.6.sqlite.gz")
 	damages := []struct {
 		name, kind string
 		restore    bool // the rule opts in to restore-snapshot (its snapshot taken first)
@@ -64,7 +58,7 @@ func TestSQLiteHealCrashes(t *testing.T) {
 			t.Run(d.name+"/"+kill, func(t *testing.T) {
 				dir := t.TempDir()
 				db := filepath.Join(dir, "home", ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite")
-				writeFixture(t, fixture, db)
+				sqlitetest.Place(t, sqlitetest.OpenClaw, db)
 				strategies := ""
 				if d.restore {
 					strategies = "\n    strategies: [salvage, backup, last-good, normalize, reindex, restore-snapshot]"
@@ -80,7 +74,7 @@ func TestSQLiteHealCrashes(t *testing.T) {
 						t.Fatalf("first look: %+v", r)
 					}
 				}
-				editStorePage(t, db, d.page, d.edit)
+				sqlitetest.EditPage(t, db, d.page, d.edit)
 				var wal []byte
 				if d.kind == "not-a-database" {
 					// A -wal left beside it: quarantined with the store, then removed.
@@ -164,42 +158,6 @@ func TestSQLiteHealCrashes(t *testing.T) {
 	t.Logf("%d SQLite crash runs", runs)
 }
 
-func writeFixture(t *testing.T, gz, to string) {
-	t.Helper()
-	f, err := os.Open(gz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := io.ReadAll(z)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// editStorePage rewrites page n (4096 bytes) of the closed store at p.
-func editStorePage(t *testing.T, p string, n int, edit func([]byte)) {
-	t.Helper()
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edit(data[(n-1)*4096 : n*4096])
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // storeJudged is the gate's judgement of the store at p, on a copy taken through SQLite.
 func storeJudged(t *testing.T, p string) sqlitedb.Judgement {
 	t.Helper()
@@ -216,24 +174,7 @@ func storeJudged(t *testing.T, p string) sqlitedb.Judgement {
 
 // storeEvents counts the store's transcript events through SQLite (-1: unreadable).
 func storeEvents(t *testing.T, p string) int {
-	t.Helper()
-	c, err := (&sqlite.Driver{}).Open((&url.URL{Scheme: "file", Path: p, RawQuery: "mode=rw&_pragma=query_only(1)"}).String())
-	if err != nil {
-		return -1
-	}
-	defer c.Close()
-	rs, err := c.(driver.QueryerContext).QueryContext(context.Background(), "SELECT count(*) FROM transcript_events", nil)
-	if err != nil {
-		ls, _ := os.ReadDir(filepath.Dir(p))
-		t.Logf("events of %s: %v (%v)", p, err, ls)
-		return -1
-	}
-	defer rs.Close()
-	row := []driver.Value{nil}
-	if rs.Next(row) != nil {
-		return -1
-	}
-	return int(row[0].(int64))
+	return int(sqlitetest.Count(t, p, "SELECT count(*) FROM transcript_events"))
 }
 
 // assertNoTemps fails if an own temp is left beside the store or a private copy in the state

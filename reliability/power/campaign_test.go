@@ -97,11 +97,7 @@ func TestPowerCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	tgs = append(tgs, ba)
-	sq, err := sqliteStoreTarget()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tgs = append(tgs, sq)
+	tgs = append(tgs, sqliteStoreTarget(t))
 	for round := 0; st.states.Load() < goal(); round++ {
 		for i, tg := range tgs {
 			if st.states.Load() >= goal() {

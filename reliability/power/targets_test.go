@@ -2,11 +2,9 @@ package power
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal"
 	"github.com/sessionmedic/sessionmedic/heal/lock"
+	"github.com/sessionmedic/sessionmedic/internal/sqlitetest"
 	"github.com/sessionmedic/sessionmedic/policy"
 	"github.com/sessionmedic/sessionmedic/reliability/fixtures"
 )
@@ -77,27 +76,15 @@ func (tg target) rules(caseDir string) string {
 // first in its sound version (its snapshot kept), the heal that is cut quarantines the
 // family, writes the snapshot beside the store, removes the -wal and renames the snapshot
 // over the store — the one heal of a SQLite store made by file operations.
-func sqliteStoreTarget() (target, error) {
-	f, err := os.Open(filepath.Join("..", "..", "heal", "sqlitedb", "testdata", "openclaw-agent-2026.9.6.sqlite.gz"))
-	if err != nil {
-		return target{}, err
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		return target{}, err
-	}
-	good, err := io.ReadAll(z)
-	if err != nil {
-		return target{}, err
-	}
+func sqliteStoreTarget(t *testing.T) target {
+	good := sqlitetest.Fixture(t, sqlitetest.OpenClaw)
 	bad := bytes.Clone(good)
 	clear(bad[:4096])
 	db := filepath.Join("agents", "main", "agent", "openclaw-agent.sqlite")
 	return target{name: "openclaw-sqlite/page1-destroyed", app: "openclaw",
 		extra:   "strategies: [salvage, last-good, reindex, restore-snapshot]",
 		healthy: map[string][]byte{db: good},
-		files:   map[string][]byte{db: bad, db + "-wal": bytes.Repeat([]byte{0x5a}, 3*4096+100)}}, nil
+		files:   map[string][]byte{db: bad, db + "-wal": bytes.Repeat([]byte{0x5a}, 3*4096+100)}}
 }
 
 // sampleTargets are the targets of one sample case: the case as it is, and, where the app's
