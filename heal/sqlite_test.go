@@ -3,7 +3,6 @@ package heal
 import (
 	"bytes"
 	"context"
-	"database/sql/driver"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -289,7 +288,7 @@ func TestOpenClawStoreHealedBesideALiveWriter(t *testing.T) {
 	w.WaitFor(10)
 	// The damage, made through SQLite while the writer runs: one entry of
 	// idx_agent_transcript_event_sequence made stale (page 86).
-	stale(t, db)
+	sqlitetest.StaleOpenClawEntry(t, db)
 
 	tg := oneTarget(t, e, home, db)
 	r := e.Heal(context.Background(), tg, false)
@@ -315,21 +314,18 @@ func TestOpenClawStoreHealedBesideALiveWriter(t *testing.T) {
 	}
 }
 
-// stale makes one entry of idx_agent_transcript_event_sequence (page 86) of OpenClaw's live
-// store at db stale, through SQLite (sqlite_dbpage), whoever else writes to it.
-func stale(t *testing.T, db string) {
+// healHeld is the heal of tg while another process holds its file open; it fails the test
+// if the file was written.
+func healHeld(t *testing.T, e *Engine, tg Target) Report {
 	t.Helper()
-	c := sqlitetest.Open(t, db, "mode=rw&_pragma=busy_timeout(5000)")
-	defer c.Close()
-	row, err := sqlitetest.Row(c, "SELECT data FROM sqlite_dbpage WHERE pgno=86")
-	if err != nil {
-		t.Fatal(err)
+	release := sqlitetest.Hold(t, tg.Path)
+	before, _ := os.ReadFile(tg.Path)
+	r := e.Heal(context.Background(), tg, false)
+	release()
+	if after, _ := os.ReadFile(tg.Path); !bytes.Equal(before, after) {
+		t.Fatal("a held store was written")
 	}
-	page := append([]byte(nil), row[0].([]byte)...)
-	page[3842] = 7
-	if err := sqlitetest.Exec(c, "UPDATE sqlite_dbpage SET data=? WHERE pgno=86", driver.NamedValue{Ordinal: 1, Value: page}); err != nil {
-		t.Fatal(err)
-	}
+	return r
 }
 
 // A store whose page 1 is destroyed cannot be written through SQLite: with restore-snapshot,
@@ -357,15 +353,10 @@ func TestOpenClawStorePageOneRestoredOnlyWhileNoOneHoldsIt(t *testing.T) {
 	}
 
 	// A process holds the store open: busy, nothing written.
-	release := sqlitetest.Hold(t, db)
 	before, _ := os.ReadFile(db)
-	r := e.Heal(context.Background(), tg, false)
-	release()
+	r := healHeld(t, e, tg)
 	if r.Kind != format.KindNotADatabase || r.Action == ActionHealed || !strings.Contains(r.Reason, "holds the store") {
 		t.Fatalf("heal while a process holds the store: %+v", r)
-	}
-	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
-		t.Fatal("a held store was written")
 	}
 
 	// No one: restored, the family quarantined, the -wal gone from beside the new file.
@@ -548,15 +539,8 @@ func TestOpenClawStoreBigRebuildOnlyWhileNoOneHoldsIt(t *testing.T) {
 	if _, complete := fsio.OpenBy(nil); !complete {
 		t.Skip("other users' processes cannot be seen here: needs root")
 	}
-	release := sqlitetest.Hold(t, db)
-	before, _ := os.ReadFile(db)
-	r := e.Heal(context.Background(), tg, false)
-	release()
-	if r.Kind != format.KindBrokenIndex || r.Action == ActionHealed || !strings.Contains(r.Reason, "VACUUM") {
+	if r := healHeld(t, e, tg); r.Kind != format.KindBrokenIndex || r.Action == ActionHealed || !strings.Contains(r.Reason, "VACUUM") {
 		t.Fatalf("heal while a process holds the store: %+v", r)
-	}
-	if after, _ := os.ReadFile(db); !bytes.Equal(before, after) {
-		t.Fatal("a held store was written")
 	}
 	if r := e.Heal(context.Background(), tg, false); r.Action != ActionHealed || storeEvents(t, db) != 6 {
 		t.Fatalf("heal with no one holding it: %+v", r)

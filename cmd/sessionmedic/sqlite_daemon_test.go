@@ -1,7 +1,6 @@
 package main
 
 import (
-	"database/sql/driver"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,18 +35,7 @@ func TestDaemonHealsAnOpenClawStoreBesideItsWriter(t *testing.T) {
 	// A chat's pace: no checkpoint during the test.
 	w := sqlitetest.StartWriter(t, db, "writer_log", 1, 250*time.Millisecond)
 	w.WaitFor(2)
-	// One entry of idx_agent_transcript_event_sequence made stale, through SQLite.
-	c = sqlitetest.Open(t, db, "mode=rw&_pragma=busy_timeout(5000)")
-	row, err := sqlitetest.Row(c, "SELECT data FROM sqlite_dbpage WHERE pgno=86")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page := append([]byte(nil), row[0].([]byte)...)
-	page[3842] = 7
-	if err := sqlitetest.Exec(c, "UPDATE sqlite_dbpage SET data=? WHERE pgno=86", driver.NamedValue{Ordinal: 1, Value: page}); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
+	sqlitetest.StaleOpenClawEntry(t, db)
 
 	// Judged again once its spacing since the first scan's judgement has passed (10 s).
 	eventually(t, 60*time.Second, "the store healed", func() bool { return len(d.events("file.healed")) == 1 })

@@ -73,6 +73,23 @@ func EditPage(t testing.TB, path string, n int, edit func(page []byte)) {
 	}
 }
 
+// StaleOpenClawEntry makes one entry of idx_agent_transcript_event_sequence (page 86) of the
+// live OpenClaw store at path stale, through SQLite (sqlite_dbpage), whoever else writes to it.
+func StaleOpenClawEntry(t testing.TB, path string) {
+	t.Helper()
+	c := Open(t, path, "mode=rw&_pragma=busy_timeout(5000)")
+	defer c.Close()
+	row, err := Row(c, "SELECT data FROM sqlite_dbpage WHERE pgno=86")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := append([]byte(nil), row[0].([]byte)...)
+	page[3842] = 7
+	if err := Exec(c, "UPDATE sqlite_dbpage SET data=? WHERE pgno=86", driver.NamedValue{Ordinal: 1, Value: page}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Open is a connection to the store at path with SQLite's URI parameters q.
 func Open(t testing.TB, path, q string) driver.Conn {
 	t.Helper()
