@@ -467,6 +467,18 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 		return
 	}
 	r.QuarantinedBytes = s.size
+	if ids, err := e.storeFamily(t.Path); err == nil {
+		// The app is stopped (no process holds the store or a sidecar): the family's own
+		// bytes too, as the files hold them (a -wal's frames past its last commit, pages the
+		// copy leaves out), beside the copy through SQLite.
+		n, err := e.quarantineFamily(t, &s, strategy, ids, nil, e.Now())
+		if err != nil {
+			e.Quarantine.MarkRolledBack(filepath.Base(r.Quarantine))
+			r.Action, r.Reason = ActionRefused, writeAdvice(fmt.Errorf("the store's files could not be quarantined: %w", err))
+			return
+		}
+		r.QuarantinedBytes += n
+	}
 	e.step("quarantined", t.Path)
 	real := fsio.RealPath(t.Path)
 	asOwner := func(fn func() error) error { return fsio.AsOwnerOf(t.Path, fn) }
@@ -716,28 +728,8 @@ func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (
 			e.Journal.Abort(entry) // the temp removed, the store's entry marked rolled back
 		}
 	}()
-	for _, p := range []string{t.Path + "-wal", t.Path + "-shm", t.Path + "-journal", t.Path} {
-		id, ok := ids[p]
-		if !ok {
-			continue
-		}
-		f, err := fsio.OpenStable(p, id)
-		if err != nil {
-			return q, fmt.Errorf("%s could not be read for its quarantine: %w", p, err)
-		}
-		mp := m
-		if p != t.Path {
-			mp = &Manifest{ID: state.NewID(now), Path: p, Rule: t.Rule.Name, Identity: id, Kind: s.verdict.Kind,
-				Offset: -1, Detail: "beside " + t.Path + ": " + s.verdict.Detail, Strategy: string(policy.RestoreSnapshot)}
-		}
-		dir, err := e.Quarantine.PutFrom(mp, id.Size, fsio.Range{Off: 0, N: id.Size}, f, oldSumOf(p, t.Path, oldSum), nil, now)
-		f.Close()
-		if err != nil {
-			return q, fmt.Errorf("%s could not be quarantined: %w", p, err)
-		}
-		if p == t.Path {
-			q = dir
-		}
+	if _, err := e.quarantineFamily(t, s, policy.RestoreSnapshot, ids, &storeEntry{m: m, sum: oldSum, dir: &q}, now); err != nil {
+		return q, err
 	}
 	e.step("quarantined", t.Path)
 	d, err := e.fs.OpenParent(ruleRoot(t.Rule, t.Path), t.Path)
@@ -796,12 +788,48 @@ func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (
 	return q, nil
 }
 
-// oldSumOf is the sum the quarantine of p may take as known: the store's, already read.
-func oldSumOf(p, store, sum string) string {
-	if p == store {
-		return sum
+// storeEntry is the quarantine entry quarantineFamily makes of the store itself: its
+// manifest (named in a journal entry already), its sum, and where its directory is said.
+type storeEntry struct {
+	m   *Manifest
+	sum string
+	dir *string
+}
+
+// quarantineFamily keeps, byte for byte, the files ids names (the store and its sidecars,
+// sidecars first), read by plain I/O: only while no process holds them (storeFamily said so)
+// and this process holds no SQLite connection to them. The store's own entry is store's
+// when given (a replace's, journaled), else a new one; it returns the bytes kept.
+func (e *Engine) quarantineFamily(t Target, s *sqliteJudged, strategy policy.Strategy, ids map[string]Identity, store *storeEntry, now time.Time) (int64, error) {
+	var n int64
+	for _, p := range []string{t.Path + "-wal", t.Path + "-shm", t.Path + "-journal", t.Path} {
+		id, ok := ids[p]
+		if !ok {
+			continue
+		}
+		f, err := fsio.OpenStable(p, id)
+		if err != nil {
+			return n, fmt.Errorf("%s could not be read for its quarantine: %w", p, err)
+		}
+		m, known := &Manifest{ID: state.NewID(now), Path: p, Rule: t.Rule.Name, Identity: id, Kind: s.verdict.Kind,
+			Offset: -1, Detail: "the file as it was beside " + t.Path + ": " + s.verdict.Detail, Strategy: string(strategy)}, ""
+		if p == t.Path {
+			m.Detail = "the store's file as it was: " + s.verdict.Detail
+			if store != nil {
+				m, known = store.m, store.sum
+			}
+		}
+		dir, err := e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, known, nil, now)
+		f.Close()
+		if err != nil {
+			return n, fmt.Errorf("%s could not be quarantined: %w", p, err)
+		}
+		n += id.Size
+		if p == t.Path && store != nil {
+			*store.dir = dir
+		}
 	}
-	return ""
+	return n, nil
 }
 
 // pruneSnapshots bounds the snapshots of every store together by max bytes (the last-good

@@ -135,6 +135,18 @@ func TestOpenClawStoreHealedThroughSQLite(t *testing.T) {
 				if err != nil || j.OK() || m.Kind != tc.kind || m.Strategy != "reindex" {
 					t.Fatalf("quarantine entry %+v judged %+v %v", m, j, err)
 				}
+				if _, complete := fsio.OpenBy(nil); complete {
+					// No process held it: the store's own bytes are kept too.
+					ms, _ := e.Quarantine.List()
+					raw := false
+					for _, m := range ms {
+						b, _ := os.ReadFile(filepath.Join(m.Dir, m.File))
+						raw = raw || bytes.Equal(b, before)
+					}
+					if !raw {
+						t.Fatalf("no quarantine entry holds the store's file as it was (%d entries)", len(ms))
+					}
+				}
 				again := e.Heal(context.Background(), tg, false)
 				if again.Verdict != Healthy || again.Action != ActionNone {
 					t.Fatalf("healed twice: %+v", again)
@@ -284,6 +296,8 @@ func TestOpenClawStoreEmptyBesideItsWALIsNeverOpened(t *testing.T) {
 // (sqlite_dbpage), is judged and healed; none of the writer's commits fails and none is lost.
 func TestOpenClawStoreHealedBesideALiveWriter(t *testing.T) {
 	e, home, db := openclawStoreCase(t, nil)
+	// The writer is this process, which the look at /proc passes over: said as the app.
+	e.openBy = func([]Identity) ([]int, bool) { return []int{os.Getpid()}, true }
 	w := sqlitetest.StartWriter(t, db, "writer_log", 1, 0)
 	w.WaitFor(10)
 	// The damage, made through SQLite while the writer runs: one entry of
