@@ -1,16 +1,18 @@
 // Package sqlitedb is what sessionmedic does to an app's SQLite store (OpenClaw's agent
 // databases since 2026.8, OpenCode's store): copy it through SQLite's backup API, judge the
-// copy as the app's own gate judges the store (integrity_check and foreign_key_check), and
-// rebuild the indexes whose entries are wrong, live, through SQLite's own locks
+// copy as the app's own gate judges the store (integrity_check and foreign_key_check),
+// rebuild the indexes whose entries are wrong or whose b-trees cannot be read, and write a
+// snapshot back into it, live, through SQLite's own locks
 // (../shared/formats/openclaw-sqlite.md).
 //
 // Every function here runs on the calling goroutine and opens the store by its path with
 // SQLite's unix VFS, which follows symlinks and creates the -wal and -shm sidecars beside it:
-// a caller running as root calls the functions that open a store (Snapshot, Reindex) as the
-// tree's owner (resolve.AsUser), so that SQLite can do there only what that owner could, and
-// what it creates belongs to them. Nothing here opens a store, its -wal or its -shm by
-// plain file I/O: POSIX locks are per process, and any close of the inode would drop the
-// locks of SQLite's connection to it.
+// a caller running as root runs the steps that open a store (Snapshot's and Restore's
+// asSource/asDest, JudgeLive's, Reindex and Rebuild whole) as the tree's owner
+// (resolve.AsUser), so that SQLite can do there only what that owner could, and what it
+// creates belongs to them; a store whose path leads elsewhere is not used (ErrMoved). Nothing
+// here opens a store, its -wal or its -shm by plain file I/O: POSIX locks are per process, and
+// any close of the inode would drop the locks of this process's SQLite connection to it.
 package sqlitedb
 
 import (
