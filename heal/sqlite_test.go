@@ -523,11 +523,15 @@ func TestOpenClawStoreJudgementsAreSpaced(t *testing.T) {
 		}
 	}
 	touch()
-	now = now.Add(sqliteMinGap / 2)
+	// The spacing: at least sqliteMinGap, more where the judgement took long (a loaded machine).
+	e.sqlite.mu.Lock()
+	gap := max(sqliteMinGap, sqliteSpacing*e.sqlite.seen[db].cost)
+	e.sqlite.mu.Unlock()
+	now = now.Add(gap / 2)
 	if judged() {
 		t.Fatal("changed within the spacing after its judgement: judged again")
 	}
-	now = now.Add(sqliteMinGap)
+	now = now.Add(gap)
 	if !judged() {
 		t.Fatal("changed, past the spacing: not judged")
 	}
