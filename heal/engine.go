@@ -399,9 +399,11 @@ func (e *Engine) PruneStats() (Pruned, error) {
 	}
 	n, freed, err = e.LastGood.PruneBytes(e.Policy.LastGood.MaxTotalBytes)
 	p.LastGood, p.Freed = n, p.Freed+freed
-	// The snapshots of SQLite stores, under the same budget of their own.
-	n, freed = e.pruneSnapshots(e.Policy.LastGood.MaxTotalBytes)
-	p.LastGood, p.Freed = p.LastGood+n, p.Freed+freed
+	// The snapshots of SQLite stores, in what the last-good copies leave of their budget.
+	if max := e.Policy.LastGood.MaxTotalBytes; max > 0 {
+		n, freed = e.pruneSnapshots(max - state.DiskUsage(e.LastGood.Root))
+		p.LastGood, p.Freed = p.LastGood+n, p.Freed+freed
+	}
 	p.QuarantineBytes = e.Quarantine.Usage()
 	return p, err
 }

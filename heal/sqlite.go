@@ -103,6 +103,7 @@ type sqliteJudged struct {
 	gen     [2]Identity
 	snap    string // the copy, or ""
 	size    int64
+	fresh   bool          // judged now (not the cache's answer)
 	cost    time.Duration // how long the copy and its judgement took
 }
 
@@ -160,12 +161,24 @@ func processAlive(pid int) bool {
 // daemon looks at it again with backoff and says it (file.busy) while it lasts, for it is not
 // guarded meanwhile.
 //
-// judgeSQLite copies the store at t.Path through the backup API (as the tree's owner where
-// that applies) and judges the copy; live (a check, which writes nothing, not even in the
-// state directory), it judges the store itself in one read transaction. cached: a store
-// unchanged since it was judged healthy (and judged less than sqliteRejudge ago) is healthy
-// without a copy (never in one-shot use).
-func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
+// How a store is judged: on a private copy taken through the backup API (the quarantine
+// entry a heal needs, the snapshot a healthy store leaves), on the store itself in one read
+// transaction (writing nothing anywhere), or by its size: a copy of a store over
+// last_good.max_file_bytes would outgrow the state dir's budget, so it is judged live, and
+// copied only when a heal needs the copy.
+type judgeMode int
+
+const (
+	judgeAuto judgeMode = iota
+	judgeLive
+	judgeCopy
+)
+
+// judgeSQLite judges the store at t.Path as mode says (copies and live reads made as the
+// tree's owner where that applies). cached: a store unchanged since it was judged healthy
+// (and judged less than sqliteRejudge ago), or judged within its spacing, is healthy without
+// a look (never in one-shot use).
+func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJudged) {
 	out.verdict = format.OK()
 	gen, err := sqliteGeneration(t.Path)
 	if t.Missing && errors.Is(err, os.ErrNotExist) {
@@ -216,7 +229,16 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 	}
 	real := fsio.RealPath(t.Path)
 	asOwner := func(fn func() error) error { return fsio.AsOwnerOf(t.Path, fn) }
-	if live {
+	if mode == judgeAuto {
+		mode = judgeCopy
+		if max := e.Policy.LastGood.MaxFileBytes; max > 0 && gen[0].Size+gen[1].Size > max {
+			mode = judgeLive
+		}
+	}
+	out.fresh = true
+	began := time.Now()
+	defer func() { out.cost = time.Since(began) }()
+	if mode == judgeLive {
 		j, err := sqlitedb.JudgeLive(real, asOwner)
 		switch {
 		case sqlitedb.IsNotExist(err):
@@ -236,8 +258,6 @@ func (e *Engine) judgeSQLite(t Target, cached, live bool) (out sqliteJudged) {
 		return out
 	}
 	snap := filepath.Join(dir, tmpName())
-	began := time.Now()
-	defer func() { out.cost = time.Since(began) }()
 	size, err := sqlitedb.Snapshot(real, snap, asOwner)
 	switch {
 	case errors.Is(err, sqlitedb.ErrNotDatabase):
@@ -339,7 +359,7 @@ func first(s []string, n int) []string {
 
 // checkSQLite is Check of a store.
 func (e *Engine) checkSQLite(t Target, r *Report) {
-	s := e.judgeSQLite(t, true, true)
+	s := e.judgeSQLite(t, true, judgeLive)
 	defer s.release()
 	fill(r, s.verdict)
 }
@@ -350,26 +370,29 @@ func (e *Engine) checkSQLite(t Target, r *Report) {
 func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteStore, r *Report, dryRun bool) {
 	r.Action = ActionNone
 	// A dry run writes nothing, not even a copy in the state dir: it judges the store itself.
-	s := e.judgeSQLite(t, true, dryRun)
+	mode := judgeAuto
+	if dryRun {
+		mode = judgeLive
+	}
+	s := e.judgeSQLite(t, true, mode)
 	defer s.release()
 	e.step("judged", t.Path)
 	fill(r, s.verdict)
 	switch {
 	case s.verdict.Status == Healthy:
-		judged := s.snap != "" // not a judgement the cache gave
-		if judged && !dryRun && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
+		if s.snap != "" && !dryRun && t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve {
 			if err := e.keepSnapshot(t.Path, &s); err != nil {
 				r.CopyErr = err.Error()
 			}
 		}
-		if judged && !dryRun && r.CopyErr == "" {
+		if s.fresh && !dryRun && r.CopyErr == "" {
 			e.sawHealthy(t.Path, &s)
 		}
 		return
 	case s.verdict.Status != Damaged:
 		return
 	}
-	strategy, snap := e.sqliteStrategy(t, &s, dryRun)
+	strategy, snap := e.sqliteStrategy(t, &s)
 	if strategy == "" {
 		r.Action, r.Reason = ActionRefused, e.sqliteAdvice(t, store, &s)
 		return
@@ -419,11 +442,12 @@ func (e *Engine) healSQLite(ctx context.Context, t Target, store format.SQLiteSt
 	}
 	defer lk.Release()
 	e.step("locked", t.Path)
-	if strategy == policy.RestoreSnapshot {
+	if !offline && (strategy == policy.RestoreSnapshot || s.snap == "") {
 		// Another process healing under this state dir (a `heal` beside the daemon) may have
 		// healed it before the lock was ours: a snapshot is never restored over a store that
-		// is sound (its newer commits would vanish). Judged again, under the lock.
-		again := e.judgeSQLite(t, false, false)
+		// is sound (its newer commits would vanish). Judged again, under the lock, on the copy
+		// that will be its quarantine entry (a store judged live has none yet).
+		again := e.judgeSQLite(t, false, judgeCopy)
 		defer again.release()
 		if again.verdict.Status != Damaged || again.verdict.Kind != s.verdict.Kind {
 			fill(r, again.verdict)
@@ -521,7 +545,7 @@ func (e *Engine) sqliteHealed(t Target, store format.SQLiteStore, r *Report, s *
 		r.Discarded = fmt.Sprintf("every transaction the store committed after %s (the snapshot restored, %s before the restore)", snap.at.UTC().Format(time.RFC3339), e.Now().Sub(snap.at).Round(time.Second))
 	}
 	// Verified as it was judged: a new copy, the app's gate.
-	v := e.judgeSQLite(t, false, false)
+	v := e.judgeSQLite(t, false, judgeAuto)
 	defer v.release()
 	if v.verdict.Status != Healthy {
 		r.Action = ActionRefused
@@ -555,12 +579,11 @@ type storeSnapshot struct {
 //
 // A store whose page 1 is destroyed cannot be written through SQLite: its restore replaces
 // the file (restoreOffline), only while no process holds the store or a sidecar open.
-func (e *Engine) sqliteStrategy(t Target, s *sqliteJudged, dryRun bool) (policy.Strategy, storeSnapshot) {
+func (e *Engine) sqliteStrategy(t Target, s *sqliteJudged) (policy.Strategy, storeSnapshot) {
 	if s.j.IndexOnly() && t.Rule.HasStrategy(policy.Reindex) {
 		return policy.Reindex, storeSnapshot{}
 	}
-	offline := s.verdict.Kind == format.KindNotADatabase
-	if !t.Rule.HasStrategy(policy.RestoreSnapshot) || (s.snap == "" && !offline && !dryRun) || s.verdict.Kind == format.KindOrphanedWAL {
+	if !t.Rule.HasStrategy(policy.RestoreSnapshot) || s.verdict.Kind == format.KindOrphanedWAL {
 		return "", storeSnapshot{}
 	}
 	snaps := e.snapshots(t.Path)
@@ -832,13 +855,13 @@ func (e *Engine) quarantineFamily(t Target, s *sqliteJudged, strategy policy.Str
 	return n, nil
 }
 
-// pruneSnapshots bounds the snapshots of every store together by max bytes (the last-good
-// copies' budget, last_good.max_total_bytes), the oldest removed first; it returns how many
-// it removed and the bytes freed.
+// pruneSnapshots bounds the snapshots of every store together by max bytes (what the
+// last-good copies leave of last_good.max_total_bytes), the oldest removed first; it returns
+// how many it removed and the bytes freed.
 func (e *Engine) pruneSnapshots(max int64) (n int, freed int64) {
 	root := filepath.Join(e.StateDir, "sqlite", "snapshots")
 	dirs, err := os.ReadDir(root)
-	if err != nil || max <= 0 {
+	if err != nil {
 		return 0, 0
 	}
 	type snap struct {

@@ -670,3 +670,36 @@ func TestOpenClawStoreNotJudgedIsBusy(t *testing.T) {
 		t.Fatalf("copies left: %v", ents)
 	}
 }
+
+// A store over last_good.max_file_bytes is judged on itself, never copied into the state dir
+// while it is healthy (its copy would outgrow the state dir's budget); a heal copies it then,
+// for its quarantine entry.
+func TestOpenClawStoreOverTheCopySizeJudgedLive(t *testing.T) {
+	e, home, db := openclawStoreCase(t, nil)
+	e.Policy.LastGood.MaxFileBytes = 64 << 10
+	tg := oneTarget(t, e, home, db)
+	if r := e.Heal(context.Background(), tg, false); r.Verdict != Healthy {
+		t.Fatalf("heal: %+v", r)
+	}
+	if n := len(e.snapshots(db)); n != 0 {
+		t.Fatalf("%d snapshots of a store over the copy size", n)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(e.StateDir, "sqlite", "tmp")); len(ents) != 0 {
+		t.Fatalf("copies left: %v", ents)
+	}
+	storeEdit(t, db, 86, func(b []byte) { b[3842] = 7 })
+	r := e.Heal(context.Background(), tg, false)
+	if r.Kind != format.KindStaleIndex || r.Action != ActionHealed || r.Quarantine == "" {
+		t.Fatalf("heal: %+v", r)
+	}
+	m, err := e.Quarantine.Get(filepath.Base(r.Quarantine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := sqlitedb.Judge(filepath.Join(m.Dir, m.File)); err != nil || j.OK() {
+		t.Fatalf("its quarantine entry judged %+v %v", j, err)
+	}
+	if n := storeEvents(t, db); n != 6 {
+		t.Fatalf("healed store holds %d events", n)
+	}
+}
