@@ -77,22 +77,32 @@ func (c *conn) strings(q string, max int) ([]string, error) {
 
 // query returns q's rows, at most max of them.
 func (c *conn) query(q string, max int) ([][]driver.Value, error) {
+	var out [][]driver.Value
+	err := c.each(q, func(row []driver.Value) bool {
+		out = append(out, row)
+		return len(out) < max
+	})
+	return out, err
+}
+
+// each calls fn with q's rows, one at a time (each a new slice), until fn says no more.
+func (c *conn) each(q string, fn func(row []driver.Value) (more bool)) error {
 	rs, err := c.c.(driver.QueryerContext).QueryContext(context.Background(), q, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rs.Close()
-	var out [][]driver.Value
-	for len(out) < max {
+	for {
 		row := make([]driver.Value, len(rs.Columns()))
 		if err := rs.Next(row); err == io.EOF {
-			break
+			return nil
 		} else if err != nil {
-			return out, err
+			return err
 		}
-		out = append(out, row)
+		if !fn(row) {
+			return nil
+		}
 	}
-	return out, nil
 }
 
 func text(v driver.Value) string {
@@ -400,21 +410,21 @@ func (j *Judgement) classify(c *conn, stopped bool) {
 		}
 	}
 	if len(owners) > 0 {
-		if rows, err := c.query("SELECT name, pageno FROM dbstat", 1<<30); err == nil {
-			for _, r := range rows {
-				n, _ := strconv.Atoi(text(r[1]))
-				if _, want := owners[n]; want {
-					name := text(r[0])
-					typ := "table"
-					for _, o := range roots {
-						if o.name == name {
-							typ = o.typ
-						}
+		// One row a page of the store, streamed: only the pages wanted are kept.
+		c.each("SELECT name, pageno FROM dbstat", func(r []driver.Value) bool {
+			n, _ := strconv.Atoi(text(r[1]))
+			if _, want := owners[n]; want {
+				name := text(r[0])
+				typ := "table"
+				for _, o := range roots {
+					if o.name == name {
+						typ = o.typ
 					}
-					owners[n] = object{typ, name}
 				}
+				owners[n] = object{typ, name}
 			}
-		}
+			return true
+		})
 	}
 	stale, broken, tables := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	unplaced := false
