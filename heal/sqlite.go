@@ -10,14 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/heal/lock"
 	"github.com/sessionmedic/sessionmedic/heal/sqlitedb"
 	"github.com/sessionmedic/sessionmedic/heal/state"
 	"github.com/sessionmedic/sessionmedic/policy"
@@ -123,12 +122,14 @@ func (e *Engine) sqliteTmp() (string, error) {
 	return dir, nil
 }
 
-// tmpName is the name of a new private copy: this process's pid, so that a copy a crash
-// left is known for one (cleanSQLiteTmp), and random bytes.
+// tmpName is the name of a new private copy: this process's pid and start time, as a journal
+// entry names its owner, so that a copy a crash left is known for one (cleanSQLiteTmp), and
+// random bytes.
 func tmpName() string {
 	var b [8]byte
 	rand.Read(b[:])
-	return strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:]) + ".sqlite"
+	start, _ := lock.ProcessStart(os.Getpid())
+	return fmt.Sprintf("%d-%d-%s.sqlite", os.Getpid(), start, hex.EncodeToString(b[:]))
 }
 
 // cleanSQLiteTmp removes the private copies of processes that are gone (a crash, a kill): a
@@ -140,21 +141,15 @@ func (e *Engine) cleanSQLiteTmp() {
 		return
 	}
 	for _, d := range ents {
-		pid, _, ok := strings.Cut(d.Name(), "-")
-		n, err := strconv.Atoi(pid)
-		if !ok || err != nil || n <= 0 {
+		var pid int
+		var start uint64
+		if n, _ := fmt.Sscanf(d.Name(), "%d-%d-", &pid, &start); n != 2 || pid <= 0 {
 			continue
 		}
-		if n != os.Getpid() && !processAlive(n) {
+		if pid != os.Getpid() && !lock.ProcessAlive(pid, start) {
 			os.Remove(filepath.Join(dir, d.Name()))
 		}
 	}
-}
-
-// processAlive reports whether a process with pid runs (one of another user counts).
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // A store that cannot be judged (its copy or its check failed) is busy, not skipped: the
@@ -185,7 +180,7 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 		// Its -wal beside no store (MissingIn): never opened, for any open would start an
 		// empty store there and delete the -wal.
 		if wal, err := fsio.StatIdentity(t.Path + "-wal"); err == nil && wal.Size > 32 {
-			out.verdict = format.Damage(format.KindOrphanedWAL, 0, "the store is missing beside a -wal of %d bytes that holds its committed transactions: any SQLite open of the store would start an empty one and delete that -wal (OpenClaw moves it aside as *.orphaned-<ms> and starts empty); keep the -wal, stop the app and put the store back from a backup", wal.Size)
+			out.verdict = orphanedWAL("missing", wal.Size)
 			return out
 		}
 		out.verdict = format.Skip("file no longer exists")
@@ -205,7 +200,7 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 	out.gen = gen
 	if gen[0].Size == 0 && gen[1].Size > 32 {
 		// SQLite deletes the -wal of an empty database when it opens it: never opened.
-		out.verdict = format.Damage(format.KindOrphanedWAL, 0, "the store is 0 bytes beside a -wal of %d bytes that holds its committed transactions: any SQLite open would delete that -wal (its app moves it aside as *.orphaned-<ms> and starts an empty store); keep the -wal, stop the app and restore the store from a backup", gen[1].Size)
+		out.verdict = orphanedWAL("0 bytes", gen[1].Size)
 		return out
 	}
 	if cached && !e.oneShot {
@@ -224,7 +219,7 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 	if gen[0].Size > 0 && !sqliteHeader(t.Path, gen[0]) {
 		// Not opened through SQLite at all: an open would read the -wal (and make a -shm)
 		// beside a file no connection can use.
-		out.verdict = format.Damage(format.KindNotADatabase, 0, "page 1 is not a SQLite database header: no SQLite connection can open the store")
+		out.verdict = notADatabase()
 		return out
 	}
 	real := fsio.RealPath(t.Path)
@@ -240,37 +235,22 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 	defer func() { out.cost = time.Since(began) }()
 	if mode == judgeLive {
 		j, err := sqlitedb.JudgeLive(real, asOwner)
-		switch {
-		case sqlitedb.IsNotExist(err):
-			out.verdict = format.Skip("file no longer exists")
-		case err != nil && strings.Contains(err.Error(), "database is locked"):
-			out.verdict = format.Wait("the store's app held its lock for longer than %d ms: %v", sqlitedb.BusyTimeout, err)
-		case err != nil:
-			out.verdict = format.Wait("not judged (looked at again; said while it lasts): integrity_check of the store failed: %v", err)
-		default:
+		if err != nil {
+			out.verdict = notJudged("integrity_check of the store failed", err)
+		} else {
 			out.j, out.verdict = j, sqliteVerdict(j)
 		}
 		return out
 	}
 	dir, err := e.sqliteTmp()
 	if err != nil {
-		out.verdict = format.Wait("not judged (looked at again; said while it lasts): its copy cannot be taken in the state directory: %v", err)
+		out.verdict = notJudged("its copy cannot be taken in the state directory", err)
 		return out
 	}
 	snap := filepath.Join(dir, tmpName())
 	size, err := sqlitedb.Snapshot(real, snap, asOwner)
-	switch {
-	case errors.Is(err, sqlitedb.ErrNotDatabase):
-		out.verdict = format.Damage(format.KindNotADatabase, 0, "page 1 is not a SQLite database header: no SQLite connection can open the store")
-		return out
-	case sqlitedb.IsNotExist(err):
-		out.verdict = format.Skip("file no longer exists")
-		return out
-	case err != nil && strings.Contains(err.Error(), "database is locked"):
-		out.verdict = format.Wait("the store's app held its lock for longer than %d ms: %v", sqlitedb.BusyTimeout, err)
-		return out
-	case err != nil:
-		out.verdict = format.Wait("not judged (looked at again; said while it lasts): its copy through SQLite's backup API failed: %v", err)
+	if err != nil {
+		out.verdict = notJudged("its copy through SQLite's backup API failed", err)
 		return out
 	}
 	out.snap, out.size = snap, size
@@ -282,13 +262,13 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 	}
 	if err != nil {
 		out.release()
-		out.verdict = format.Wait("not judged (looked at again; said while it lasts): its copy could not be synced: %v", err)
+		out.verdict = notJudged("its copy could not be synced", err)
 		return out
 	}
 	j, err := sqlitedb.Judge(snap)
 	if err != nil {
 		out.release()
-		out.verdict = format.Wait("not judged (looked at again; said while it lasts): integrity_check of its copy failed: %v", err)
+		out.verdict = notJudged("integrity_check of its copy failed", err)
 		return out
 	}
 	out.j = j
@@ -311,18 +291,40 @@ func (e *Engine) sawHealthy(path string, s *sqliteJudged) {
 	e.sqlite.seen[path] = sqliteSeen{gen: s.gen, at: e.Now(), cost: s.cost}
 }
 
+// notJudged is the verdict of a store whose judgement failed at what, with err: gone, kept
+// busy by its app's lock past the busy timeout, not a database, or else busy (looked at
+// again, and said while it lasts) — never skipped, for it is not guarded meanwhile.
+func notJudged(what string, err error) Verdict {
+	switch {
+	case errors.Is(err, sqlitedb.ErrNotDatabase):
+		return notADatabase()
+	case sqlitedb.IsNotExist(err):
+		return format.Skip("file no longer exists")
+	case strings.Contains(err.Error(), "database is locked"):
+		return format.Wait("the store's app held its lock for longer than %d ms: %v", sqlitedb.BusyTimeout, err)
+	}
+	return format.Wait("not judged (looked at again; said while it lasts): %s: %v", what, err)
+}
+
+func notADatabase() Verdict {
+	return format.Damage(format.KindNotADatabase, 0, "page 1 is not a SQLite database header: no SQLite connection can open the store")
+}
+
+// orphanedWAL is the verdict of a store missing or empty (as says) beside a -wal of size
+// bytes that holds its transactions.
+func orphanedWAL(as string, size int64) Verdict {
+	return format.Damage(format.KindOrphanedWAL, 0, "the store is %s beside a -wal of %d bytes that holds its committed transactions: any SQLite open of the store would start an empty one and delete that -wal (OpenClaw moves the -wal aside as *.orphaned-<ms> and starts empty); keep the -wal, stop the app and put the store back from a backup", as, size)
+}
+
 // sqliteVerdict is the verdict of what the gate said.
 func sqliteVerdict(j sqlitedb.Judgement) Verdict {
 	if j.OK() {
 		return format.OK()
 	}
-	said := strings.Join(first(j.Problems, 3), "; ")
-	if n := len(j.Problems) - 3; n > 0 {
-		said += fmt.Sprintf("; %d more", n)
-	}
+	said := listed(j.Problems)
 	switch {
 	case j.NotDB:
-		return format.Damage(format.KindNotADatabase, 0, "page 1 is not a SQLite database header: no SQLite connection can open the store")
+		return notADatabase()
 	case j.IndexOnly() && len(j.Broken) > 0:
 		return format.Damage(format.KindBrokenIndex, -1, "the b-tree of index %s cannot be read (its table is sound): integrity_check: %s", strings.Join(j.Broken, ", "), said)
 	case j.IndexOnly() && len(j.Stale) > 0:
@@ -342,19 +344,16 @@ func sqliteVerdict(j sqlitedb.Judgement) Verdict {
 		}
 		return format.Damage(format.KindCorruptTable, -1, "%s: integrity_check: %s", where, said)
 	default:
-		fk := strings.Join(first(j.Foreign, 3), "; ")
-		if n := len(j.Foreign) - 3; n > 0 {
-			fk += fmt.Sprintf("; %d more", n)
-		}
-		return format.Damage(format.KindForeignKey, -1, "rows whose parent row is missing (the app's gate refuses the store): foreign_key_check: %s", fk)
+		return format.Damage(format.KindForeignKey, -1, "rows whose parent row is missing (the app's gate refuses the store): foreign_key_check: %s", listed(j.Foreign))
 	}
 }
 
-func first(s []string, n int) []string {
-	if len(s) > n {
-		return s[:n]
+// listed is the first three of what the gate said, and how many more it said.
+func listed(said []string) string {
+	if len(said) <= 3 {
+		return strings.Join(said, "; ")
 	}
-	return s
+	return fmt.Sprintf("%s; %d more", strings.Join(said[:3], "; "), len(said)-3)
 }
 
 // checkSQLite is Check of a store.
@@ -614,8 +613,8 @@ func (e *Engine) sqliteAdvice(t Target, store format.SQLiteStore, s *sqliteJudge
 	default:
 		why = "a table is damaged: rebuilding indexes cannot bring its rows back"
 	}
-	if d, ok := store.(interface{ SQLiteDoctor() string }); ok && d.SQLiteDoctor() != "" {
-		why += "; " + d.SQLiteDoctor()
+	if d := store.SQLiteDoctor(); d != "" {
+		why += "; " + d
 	}
 	if snaps := e.snapshots(t.Path); len(snaps) > 0 && !s.j.NotDB {
 		why += "; sessionmedic's newest snapshot that passed the check is " + snaps[len(snaps)-1]
@@ -681,6 +680,19 @@ func (e *Engine) keepSnapshot(path string, s *sqliteJudged) error {
 	return nil
 }
 
+// sidecars are the files SQLite keeps beside a store, named by their suffix.
+var sidecars = []string{"-wal", "-shm", "-journal"}
+
+// storeFiles is the store at path and its sidecars, sidecars first (the order they are
+// quarantined in, as OpenClaw's Doctor moves them aside).
+func storeFiles(path string) []string {
+	out := make([]string, 0, len(sidecars)+1)
+	for _, side := range sidecars {
+		out = append(out, path+side)
+	}
+	return append(out, path)
+}
+
 // storeFamily is the identity of the store at path and of each sidecar it has, once no
 // other process is seen to hold any of them open; an error (errBusy: a process holds one)
 // when one does or that cannot be proven (the processes of other users cannot be seen
@@ -688,7 +700,7 @@ func (e *Engine) keepSnapshot(path string, s *sqliteJudged) error {
 func (e *Engine) storeFamily(path string) (map[string]Identity, error) {
 	ids := map[string]Identity{}
 	var all []Identity
-	for _, p := range []string{path + "-wal", path + "-shm", path + "-journal", path} {
+	for _, p := range storeFiles(path) {
 		id, err := fsio.StatIdentity(p)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
@@ -786,7 +798,7 @@ func (e *Engine) restoreOffline(t Target, s *sqliteJudged, snap storeSnapshot) (
 			return q, busyErr("%s changed while the store was restored", p)
 		}
 	}
-	for _, side := range []string{"-wal", "-shm", "-journal"} {
+	for _, side := range sidecars {
 		if _, ok := ids[t.Path+side]; ok {
 			if err := d.Unlink(filepath.Base(t.Path) + side); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return q, err
@@ -825,7 +837,7 @@ type storeEntry struct {
 // when given (a replace's, journaled), else a new one; it returns the bytes kept.
 func (e *Engine) quarantineFamily(t Target, s *sqliteJudged, strategy policy.Strategy, ids map[string]Identity, store *storeEntry, now time.Time) (int64, error) {
 	var n int64
-	for _, p := range []string{t.Path + "-wal", t.Path + "-shm", t.Path + "-journal", t.Path} {
+	for _, p := range storeFiles(t.Path) {
 		id, ok := ids[p]
 		if !ok {
 			continue

@@ -9,9 +9,9 @@ import (
 // (<agentDir>/openclaw-agent.sqlite, 2026.8 on) and OpenCode's store. It is never read as
 // JSON: the engine judges it through SQLite (heal/sqlitedb) by the app's own gate.
 type sqliteStore struct {
-	app, name string
-	doctor    string // what the app's own tool does with damage sessionmedic leaves
-	file      string // the store's usual name: a -wal of it beside no store is damage
+	name   string
+	doctor string // what the app's own tool does with damage sessionmedic leaves
+	file   string // the store's usual name: a -wal of it beside no store is damage
 }
 
 func (s sqliteStore) Name() string         { return s.name }
@@ -20,7 +20,6 @@ func (sqliteStore) Dialect() jsonv.Dialect { return jsonv.Dialect{} }
 func (sqliteStore) EmptyIsDamage() bool    { return false }
 func (sqliteStore) AppendOnly() bool       { return false }
 func (sqliteStore) Plain() bool            { return false }
-func (s sqliteStore) SQLiteApp() string    { return s.app }
 func (s sqliteStore) SQLiteDoctor() string { return s.doctor }
 func (sqliteStore) CheckLines(format.File, []format.Line) format.Verdict {
 	return format.OK() // never asked: the store is judged through SQLite
@@ -50,13 +49,13 @@ func (sqliteStore) OwnKinds() []string {
 
 // openclawAgentDB is OpenClaw's per-agent database. Its Doctor (Gateway stopped) rebuilds
 // canonical indexes in place and moves any other corrupt database aside for a new one.
-var openclawAgentDB = sqliteStore{app: "openclaw", name: "openclaw-agent-db", file: "openclaw-agent.sqlite",
+var openclawAgentDB = sqliteStore{name: "openclaw-agent-db", file: "openclaw-agent.sqlite",
 	doctor: "with the Gateway stopped, `openclaw doctor --session-sqlite recover` rebuilds its canonical indexes in place, or moves a corrupt database aside (*.corrupt-<ms>) and starts an empty one; `openclaw backup sqlite` restores a backup it made"}
 
 // opencodeStore is OpenCode's store (opencode.db, WAL: between runs its data lives in the
 // -wal). OpenCode has no check, backup or repair of its own: it dies at start on any SQLite
 // error.
-var opencodeStore = sqliteStore{app: "opencode", name: "opencode-db", file: "opencode.db",
+var opencodeStore = sqliteStore{name: "opencode-db", file: "opencode.db",
 	doctor: "OpenCode has no repair of its own and stops at start on a damaged store: with it stopped, copy the store with its -wal and -shm aside, then put a backup in place"}
 
 func addOpenCode(r *format.Registry) {

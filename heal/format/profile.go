@@ -34,9 +34,10 @@ type Profile interface {
 
 // SQLiteStore is the Profile of an app's SQLite database: it is never read by plain file
 // I/O (a close of it would drop SQLite's locks on it), only through SQLite (heal/sqlitedb),
-// and judged by the app's own gate. App names the app in what is said of it ("openclaw").
+// and judged by the app's own gate. SQLiteDoctor says what the app's own tool does with
+// damage sessionmedic leaves ("" for nothing to say).
 type SQLiteStore interface {
-	SQLiteApp() string
+	SQLiteDoctor() string
 }
 
 // Skipper is a Profile that leaves some files unjudged: a non-empty reason (an encrypted
