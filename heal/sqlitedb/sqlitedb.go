@@ -37,6 +37,12 @@ import (
 // milliseconds: the apps' own (OpenClaw and OpenCode both set 5000).
 const BusyTimeout = 5000
 
+// busyPragma makes a connection wait BusyTimeout for another's lock.
+var busyPragma = "_pragma=busy_timeout(" + strconv.Itoa(BusyTimeout) + ")"
+
+// asIs runs fn as it is: the identity a store is opened with when the caller gives none.
+func asIs(fn func() error) error { return fn() }
+
 // maxProblems bounds the rows integrity_check and foreign_key_check return.
 const maxProblems = 100
 
@@ -158,7 +164,7 @@ func notDB(err error) error {
 // root; nil: as is).
 func Snapshot(src, dst string, asSource func(func() error) error) (size int64, err error) {
 	if asSource == nil {
-		asSource = func(fn func() error) error { return fn() }
+		asSource = asIs
 	}
 	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -202,7 +208,7 @@ func Snapshot(src, dst string, asSource func(func() error) error) (size int64, e
 		if err != nil {
 			return err
 		}
-		b, err := r.NewRestore(uri(src, append(mode, "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")")...))
+		b, err := r.NewRestore(uri(src, append(mode, busyPragma)...))
 		if err != nil {
 			return notDB(err)
 		}
@@ -304,10 +310,10 @@ func readMode(path string) []string {
 // readMode says. asSource runs it as the store's owner where that applies.
 func JudgeLive(path string, asSource func(func() error) error) (j Judgement, err error) {
 	if asSource == nil {
-		asSource = func(fn func() error) error { return fn() }
+		asSource = asIs
 	}
 	err = asSource(func() error {
-		c, err := open(uri(path, append(readMode(path), "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")")...))
+		c, err := open(uri(path, append(readMode(path), busyPragma)...))
 		if err != nil {
 			return notDB(err)
 		}
@@ -512,7 +518,7 @@ func quote(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`
 // locks, waiting BusyTimeout for the app's write lock, once it is the file named; its
 // commits are synced when they return (the apps' own connections use synchronous=NORMAL).
 func openWriter(path string) (*conn, error) {
-	c, err := open(uri(path, "mode=rw", "_pragma=busy_timeout("+strconv.Itoa(BusyTimeout)+")"))
+	c, err := open(uri(path, "mode=rw", busyPragma))
 	if err != nil {
 		return nil, err
 	}
@@ -704,7 +710,7 @@ func (c *conn) pageSize() (int64, error) {
 // needs it). asDest runs the steps that open the store (as its owner where that applies).
 func Restore(snap, path string, asDest func(func() error) error) error {
 	if asDest == nil {
-		asDest = func(fn func() error) error { return fn() }
+		asDest = asIs
 	}
 	s, err := open(uri(snap, "mode=ro", "immutable=1"))
 	if err != nil {
@@ -721,9 +727,8 @@ func Restore(snap, path string, asDest func(func() error) error) error {
 	if !ok {
 		return errors.New("sqlite driver has no backup API")
 	}
-	busy := "_pragma=busy_timeout(" + strconv.Itoa(BusyTimeout) + ")"
 	return asDest(func() error {
-		d, err := open(uri(path, "mode=rw", busy))
+		d, err := open(uri(path, "mode=rw", busyPragma))
 		if err != nil {
 			return err
 		}
@@ -739,7 +744,7 @@ func Restore(snap, path string, asDest func(func() error) error) error {
 		if got != want {
 			return fmt.Errorf("the store's pages are %d bytes and the snapshot's %d: not restored", got, want)
 		}
-		bk, err := b.NewBackup(uri(path, "mode=rw", busy, "_pragma=synchronous(FULL)"))
+		bk, err := b.NewBackup(uri(path, "mode=rw", busyPragma, "_pragma=synchronous(FULL)"))
 		if err != nil {
 			return err
 		}
