@@ -152,6 +152,8 @@ func TestReportLines(t *testing.T) {
 	}{
 		{"healed", with(func(r *heal.Report) { r.Action = heal.ActionHealed }),
 			`{"level":"WARN","msg":"file.healed","rule":"r","path":"/s/a.jsonl","kind":"torn-tail","strategy":"truncate-tail","quarantine":"/q/1","lost_bytes":3,"lost_records":1}`},
+		{"healed, a snapshot restored", with(func(r *heal.Report) { r.Action, r.Discarded = heal.ActionHealed, "every transaction since T" }),
+			`{"level":"WARN","msg":"file.healed","rule":"r","path":"/s/a.jsonl","kind":"torn-tail","strategy":"truncate-tail","quarantine":"/q/1","lost_bytes":3,"lost_records":1,"discarded":"every transaction since T"}`},
 		{"refused", with(func(r *heal.Report) {
 			r.Action, r.Tried = heal.ActionRefused, []string{"salvage: nothing to drop", "last-good: no copy kept"}
 		}),

@@ -16,12 +16,13 @@ func Report(log *slog.Logger, r heal.Report) {
 		return
 	}
 	switch {
-	case r.Action == heal.ActionHealed && r.Discarded != "":
-		log.Warn(FileHealed, "rule", r.Rule, "path", r.Path, "kind", r.Kind, "strategy", r.Strategy,
-			"quarantine", r.Quarantine, "lost_bytes", r.LostBytes, "lost_records", r.LostRecords, "discarded", r.Discarded)
 	case r.Action == heal.ActionHealed:
-		log.Warn(FileHealed, "rule", r.Rule, "path", r.Path, "kind", r.Kind, "strategy", r.Strategy,
-			"quarantine", r.Quarantine, "lost_bytes", r.LostBytes, "lost_records", r.LostRecords)
+		args := []any{"rule", r.Rule, "path", r.Path, "kind", r.Kind, "strategy", r.Strategy,
+			"quarantine", r.Quarantine, "lost_bytes", r.LostBytes, "lost_records", r.LostRecords}
+		if r.Discarded != "" {
+			args = append(args, "discarded", r.Discarded) // a SQLite store's restored snapshot
+		}
+		log.Warn(FileHealed, args...)
 	case r.Action == heal.ActionRefused:
 		tried := r.Tried
 		if tried == nil {
