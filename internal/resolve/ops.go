@@ -49,12 +49,7 @@ func At(path, op string, fn func(dfd int, name string) error) error {
 		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer syscall.Close(dfd)
-	if _, ok, root := confinedRootOf(path); actsAs(ok, root) {
-		err = AsUser(root.uid, root.gid, func() error { return fn(dfd, name) })
-	} else {
-		err = fn(dfd, name)
-	}
-	if err != nil {
+	if err := AsOwnerOf(path, func() error { return fn(dfd, name) }); err != nil {
 		return &os.PathError{Op: op, Path: path, Err: err}
 	}
 	return nil
