@@ -728,15 +728,11 @@ func Restore(snap, path string, asDest func(func() error) error) error {
 		return errors.New("sqlite driver has no backup API")
 	}
 	return asDest(func() error {
-		d, err := open(uri(path, "mode=rw", busyPragma))
+		d, err := openWriter(path)
 		if err != nil {
 			return err
 		}
-		err = d.checkOpened(path)
-		var got int64
-		if err == nil {
-			got, err = d.pageSize()
-		}
+		got, err := d.pageSize()
 		d.Close()
 		if err != nil {
 			return err
