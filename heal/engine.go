@@ -397,11 +397,12 @@ func (e *Engine) PruneStats() (Pruned, error) {
 	if p.Deleted, err = e.LastGood.PruneGone(e.Now(), e.Policy.Quarantine.MaxAge); err != nil {
 		return p, err
 	}
-	n, freed, err = e.LastGood.PruneBytes(e.Policy.LastGood.MaxTotalBytes)
+	max := e.Policy.LastGood.MaxTotalBytes
+	n, freed, left, err := e.LastGood.PruneBytesLeft(max)
 	p.LastGood, p.Freed = n, p.Freed+freed
 	// The snapshots of SQLite stores, in what the last-good copies leave of their budget.
-	if max := e.Policy.LastGood.MaxTotalBytes; max > 0 {
-		n, freed = e.pruneSnapshots(max - state.DiskUsage(e.LastGood.Root))
+	if max > 0 && err == nil {
+		n, freed = e.pruneSnapshots(max - left)
 		p.LastGood, p.Freed = p.LastGood+n, p.Freed+freed
 	}
 	p.QuarantineBytes = e.Quarantine.Usage()

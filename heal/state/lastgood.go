@@ -280,15 +280,22 @@ func (l LastGood) Prune(maxBytes int64) (removed int, err error) {
 // PruneBytes is Prune, also returning the bytes on disk it freed. A copy counts what it
 // occupies on disk, never less than it holds.
 func (l LastGood) PruneBytes(maxBytes int64) (removed int, freed int64, err error) {
+	removed, freed, _, err = l.PruneBytesLeft(maxBytes)
+	return removed, freed, err
+}
+
+// PruneBytesLeft is PruneBytes, also returning what the copies left occupy (what the rest of
+// maxBytes may hold: the snapshots of SQLite stores share it).
+func (l LastGood) PruneBytesLeft(maxBytes int64) (removed int, freed, left int64, err error) {
 	if maxBytes <= 0 || l.Root == "" {
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	}
 	ents, err := os.ReadDir(l.Root)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return 0, 0, nil
+			return 0, 0, 0, nil
 		}
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	type copyInfo struct {
 		path  string
@@ -310,7 +317,7 @@ func (l LastGood) PruneBytes(maxBytes int64) (removed int, freed int64, err erro
 			break
 		}
 		if err := os.Remove(c.path); err != nil {
-			return removed, freed, err
+			return removed, freed, total, err
 		}
 		if l.idx != nil {
 			if k, err := hex.DecodeString(filepath.Base(c.path)); err == nil && len(k) == 16 {
@@ -322,5 +329,5 @@ func (l LastGood) PruneBytes(maxBytes int64) (removed int, freed int64, err erro
 		freed += c.size
 		removed++
 	}
-	return removed, freed, nil
+	return removed, freed, total, nil
 }
