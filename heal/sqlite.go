@@ -236,7 +236,7 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 	if mode == judgeLive {
 		j, err := sqlitedb.JudgeLive(real, asOwner)
 		if err != nil {
-			out.verdict = notJudged("integrity_check of the store failed", err)
+			out.verdict = notJudged(t.Path, "integrity_check of the store failed", err)
 		} else {
 			out.j, out.verdict = j, sqliteVerdict(j)
 		}
@@ -244,13 +244,13 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 	}
 	dir, err := e.sqliteTmp()
 	if err != nil {
-		out.verdict = notJudged("its copy cannot be taken in the state directory", err)
+		out.verdict = notJudged(t.Path, "its copy cannot be taken in the state directory", err)
 		return out
 	}
 	snap := filepath.Join(dir, tmpName())
 	size, err := sqlitedb.Snapshot(real, snap, asOwner)
 	if err != nil {
-		out.verdict = notJudged("its copy through SQLite's backup API failed", err)
+		out.verdict = notJudged(t.Path, "its copy through SQLite's backup API failed", err)
 		return out
 	}
 	out.snap, out.size = snap, size
@@ -262,13 +262,13 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 	}
 	if err != nil {
 		out.release()
-		out.verdict = notJudged("its copy could not be synced", err)
+		out.verdict = notJudged(t.Path, "its copy could not be synced", err)
 		return out
 	}
 	j, err := sqlitedb.Judge(snap)
 	if err != nil {
 		out.release()
-		out.verdict = notJudged("integrity_check of its copy failed", err)
+		out.verdict = notJudged(t.Path, "integrity_check of its copy failed", err)
 		return out
 	}
 	out.j = j
@@ -291,17 +291,22 @@ func (e *Engine) sawHealthy(path string, s *sqliteJudged) {
 	e.sqlite.seen[path] = sqliteSeen{gen: s.gen, at: e.Now(), cost: s.cost}
 }
 
-// notJudged is the verdict of a store whose judgement failed at what, with err: gone, kept
-// busy by its app's lock past the busy timeout, not a database, or else busy (looked at
-// again, and said while it lasts) — never skipped, for it is not guarded meanwhile.
-func notJudged(what string, err error) Verdict {
+// notJudged is the verdict of the store at path whose judgement failed at what, with err:
+// gone, kept busy by its app's lock past the busy timeout, not a database, or else busy
+// (looked at again, and said while it lasts) — never skipped, for it is not guarded meanwhile.
+func notJudged(path, what string, err error) Verdict {
+	_, serr := fsio.StatIdentity(path)
 	switch {
 	case errors.Is(err, sqlitedb.ErrNotDatabase):
 		return notADatabase()
-	case sqlitedb.IsNotExist(err):
+	case errors.Is(serr, os.ErrNotExist):
 		return format.Skip("file no longer exists")
 	case strings.Contains(err.Error(), "database is locked"):
 		return format.Wait("the store's app held its lock for longer than %d ms: %v", sqlitedb.BusyTimeout, err)
+	case sqlitedb.IsNotExist(err):
+		// SQLite opens the store by its path, as its owner where that applies: a directory
+		// above it its owner cannot pass (one of the operator's) stops the open.
+		return format.Wait("not judged (looked at again; said while it lasts): %s: SQLite could not open the store by its path as its owner (every directory above it must let its owner through, as its app's own opens need): %v", what, err)
 	}
 	return format.Wait("not judged (looked at again; said while it lasts): %s: %v", what, err)
 }

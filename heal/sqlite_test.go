@@ -703,3 +703,70 @@ func TestOpenClawStoreOverTheCopySizeJudgedLive(t *testing.T) {
 		t.Fatalf("healed store holds %d events", n)
 	}
 }
+
+// Run as root over a tree another user owns, every SQLite open of the store is that user's:
+// the sidecars SQLite makes while it judges and heals, and a destroyed store's replacement,
+// belong to them, and nothing in their tree is left root's.
+func TestOpenClawStoreOfAnotherUserHealedAsThatUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the tree away")
+	}
+	if _, complete := fsio.OpenBy(nil); !complete {
+		t.Skip("other users' processes cannot be seen here")
+	}
+	const uid = 4242
+	optIn := func(r *policy.Rule) { r.Strategies = append(r.Strategies, policy.RestoreSnapshot) }
+	e0, home, db := openclawStoreCase(t, optIn)
+	filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+		if err == nil {
+			os.Chown(p, uid, uid)
+			if d.IsDir() {
+				os.Chmod(p, 0o700)
+			}
+		}
+		return err
+	})
+	e := New(e0.Policy, Options{Now: e0.Now}) // the rule root resolved with its new owner
+	tg := oneTarget(t, e, home, db)
+	// The directories above the tree are root's, 0700 (t.TempDir's): SQLite's open by path,
+	// as the tree's owner, cannot pass them; the store is then busy and said, never skipped.
+	if r := e.Heal(context.Background(), tg, false); r.Verdict != Busy || !strings.Contains(r.Detail, "every directory above it must let its owner through") {
+		t.Fatalf("a store its owner cannot reach by its path: %+v", r)
+	}
+	for d := filepath.Dir(home); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		os.Chmod(d, 0o755) // as a home's parents are
+	}
+	owned := func(what string) {
+		t.Helper()
+		filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, _ := d.Info()
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != uid {
+				t.Errorf("%s: %s belongs to uid %d", what, p, st.Uid)
+			}
+			return nil
+		})
+	}
+	if r := e.Heal(context.Background(), tg, false); r.Verdict != Healthy || len(e.snapshots(db)) != 1 {
+		t.Fatalf("first look: %+v", r)
+	}
+	owned("after the first look")
+	storeEdit(t, db, 86, func(b []byte) { b[3842] = 7 })
+	if r := e.Heal(context.Background(), tg, false); r.Action != ActionHealed || r.Strategy != "reindex" {
+		t.Fatalf("reindex: %+v", r)
+	}
+	owned("after the reindex")
+	storeEdit(t, db, 1, func(b []byte) { clear(b) })
+	if r := e.Heal(context.Background(), tg, false); r.Action != ActionHealed || r.Strategy != "restore-snapshot" {
+		t.Fatalf("restore of a destroyed store: %+v", r)
+	}
+	owned("after the destroyed store's restore")
+	if fi, _ := os.Stat(db); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the restored store's mode is %v", fi.Mode())
+	}
+	if n := storeEvents(t, db); n != 6 {
+		t.Fatalf("the store holds %d events", n)
+	}
+}
