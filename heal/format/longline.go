@@ -17,10 +17,21 @@ import (
 // its record checklist a skeleton of it (jsonv.Skeleton: every string over SkeletonString
 // bytes cut to its first units). A checklist reads a record's members, never the whole of
 // a string that long (a tool's output, an image's base64).
+//
+// A record whose skeleton would be over maxSkeleton (more than 16 MiB of members, numbers
+// and strings under SkeletonString: many images of under a megabyte in one message) is its
+// own skeleton: the line is read whole, up to maxHeldRecord bytes, and the checklist reads
+// it as it reads a line held. Only a longer one cannot be judged streaming (ErrNoStream).
 const (
-	LineWindow     = 8 << 20  // a longer line is judged streaming
-	SkeletonString = 1 << 20  // a longer string is cut in a long record's skeleton
-	maxSkeleton    = 16 << 20 // a long record whose skeleton would be larger cannot be judged
+	LineWindow     = 8 << 20 // a longer line is judged streaming
+	SkeletonString = 1 << 20 // a longer string is cut in a long record's skeleton
+)
+
+// maxSkeleton and maxHeldRecord are variables so that tests can lower them (never in
+// parallel ones).
+var (
+	maxSkeleton   = 16 << 20 // a long record whose skeleton would be larger is read whole ...
+	maxHeldRecord = MaxLine  // ... up to this many bytes; a longer one cannot be judged
 )
 
 // lineWindow is LineWindow, made smaller by tests (never in parallel ones) so that short
@@ -52,12 +63,13 @@ type longLine struct {
 	first      byte       // its first byte after leading white space
 }
 
-// errTooBig: a record too large to judge streaming (its skeleton is over maxSkeleton).
+// errTooBig: a record too large to judge streaming (its skeleton is over maxSkeleton, and
+// the line over maxHeldRecord).
 var errTooBig = errors.New("record too large to judge")
 
 // judgeLong judges the line starting at start of r (which ends at end) as judgeLine would,
 // reading it through a window of StreamBuf bytes. A number or literal over MaxLine, or a
-// record's skeleton over maxSkeleton, is ErrNoStream.
+// record over maxHeldRecord whose skeleton is over maxSkeleton, is ErrNoStream.
 func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, error) {
 	// Where the line ends.
 	ll := &longLine{}
@@ -123,13 +135,30 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 			ll.skel, err = jsonv.Skeleton(br, SkeletonString, maxSkeleton)
 		}
 		if errors.Is(err, jsonv.ErrTooLarge) {
-			return nil, fmt.Errorf("%w: %w", ErrNoStream, errTooBig)
+			ll.skel, ll.cuts, err = heldRecord(r, start, body)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	return ll, nil
+}
+
+// heldRecord is the line of body bytes at start of r read whole, as the skeleton of a record
+// whose skeleton would be over maxSkeleton: nothing cut (no Cuts), its checklist reading it
+// as it reads a line held. A line over maxHeldRecord is ErrNoStream.
+func heldRecord(r io.ReaderAt, start, body int64) ([]byte, jsonv.Cuts, error) {
+	if body > int64(maxHeldRecord) {
+		return nil, jsonv.Cuts{}, fmt.Errorf("%w: %w", ErrNoStream, errTooBig)
+	}
+	line := make([]byte, body)
+	if n, err := r.ReadAt(line, start); n < len(line) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF // cut short since its end was found
+		}
+		return nil, jsonv.Cuts{}, err
+	}
+	return line, jsonv.Cuts{}, nil
 }
 
 // firstNonSpace is the first byte of r after what bytes.TrimSpace trims (-1: none).
@@ -190,4 +219,13 @@ func SetLineWindow(n int) (restore func()) {
 	was := lineWindow
 	lineWindow = n
 	return func() { lineWindow = was }
+}
+
+// SetSkeletonLimit makes a long record whose skeleton would be over n bytes read whole as
+// its own skeleton until restore is called: for the tests of the packages whose strategies
+// read lines (never in parallel ones).
+func SetSkeletonLimit(n int) (restore func()) {
+	was := maxSkeleton
+	maxSkeleton = n
+	return func() { maxSkeleton = was }
 }

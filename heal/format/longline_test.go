@@ -2,6 +2,7 @@ package format
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -159,5 +160,57 @@ func TestRecordsAtOverMaxLine(t *testing.T) {
 	got, err := RecordsAt(plain{jsonl: true}, bytes.NewReader(data), int64(len(data)))
 	if err != nil || got != 2 {
 		t.Fatalf("%d records (%v), want 2", got, err)
+	}
+}
+
+// A long record whose skeleton would be over maxSkeleton is read whole, as its own
+// skeleton, and judged as a line held (before, it could not be judged streaming: its file
+// was planned held whole). One over maxHeldRecord as well still cannot (ErrNoStream).
+func TestLongRecordsOverTheSkeletonBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 5))
+	p := recChecker{plain{jsonl: true}}
+	defer func(s, h int) { maxSkeleton, maxHeldRecord = s, h }(maxSkeleton, maxHeldRecord)
+	held := 0
+	for iter := 0; iter < 300; iter++ {
+		data := genTail(r)
+		n := int64(len(data))
+		want := judgeRecords(p, "", func(fn lineFunc) error { return memWalker(data)(0, n, false, fn) })
+		for _, window := range []int{1, 4, 16} {
+			judge := func() (v Verdict, err error) {
+				return judgeLines(p, "", n, false, func(h int, lj *longJudge) walker {
+					small := *lj
+					small.window = window
+					return readWalker(bytes.NewReader(data), n, min(16, window), h, &small)
+				}), nil
+			}
+			maxSkeleton, maxHeldRecord = 2, MaxLine
+			v, _ := judge()
+			if !sameVerdict(v, want) {
+				t.Fatalf("skeletons over the bound, window %d, %q:\n got %+v\nwant %+v", window, data, v, want)
+			}
+			// Lines over the window whose record the checklist reads, each too large for a
+			// skeleton and held: at least one per input that has one.
+			for _, l := range bytes.Split(data, []byte("\n")) {
+				if len(l) > window && len(bytes.TrimSpace(l)) > 2 && l[0] == '{' {
+					held++
+					break
+				}
+			}
+		}
+	}
+	if held < 100 {
+		t.Fatalf("only %d inputs had a long record held", held)
+	}
+	// Over maxHeldRecord too: not judged streaming.
+	maxSkeleton, maxHeldRecord = 2, 8
+	lj := &longJudge{r: rulesOf(p), window: 4, skel: true}
+	line := []byte(`{"a":[1,2,3],"b":{"c":"d"}}` + "\n")
+	if _, err := lj.judgeLong(bytes.NewReader(line), 0, int64(len(line))); !errors.Is(err, ErrNoStream) {
+		t.Fatalf("a record over maxHeldRecord: %v, want ErrNoStream", err)
+	}
+	maxHeldRecord = MaxLine
+	ll, err := lj.judgeLong(bytes.NewReader(line), 0, int64(len(line)))
+	if err != nil || string(ll.skel) != string(line[:len(line)-1]) || !ll.cuts.Whole(0, len(ll.skel)) {
+		t.Fatalf("a record held as its skeleton: %q %v, %v", ll.skel, ll.cuts, err)
 	}
 }
