@@ -244,9 +244,9 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			<-fi.done
 			fi.caught.Rethrow()
 			switch {
-			case errors.Is(fi.err, format.ErrNoStream) && size <= planLimit:
-				return e.planWhole(rule, in, f) // a line over MaxLine
 			case errors.Is(fi.err, format.ErrNoStream):
+				// A line no streaming reader takes: the salvage the app's finish would
+				// change is not planned (nor the rewrites of it).
 				keep, keepSHA, keepOK, keepWhy, keepFails = nil, "", false, whyNotStreamed, nil
 				unfinished = true
 			case fi.err != nil:
@@ -522,7 +522,6 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	}
 	var out []*plan
 	var tries []try
-	notStreamed := false // a strategy of the rule is planned only on the file held whole
 	for _, s := range rule.Strategies {
 		if crossFile && (s == "backup" || s == "last-good") {
 			tries = append(tries, try{strategy: s, why: whyCrossFile})
@@ -545,7 +544,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				tr.why = st.why
 				break
 			}
-			if doc && !wholeOnly(c.typ, s) {
+			if doc {
 				// A document's rewrite is a splice of it (format.SpliceReconciler …).
 				var err error
 				if p, tr, err = e.docRewrite(in, f, s, bigPlan); err != nil {
@@ -553,11 +552,14 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				}
 				break
 			}
-			if lr := rewrites[s]; lr != nil && !lr.notStreamed {
+			lr := rewrites[s]
+			switch {
+			case lr == nil:
+				tr.why = "" // not a rewrite of this format: not applicable
+			case !lr.notStreamed:
 				p, tr = lr.plan(s, size, sv, bigPlan)
-				break
 			}
-			notStreamed = true // tr.why says so
+			// else a line no streaming reader takes: tr.why says so
 		case policy.Normalize:
 			tr.why = whyNoBOM
 			if in.verdict.Kind == format.KindBOM {
@@ -668,11 +670,6 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		if extra != nil {
 			tries = append(tries, try{strategy: extra.strategy, plan: extra})
 		}
-	}
-	if fallBack(rule, c, size, out, notStreamed) {
-		// A file that can be held is planned whole when streaming found no repair within
-		// max_loss and a strategy only done whole may find one.
-		return e.planWhole(rule, in, f)
 	}
 	if l, ok := c.typ.(format.LinkedEditor); ok {
 		// The other file a repair must match (a count of the records it keeps), as newPlan
@@ -881,25 +878,6 @@ func fileCandPlan(in *inspection, f *os.File, s policy.Strategy, fc *fileCand,
 	p.total = in.docRecords // none when it does not parse
 	p.lostRecords = max(p.total-p.keep, 0)
 	return p, nil
-}
-
-// wholeOnly: typ does strategy s on its bytes held whole only (no splice of them).
-func wholeOnly(typ format.Profile, s policy.Strategy) bool {
-	switch s {
-	case policy.Reconcile:
-		_, whole := typ.(format.Reconciler)
-		_, sp := typ.(format.SpliceReconciler)
-		return whole && !sp
-	case policy.DropInvalidEntries:
-		_, whole := typ.(format.EntryDropper)
-		_, sp := typ.(format.SpliceDropper)
-		return whole && !sp
-	case policy.RestoreFields:
-		_, whole := typ.(format.FieldRestorer)
-		_, sp := typ.(format.SpliceRestorer)
-		return whole && !sp
-	}
-	return false // add-ordinals, rebuild-header: JSONL only (a document has neither)
 }
 
 // unparsed: a document with damage of kind does not parse.
@@ -1166,44 +1144,6 @@ func before(list []policy.Strategy, a, b policy.Strategy) bool {
 	return i >= 0 && j >= 0 && i < j
 }
 
-// fallBack: a big app file's streamed plans (out) are put aside for the plans made on the
-// file held whole (see makeBigPlans).
-func fallBack(rule *policy.Rule, c *fileCtx, size int64, out []*plan, notStreamed bool) bool {
-	if c.typ.Plain() || size > planLimit {
-		return false
-	}
-	ok := false
-	for _, p := range out {
-		ok = ok || p.lossRatio() <= rule.Limits.MaxLoss
-	}
-	return !ok && notStreamed
-}
-
-// planWhole reads the file the big plans were made from whole (the version they were made
-// from, or busy) and plans on its bytes.
-func (e *Engine) planWhole(rule *policy.Rule, in *inspection, f *os.File) ([]*plan, []try, error) {
-	if lim := e.memLimit(); lim > 0 && in.id.Size > lim/wholeFactor {
-		// Held whole, it would take the process over the memory its operator gave it (a
-		// sidecar's container is killed at its limit): refused, and said.
-		return nil, nil, fmt.Errorf("this repair is planned on the file held whole (a line over %d bytes, or a strategy done on whole files only): %d bytes would take about %d MiB, over the memory limit GOMEMLIMIT=%d MiB; not repaired (raise the limit, or run `sessionmedic heal` on this file where memory allows)",
-			maxLine, in.id.Size, in.id.Size*wholeFactor>>20, lim>>20)
-	}
-	e.step("plan-whole", in.ctx.path)
-	if in.ctx.lastGood == nil && appStreamed(in.ctx.typ) {
-		in.ctx.lastGood = e.LastGood.Load(in.ctx.path) // left on disk until a plan needs it
-	}
-	data := make([]byte, in.id.Size)
-	if _, err := f.ReadAt(data, 0); err != nil && err != io.EOF {
-		return nil, nil, err
-	}
-	if !fsio.StillSame(f, in.id) {
-		return nil, nil, busyErr("%s changed since it was read", in.ctx.path)
-	}
-	in.data, in.big = data, false
-	plans, tries := makePlans(rule, in)
-	return plans, tries, nil
-}
-
 // heldOK is candidateOK of bytes held in memory (a last-good copy, a union), judged as a
 // big file is: an app log planned streaming, block by block from the bytes (no line table of
 // them beside them); anything else as candidateOK judges it.
@@ -1256,6 +1196,10 @@ func (e *Engine) plans(rule *policy.Rule, in *inspection) ([]*plan, []try, error
 	}
 	if in.missing {
 		return e.missingPlans(rule, in)
+	}
+	if !e.heldPlans {
+		// Every damaged file is planned from the file (inspect); never reached.
+		return nil, nil, fmt.Errorf("internal error: %s was not planned from the file", in.ctx.path)
 	}
 	plans, tries := makePlans(rule, in)
 	return plans, tries, nil

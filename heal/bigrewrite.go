@@ -22,7 +22,7 @@ type lineRewrite struct {
 	cand        *format.SurveyCand
 	why         string
 	fails       *Verdict
-	notStreamed bool // done on the file held whole only
+	notStreamed bool // not planned: a line no streaming reader takes
 }
 
 // lineRewrites plans the line rewrites rule asks of the app log f holds (keep: its salvage,
@@ -63,10 +63,6 @@ func lineRewrites(rule *policy.Rule, in *inspection, f *os.File, keep *format.Sp
 			continue
 		}
 		out[s] = lr
-		if !in.missing && wholeOnly(c.typ, s) {
-			lr.notStreamed = true // done on the file held whole only
-			continue
-		}
 		if rw == nil {
 			continue
 		}

@@ -40,7 +40,6 @@ type Engine struct {
 	findWriters func(dev, ino uint64) []int
 	openBy      func(ids []Identity) (pids []int, complete bool)
 	onStep      func(step, path string)
-	memLimit    func() int64      // the operator's memory limit, 0 for none (operatorMemLimit)
 	onWalk      func(root string) // tests: each tree Targets walks
 	sqlite      sqliteState       // the SQLite stores judged healthy (sqlite.go)
 
@@ -102,8 +101,7 @@ type Options struct {
 // New returns an engine whose state lives under cfg.StateDir.
 func New(cfg *policy.Config, o Options) *Engine {
 	e := &Engine{Policy: cfg, StateDir: cfg.StateDir, Now: o.Now, oneShot: o.OneShot,
-		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step, fs: fsio.FS{Faults: o.Faults}, reg: apps.Registry(),
-		memLimit: operatorMemLimit}
+		quietCheck: o.QuietCheck, findWriters: o.OpenWriters, onStep: o.Step, fs: fsio.FS{Faults: o.Faults}, reg: apps.Registry()}
 	if e.Now == nil {
 		e.Now = time.Now
 	}

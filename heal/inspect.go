@@ -173,8 +173,10 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 				e.inc.Drop(t.Path)
 			}
 		}
-		if in.verdict.Status == Damaged && e.appPlanStreamed(in.ctx.typ, id.Size) && id.Size > 0 {
-			// Planned streaming (bigplan.go): the bytes read are let go.
+		if in.verdict.Status == Damaged && (!e.heldPlans || e.appPlanStreamed(in.ctx.typ, id.Size) && id.Size > 0) {
+			// Planned from the file (bigplan.go), as every damaged file is: the bytes read
+			// are let go. (An empty one; a plain file or document its streamed judge could
+			// not take up, gone or changed since: the planner finds it so.)
 			in.data, in.big, in.bigEnd = nil, true, -1
 		}
 	case errors.Is(err, os.ErrNotExist) && t.Missing:

@@ -2,8 +2,6 @@ package heal
 
 import (
 	"fmt"
-	"os"
-	"runtime/debug"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 )
@@ -29,18 +27,4 @@ const (
 
 func tooLargeToPlan(size int64) string {
 	return fmt.Sprintf("%d bytes: damage in files over %d bytes is reported, not repaired in memory", size, planLimit)
-}
-
-// wholeFactor is about how many times a file's size planning a repair on it held whole
-// takes: its bytes and the trees of its lines (a 170 MB Codex rollout holding a 70 MB
-// record, its header rebuilt: 497 MB peak RSS).
-const wholeFactor = 3
-
-// operatorMemLimit is the memory limit the operator gave the process (GOMEMLIMIT), 0 when
-// none: the one-shot commands set a soft limit of their own, which no plan is refused for.
-func operatorMemLimit() int64 {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		return 0
-	}
-	return debug.SetMemoryLimit(-1)
 }

@@ -58,3 +58,26 @@ func TestProfilesAreWhole(t *testing.T) {
 		}
 	}
 }
+
+// Every rewrite a profile does (reconcile, drop-invalid-entries, restore-fields) is a splice
+// of the file, which the one planner (heal/bigplan.go) plans from the file at every size: a
+// rewrite done on bytes held whole only would be planned by nothing.
+func TestEveryRewriteIsASplice(t *testing.T) {
+	for _, p := range Registry().Profiles() {
+		if _, ok := p.(format.Reconciler); ok {
+			if _, ok := p.(format.SpliceReconciler); !ok {
+				t.Errorf("%T reconciles held bytes only", p)
+			}
+		}
+		if _, ok := p.(format.EntryDropper); ok {
+			if _, ok := p.(format.SpliceDropper); !ok {
+				t.Errorf("%T drops invalid entries of held bytes only", p)
+			}
+		}
+		if _, ok := p.(format.FieldRestorer); ok {
+			if _, ok := p.(format.SpliceRestorer); !ok {
+				t.Errorf("%T restores fields of held bytes only", p)
+			}
+		}
+	}
+}
