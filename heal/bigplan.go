@@ -507,7 +507,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		return nil, nil, jerr // as when it was judged before the survey
 	}
 	if errors.Is(err, format.ErrNoStream) {
-		return nil, nil, fmt.Errorf("%s: a number or literal is over %d bytes: not repaired streaming", in.ctx.path, maxLine)
+		return nil, nil, fmt.Errorf("%s: %s: not repaired (its bytes are as they were)", in.ctx.path, whyNotStreamed)
 	}
 	if errors.Is(err, fsio.ErrChanged) {
 		return nil, nil, busyErr("%s changed since it was read", in.ctx.path)

@@ -7,10 +7,10 @@ import (
 )
 
 // Large append-only logs are validated streaming, so that memory stays bounded whatever the
-// file's size: only a block and the line it cuts are held (see format.StreamBuf). A damaged
-// one whose app's checklist runs record by record (appStreamed) is planned from the file at
-// any size (bigplan.go); another is read whole for planning only up to planLimit, and beyond
-// that the damage is reported and the heal refused.
+// file's size: only a block and the line it cuts are held (see format.StreamBuf). Every
+// damaged file is planned from the file, at any size (bigplan.go). A file that cannot be
+// judged streaming (a number or literal over format.MaxLine) is judged on its bytes held
+// whole up to planLimit, and its damage reported, never repaired, above it.
 const (
 	streamThreshold = 32 << 20
 	// holdLimit: a log judged record by record over this size is judged streaming (a block
@@ -22,7 +22,6 @@ const (
 	holdLimit = format.StreamBuf
 	planLimit = 256 << 20
 	streamBuf = format.StreamBuf
-	maxLine   = format.MaxLine // a longer number is not judged streaming
 )
 
 func tooLargeToPlan(size int64) string {

@@ -3,6 +3,8 @@ package heal
 import (
 	"bytes"
 	"math/rand"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
@@ -27,7 +29,7 @@ func TestLongRecordsOverTheSkeletonBoundPlannedFromTheFile(t *testing.T) {
 			}
 			data := damageLines(rng, orig, 1+rng.Intn(2))
 			r1, f1, q1, _ := healApp(t, a.preset, a.rel, data, nil, 1)
-			restore := format.SetSkeletonLimit(8) // every long record's skeleton over it
+			restore := format.SetRecordLimits(8, format.MaxLine) // every long record's skeleton over it
 			r2, f2, q2, big := healApp(t, a.preset, a.rel, data, nil, 1)
 			restore()
 			if r2.Verdict == Damaged && !big {
@@ -55,4 +57,36 @@ func longest(data []byte) int {
 		n = max(n, len(l))
 	}
 	return n
+}
+
+// A record no streaming reader takes (over the held bound, its skeleton over its own) makes
+// a repair that would read it refused, said with the reason, the file left as it was and
+// nothing quarantined — at every size: before, a file under 256 MiB was planned on its bytes
+// held whole, a larger one refused.
+func TestARecordNoStreamingReaderTakesIsRefused(t *testing.T) {
+	defer format.SetLineWindow(64)()
+	app := streamApps[2] // gemini-cli: its finish reads a long record's skeleton
+	healthy := jsonlSamples(t, app.preset, "healthy")
+	var orig []byte
+	for _, h := range healthy {
+		if longest(h) > 200 && bytes.Count(h, []byte("\n")) > 4 {
+			orig = h
+			break
+		}
+	}
+	if orig == nil {
+		t.Fatal("no sample with a long record")
+	}
+	lines := bytes.SplitAfter(orig, []byte("\n"))
+	// Two records glued (the second's line gone into the first's): a salvage splits them.
+	i := len(lines) / 2
+	data := bytes.Join(append(append(slices.Clone(lines[:i]), bytes.TrimSuffix(lines[i], []byte("\n"))), lines[i+1:]...), nil)
+	defer format.SetRecordLimits(8, 100)()
+	r, after, q, _ := healApp(t, app.preset, app.rel, data, nil, 1)
+	if r.Verdict != Damaged || r.Action != ActionRefused || !strings.Contains(r.Reason, "cannot be read streaming") {
+		t.Fatalf("healed %+v, want refused for a line no streaming reader takes", r)
+	}
+	if !bytes.Equal(after, data) || len(q) > 0 {
+		t.Fatalf("the file changed (%d bytes, was %d) or was quarantined (%d bytes)", len(after), len(data), len(q))
+	}
 }

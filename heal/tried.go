@@ -28,7 +28,7 @@ const (
 	whyFails         = "the result fails the checklist"
 	whyForkPrefix    = "would change bytes a fork points into"
 	whyCrossFile     = "not for damage between files"
-	whyNotStreamed   = "not done on a file too big to hold in memory"
+	whyNotStreamed   = "a line of the file cannot be read streaming (a number, or a record's structure, over 64 MiB)"
 )
 
 // try is what one strategy of the rule came to: a plan, or why none (why, and the verdict of

@@ -221,11 +221,12 @@ func SetLineWindow(n int) (restore func()) {
 	return func() { lineWindow = was }
 }
 
-// SetSkeletonLimit makes a long record whose skeleton would be over n bytes read whole as
-// its own skeleton until restore is called: for the tests of the packages whose strategies
-// read lines (never in parallel ones).
-func SetSkeletonLimit(n int) (restore func()) {
-	was := maxSkeleton
-	maxSkeleton = n
-	return func() { maxSkeleton = was }
+// SetRecordLimits makes a long record whose skeleton would be over skeleton bytes read whole
+// as its own skeleton, up to held bytes (a longer one cannot be judged streaming), until
+// restore is called: for the tests of the packages whose strategies read lines (never in
+// parallel ones).
+func SetRecordLimits(skeleton, held int) (restore func()) {
+	s, h := maxSkeleton, maxHeldRecord
+	maxSkeleton, maxHeldRecord = skeleton, held
+	return func() { maxSkeleton, maxHeldRecord = s, h }
 }
