@@ -21,11 +21,13 @@ import (
 // the temp file, the put-back of an app's late write, the verification — streams them from
 // the original's descriptor. Candidates from elsewhere (a backup, the last-good copy, itself
 // bounded by last_good.max_file_bytes) are held or measured from their files; the union of
-// the salvage and the last-good copy adds at most unionBudget bytes of salvaged records. The
-// plan is the one made on the bytes held whole (TestAppBigPathMatchesInMemory,
-// TestAppDocumentsJudgedStreaming, TestBigPathMatchesInMemory), which only planWhole (a line
-// that cannot be read streaming, a strategy done on whole files only: OpenViking's
-// .meta.json reconcile, up to planLimit) and a missing file's restore still make.
+// the salvage and the last-good copy adds at most unionBudget bytes of salvaged records.
+// It is the one planner: every damaged file, of any size, is planned so (a missing one from
+// the files that stand in for it: missing.go), and its plan is the one the tests' reference
+// makes on the bytes held whole (heldplan_test.go; TestAppBigPathMatchesInMemory,
+// TestAppDocumentsJudgedStreaming, TestBigPathMatchesInMemory, TestSamples). A line no
+// streaming reader takes (a number or literal, or a record whose skeleton is, over
+// format.MaxLine) makes the repairs that read it refused, at every size.
 //
 // bigFile is the size above which a document or plain file is judged streaming, never read
 // whole; a damaged one up to it whose repair is a tail cut is replaced whole, its whole

@@ -24,10 +24,10 @@ type memCand struct {
 	splice *format.Splice // ... a union: a splice of that file (records file.records)
 }
 
-// makeBigPlans is makePlans of a damaged file planned from the file (every one but a missing
-// file's restore): the same strategies in the same order, with the same results, except that
-// salvage+last-good is not offered where the salvaged records the copy lacks are over
-// unionBudget.
+// makeBigPlans plans the repair of a damaged file from the file (every one but a missing
+// file's restore): the strategies of the rule in its order, with the results the tests'
+// reference on held bytes gives (heldplan_test.go), except that salvage+last-good is not
+// offered where the salvaged records the copy lacks are over unionBudget.
 func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try, error) {
 	c := &in.ctx
 	crossFile := in.verdict.Kind == format.KindDanglingReference || in.verdict.Kind == format.KindStaleLiveRecords || in.verdict.Kind == format.KindMetadataLag
@@ -225,7 +225,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			case keep == nil:
 				keepWhy = noSalvage(c, false)
 			case keep.Prefix() && keep.Size() == size:
-				keepWhy = whyNothingToDrop // the file itself, as the in-memory planner says
+				keepWhy = whyNothingToDrop // the file itself, as the reference on held bytes says
 			case v.Status != Healthy:
 				keepWhy, keepFails = whyFails, &v
 			case !keepsPrefixAt(c, keep):
@@ -253,7 +253,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				return nil, nil, fi.err
 			case fi.sp != nil:
 				// The salvage the app's finish changes (lines dropped): judged, hashed and
-				// counted again, and measured by the survey, as the in-memory planner
+				// counted again, and measured by the survey, as the reference on held bytes
 				// measures a finished salvage (format.Loss).
 				e.step("finish-streamed", c.path)
 				keep, keepSHA, keepOK, keepWhy, keepFails = fi.sp.Through(keep), "", false, "", nil
@@ -537,11 +537,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		case policy.Reconcile, policy.DropInvalidEntries, policy.RestoreFields, policy.AddOrdinals, policy.RebuildHeader:
 			if doc && unparsed(in.verdict.Kind) {
 				// They rewrite a document that parses: asked of one that does not, they say
-				// why not as they would of its bytes.
-				cp, st := *in, planState{}
-				cp.data = nil
-				planners[s](rule, &cp, &st)
-				tr.why = st.why
+				// why not.
+				tr.why = rewriteWhy(s, c, false)
 				break
 			}
 			if doc {
@@ -685,7 +682,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 
 // docRewrite plans strategy s, one of an app document's rewrites (reconcile,
 // drop-invalid-entries, restore-fields), as a splice of the document f holds: judged, hashed
-// and measured streaming, as the in-memory planner judges and measures its bytes.
+// and measured streaming, as the reference on held bytes judges and measures its bytes.
 func (e *Engine) docRewrite(in *inspection, f *os.File, s policy.Strategy,
 	bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) (*plan, try, error) {
 	c, size := &in.ctx, in.id.Size
@@ -854,7 +851,7 @@ func (e *Engine) docLastGood(c *fileCtx) (data []byte, fc *fileCand, why string)
 }
 
 // fileCandPlan is strategy s's plan that copies fc's file (a backup, the last-good copy)
-// over the document f holds, measured against it streaming as the in-memory planner measures
+// over the document f holds, measured against it streaming as the reference on held bytes measures
 // the candidate's bytes.
 func fileCandPlan(in *inspection, f *os.File, s policy.Strategy, fc *fileCand,
 	bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) (*plan, error) {
@@ -1018,7 +1015,7 @@ func (e *Engine) lastGoodAt(c *fileCtx) (lg io.ReaderAt, n int64, done func()) {
 const unionBudget = 16 << 20
 
 // unionPlan is the plan that writes the union u, of a file of total records (nil when the
-// checklist refuses it, or it changes bytes a fork points into), as the in-memory planner
+// checklist refuses it, or it changes bytes a fork points into), as the reference on held bytes
 // makes it.
 func unionPlan(c *fileCtx, u *memCand, total int, bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) *plan {
 	if u.splice != nil {
@@ -1197,10 +1194,39 @@ func (e *Engine) plans(rule *policy.Rule, in *inspection) ([]*plan, []try, error
 	if in.missing {
 		return e.missingPlans(rule, in)
 	}
-	if !e.heldPlans {
+	if !e.heldPlans || heldPlanner == nil {
 		// Every damaged file is planned from the file (inspect); never reached.
 		return nil, nil, fmt.Errorf("internal error: %s was not planned from the file", in.ctx.path)
 	}
-	plans, tries := makePlans(rule, in)
+	plans, tries := heldPlanner(rule, in)
 	return plans, tries, nil
+}
+
+// heldPlanner plans a repair on the bytes of the file held whole: the tests' reference
+// (heldplan_test.go), which the one planner, from the file, is held to. Nil in sessionmedic.
+var heldPlanner func(rule *policy.Rule, in *inspection) ([]*plan, []try)
+
+// rewriteWhy is why a rewrite of the file's own bytes (reconcile, drop-invalid-entries,
+// restore-fields, add-ordinals, rebuild-header, normalize) makes no repair of a file that has
+// none to rewrite: a missing one, or a document that does not parse. "" is "not applicable".
+func rewriteWhy(s policy.Strategy, c *fileCtx, missing bool) string {
+	switch s {
+	case policy.Reconcile:
+		return whyNoReconcile
+	case policy.DropInvalidEntries:
+		if _, ok := c.typ.(format.EntryDropper); ok && !missing {
+			return whyNothingToDrop
+		}
+	case policy.RestoreFields:
+		if _, ok := c.typ.(format.FieldRestorer); ok && !missing && c.lastGood == nil {
+			return whyNoLastGood
+		}
+	case policy.RebuildHeader:
+		if _, ok := c.typ.(format.HeaderRebuilder); ok && !missing {
+			return whyValueMissing
+		}
+	case policy.Normalize:
+		return whyNoBOM
+	}
+	return ""
 }

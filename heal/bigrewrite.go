@@ -12,7 +12,7 @@ import (
 
 // lineRewrite is one of a JSONL app log's line rewrites (rebuild-header, add-ordinals,
 // drop-invalid-entries) planned streaming: a splice of the file — of its salvage where the
-// rule salvages first, as the in-memory planner rewrites the salvage — judged and hashed in
+// rule salvages first, as the reference on held bytes rewrites the salvage — judged and hashed in
 // one read, its records counted, and measured by the survey (cand); or why not.
 type lineRewrite struct {
 	sp          *format.Splice
@@ -45,14 +45,14 @@ func lineRewrites(rule *policy.Rule, in *inspection, f *os.File, keep *format.Sp
 				rw = func(r io.ReaderAt, n int64) (*format.Splice, error) { return h.RebuildHeader(c.path, r, n) }
 			}
 		case policy.Reconcile:
-			onSalvage = false // the file's own records, as the in-memory planner reconciles them
+			onSalvage = false // the file's own records, as the reference on held bytes reconciles them
 			lr.why = whyNoReconcile
 			if r, ok := c.typ.(format.SpliceReconciler); ok && !in.missing {
 				kind := in.verdict.Kind
 				rw = func(rd io.ReaderAt, n int64) (*format.Splice, error) { return r.ReconcileSplice(c.path, rd, n, kind) }
 			}
 		case policy.DropInvalidEntries:
-			onSalvage = false // the file's own entries, as the in-memory planner drops them
+			onSalvage = false // the file's own entries, as the reference on held bytes drops them
 			if _, ok := c.typ.(format.EntryDropper); ok && !in.missing {
 				lr.why = whyNothingToDrop
 			}

@@ -53,8 +53,8 @@ type Engine struct {
 	// passes (tests compare it with the one pass of inspectTorn).
 	twoPassTorn bool
 	// heldPlans: a damaged app log up to appBigFile, or other file up to bigFile, is
-	// planned on its bytes held whole, as planWhole plans it (tests compare that planner
-	// with the one from the file).
+	// planned on its bytes held whole by heldPlanner, the tests' reference for the one
+	// planner, from the file (bigplan.go).
 	heldPlans bool
 }
 

@@ -37,15 +37,8 @@ func (e *Engine) missingPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		case policy.LastGoodCopy:
 			sc, why = e.lastGoodStandIn(c)
 		default:
-			// A strategy that rewrites the file's own bytes: a missing file has none, and its
-			// planner says why as it says it of any missing file.
-			pl := planners[s]
-			if pl == nil {
-				continue
-			}
-			var st planState
-			pl(rule, in, &st)
-			tries = append(tries, try{strategy: s, why: st.why})
+			// A strategy that rewrites the file's own bytes: a missing file has none.
+			tries = append(tries, try{strategy: s, why: rewriteWhy(s, c, true)})
 			continue
 		}
 		if sc == nil {
