@@ -851,8 +851,8 @@ func (e *Engine) docLastGood(c *fileCtx) (data []byte, fc *fileCand, why string)
 }
 
 // fileCandPlan is strategy s's plan that copies fc's file (a backup, the last-good copy)
-// over the document f holds, measured against it streaming as the reference on held bytes measures
-// the candidate's bytes.
+// over the document f holds, measured against it streaming as the reference on held bytes
+// measures the candidate's bytes.
 func fileCandPlan(in *inspection, f *os.File, s policy.Strategy, fc *fileCand,
 	bigPlan func(policy.Strategy, fsio.Content, string, int64, bool) *plan) (*plan, error) {
 	bf, err := fsio.OpenStable(fc.path, fc.id)

@@ -12,8 +12,8 @@ import (
 
 // lineRewrite is one of a JSONL app log's line rewrites (rebuild-header, add-ordinals,
 // drop-invalid-entries) planned streaming: a splice of the file — of its salvage where the
-// rule salvages first, as the reference on held bytes rewrites the salvage — judged and hashed in
-// one read, its records counted, and measured by the survey (cand); or why not.
+// rule salvages first, as the reference on held bytes rewrites the salvage — judged and
+// hashed in one read, its records counted, and measured by the survey (cand); or why not.
 type lineRewrite struct {
 	sp          *format.Splice
 	sum         string
