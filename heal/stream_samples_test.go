@@ -337,6 +337,30 @@ func FuzzPlanKeepMatchesWhole(f *testing.F) {
 	})
 }
 
+// FuzzPlanKeepLongLines is FuzzPlanKeepMatchesWhole with lines over a small line window
+// (8 to 263 bytes) taking the long lines' way: a damaged one is held for its records as a
+// shorter one is (heldDamaged), a valid one kept as a range of the file.
+func FuzzPlanKeepLongLines(f *testing.F) {
+	rng := rand.New(rand.NewSource(5))
+	for i, a := range streamApps {
+		for _, b := range jsonlSamples(f, a.preset, "") {
+			if len(b) < 64<<10 {
+				f.Add(uint8(i), uint8(rng.Intn(256)), damageLines(rng, b, 1+rng.Intn(2)))
+			}
+		}
+	}
+	reg := apps.Registry()
+	f.Fuzz(func(t *testing.T, app, window uint8, data []byte) {
+		defer format.SetLineWindow(8 + int(window))()
+		a := streamApps[int(app)%len(streamApps)]
+		path := filepath.Join("/nonexistent", a.rel)
+		typ := reg.Profile(a.preset, path)
+		if _, diff := planKeepDiff(typ, path, data); diff != "" {
+			t.Fatalf("%s, window %d: %s\ninput %q", a.preset, 8+int(window), diff, data)
+		}
+	})
+}
+
 // damageLines damages a healthy JSONL file the ways the apps' files are found damaged, n
 // times at random places: lines glued, a torn first try glued before a record, a line torn
 // (its '\n' kept), a NUL run over a range, a line repeated, a raw newline inside a record,

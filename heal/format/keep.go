@@ -35,9 +35,9 @@ const (
 // ([SplitLine]) or joined back ([RejoinLines]). What a hunk loses is measured on the hunk
 // and its repair alone (nothing else of the result can be a damaged line's whole version,
 // but a torn last line's, which is looked for in the whole result). A line longer than
-// LineWindow is judged from f: a valid one is kept as a range, a damaged one dropped
-// (never split). A profile whose salvage needs more than its lines (a [SalvageFinisher])
-// is not planned here.
+// LineWindow is judged from f: a valid one is kept as a range, a damaged one held into the
+// hunk as a shorter one is, up to hunkBudget (heldDamaged), and dropped whole beyond. A
+// profile whose salvage needs more than its lines (a [SalvageFinisher]) is not planned here.
 func PlanKeep(p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepFigures, error) {
 	return planKeep(p, path, f, size, keepWalker(p, f, size))
 }
@@ -308,6 +308,26 @@ func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) 
 	return nil
 }
 
+// heldDamaged: a damaged line over the window that a salvage holds all the same, as it holds
+// damaged lines under it (up to hunkBudget), for the records in it (keeper.flush): records
+// glued in it split, a record torn across it and the next line rejoined. Longer, it is
+// dropped whole (its bytes quarantined with the original).
+func heldDamaged(long *longLine) bool {
+	return !long.record && !long.blank && !long.nul && long.n <= hunkBudget
+}
+
+// readLine is the n bytes of f at start: a line judged streaming, read whole.
+func readLine(f io.ReaderAt, start, n int64) ([]byte, error) {
+	line := make([]byte, n)
+	if k, err := f.ReadAt(line, start); k < len(line) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF // cut short since its end was found
+		}
+		return nil, err
+	}
+	return line, nil
+}
+
 // blankLine: a line (without its '\n') holds no record, nor anything else: whitespace only.
 func blankLine(line []byte) bool {
 	return len(bytes.TrimSpace(bytes.TrimSuffix(line, []byte("\r")))) == 0
@@ -326,6 +346,15 @@ func (k *keeper) keep(start, n int64, terminated bool) {
 
 // long takes a line too long to hold, judged from f.
 func (k *keeper) long(f io.ReaderAt, start int64, long *longLine) error {
+	if heldDamaged(long) {
+		// Held, as a damaged line under the window is, for the records in it: glued ones
+		// split, a torn one rejoined (flush).
+		line, err := readLine(f, start, long.n)
+		if err != nil {
+			return err
+		}
+		return k.line(f, start, line, long.terminated)
+	}
 	if err := k.flush(f); err != nil {
 		return err
 	}

@@ -151,14 +151,8 @@ func heldRecord(r io.ReaderAt, start, body int64) ([]byte, jsonv.Cuts, error) {
 	if body > int64(maxHeldRecord) {
 		return nil, jsonv.Cuts{}, fmt.Errorf("%w: %w", ErrNoStream, errTooBig)
 	}
-	line := make([]byte, body)
-	if n, err := r.ReadAt(line, start); n < len(line) {
-		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF // cut short since its end was found
-		}
-		return nil, jsonv.Cuts{}, err
-	}
-	return line, jsonv.Cuts{}, nil
+	line, err := readLine(r, start, body)
+	return line, jsonv.Cuts{}, err
 }
 
 // firstNonSpace is the first byte of r after what bytes.TrimSpace trims (-1: none).

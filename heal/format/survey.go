@@ -90,8 +90,9 @@ type SurveyResult struct {
 
 // Survey reads the original (size bytes of f) once and measures what the repair plans of a
 // file of profile p need: its hash, for JSONL the salvage's figures and each candidate's
-// loss, and the hashes opt asks for. A line over LineWindow is walked from f, never held;
-// a number over [MaxLine] is [ErrNoStream].
+// loss, and the hashes opt asks for. A line over LineWindow is walked from f, never held,
+// but a damaged one up to hunkBudget, which the salvage holds too (heldDamaged) and which
+// is measured as a line under the window is; a number over [MaxLine] is [ErrNoStream].
 func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*SurveyCand) (SurveyResult, error) {
 	var res SurveyResult
 	// Each candidate's loss, measured line by line; its long lines (that a long line of the
@@ -159,6 +160,15 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		lj := &longJudge{r: rulesOf(p), window: lineWindow}
 		walk := readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj)
 		err = walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
+			if long != nil && heldDamaged(long) {
+				// A damaged line up to hunkBudget is held, as the salvage holds it to split
+				// and rejoin its records (keeper.long): measured as a line under the window.
+				var err error
+				if line, err = readLine(f, start, long.n); err != nil {
+					return err
+				}
+				long = nil
+			}
 			if long != nil {
 				return surveyLong(p, &res, f, start, long, meters, salvLines, &droppedBefore)
 			}
@@ -300,9 +310,10 @@ func JSONRecords(f fsio.FirstNonWS) int {
 	return 0
 }
 
-// surveyLong is Survey's measure of a line too long to hold (judged streaming): its bytes
-// are read again from f for the salvage's hash and its key's; a torn one is counted lost
-// (its whole version is not searched for in the salvage, nor in the candidates).
+// surveyLong is Survey's measure of a line too long to hold (judged streaming: a valid one,
+// or a damaged one over hunkBudget): its bytes are read again from f for the salvage's hash
+// and its key's; a torn one is counted lost (its whole version is not searched for in the
+// salvage, nor in the candidates).
 func surveyLong(p Profile, res *SurveyResult, f io.ReaderAt, start int64, long *longLine, meters []*lossMeter, salvLines hash.Hash, droppedBefore *bool) error {
 	ll := long.n
 	if long.terminated {
