@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -135,5 +137,41 @@ func TestDamagedLinesOverTheWindowSalvagedAsHeld(t *testing.T) {
 	}
 	if long < 30 {
 		t.Fatalf("only %d inputs had a damaged line over the window", long)
+	}
+}
+
+// A healthy transcript holding a record over the line window whose skeleton is over the
+// bound is healthy, judged streaming (the record read whole as its own skeleton): before,
+// such a record ended the streamed judge, and the file was called damaged ("line N is
+// longer than 67108864 bytes", of a 20 MiB line) — an alert for a file its app loads.
+func TestHealthyLongRecordOverTheSkeletonBoundIsHealthy(t *testing.T) {
+	defer format.SetRecordLimits(8, format.MaxLine)()
+	a := streamApps[0] // claude-code
+	var data []byte
+	for _, d := range jsonlSamples(t, a.preset, "healthy") {
+		if len(d) > len(data) {
+			data = d
+		}
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	i := len(lines) / 2
+	for !bytes.HasPrefix(lines[i], []byte(`{"parentUuid":`)) {
+		i++
+	}
+	k := bytes.Index(lines[i], []byte(`",`)) + 2
+	big := []byte(`"toolUseResult":"` + strings.Repeat("y", format.LineWindow+1<<20) + `",`)
+	lines[i] = append(append(bytes.Clone(lines[i][:k]), big...), lines[i][k:]...)
+	data = bytes.Join(lines, nil)
+	e, root := bigEngineWith(t, 1, Options{})
+	e.holdThreshold = 1 // judged streaming, never held
+	p := filepath.Join(root, a.rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Check(Target{Path: p, Rule: appRule(t, a.preset, root)}); r.Verdict != Healthy {
+		t.Fatalf("%s %s: %s", r.Verdict, r.Kind, r.Detail)
 	}
 }
