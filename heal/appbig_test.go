@@ -27,7 +27,7 @@ func appRule(t *testing.T, preset, root string) *policy.Rule {
 
 // healApp heals data at rel under a fresh engine whose streamed path takes files over
 // threshold bytes (0: the default, an app log up to appBigFile then planned on its bytes
-// held whole, as planWhole plans it: the reference the planner from the file is held to),
+// held whole by the reference the planner from the file is held to: heldplan_test.go),
 // with lastGood planted first when set: the report, the file after, the quarantined bytes,
 // and whether the file was planned streaming.
 func healApp(t *testing.T, preset, rel string, data, lastGood []byte, threshold int64) (Report, []byte, []byte, bool) {
