@@ -14,16 +14,17 @@ import (
 const (
 	streamThreshold = 32 << 20
 	// holdLimit: a log judged record by record over this size is judged streaming (a block
-	// at a time, never held), healthy or not; up to streamThreshold, a damaged one is then
-	// read whole to be planned, and so is one whose last-good copy is longer (the
-	// line-aligned prefix check). A first scan of thousands of transcripts otherwise holds
-	// each one whole, in buffers up to 32 MiB that a one-shot command's memory limit makes
-	// the collector hand back between files.
+	// at a time, never held), healthy or not. A first scan of thousands of transcripts
+	// otherwise holds each one whole, in buffers up to 32 MiB that a one-shot command's
+	// memory limit makes the collector hand back between files.
 	holdLimit = format.StreamBuf
 	planLimit = 256 << 20
 	streamBuf = format.StreamBuf
 )
 
+// tooLargeToPlan is why a file over planLimit that cannot be judged streaming (a number or
+// literal over format.MaxLine) is not repaired: its damage is reported (a smaller one is
+// judged on its bytes held whole, and planned from the file as every damaged file is).
 func tooLargeToPlan(size int64) string {
-	return fmt.Sprintf("%d bytes: damage in files over %d bytes is reported, not repaired in memory", size, planLimit)
+	return fmt.Sprintf("%d bytes that cannot be read streaming (%s): damage reported, not repaired", size, whyNotStreamed)
 }
