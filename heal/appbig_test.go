@@ -3,12 +3,15 @@ package heal
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
 
@@ -86,14 +89,35 @@ func healedBytes(t *testing.T, e *Engine, p string) (after, q []byte) {
 // TestAppBigPathMatchesInMemory: a damaged app transcript planned streaming (a threshold of
 // one byte) is healed as the one planned on its bytes held whole — the same verdict, plan,
 // figures, bytes written and quarantine — with and without a last-good copy, for every
-// damage of damageLines at random places of each app's healthy samples.
+// damage of damageLines at random places of each app's healthy samples. Run again with a
+// line window of 64 bytes: a damaged line over the window (up to the salvage's 16 MiB hunk
+// budget) is salvaged as one under it is — records glued in it split, a record torn across
+// it and the next line rejoined, a torn one found whole in the copy not counted lost (it was
+// dropped whole, counted one record: 12 of 48 inputs differed). No union of the salvage and
+// the copy is the plan chosen with lines that short, by either planner.
 func TestAppBigPathMatchesInMemory(t *testing.T) {
+	for _, window := range []int{0, 64} {
+		t.Run(fmt.Sprintf("window=%d", window), func(t *testing.T) {
+			if window > 0 {
+				defer format.SetLineWindow(window)()
+			}
+			appBigMatchesInMemory(t, window)
+		})
+	}
+}
+
+// appBigMatchesInMemory is TestAppBigPathMatchesInMemory with lines over window bytes (0:
+// the default) taking the long lines' way.
+func appBigMatchesInMemory(t *testing.T, window int) {
 	rng := rand.New(rand.NewSource(18))
 	n := 9
+	if window > 0 {
+		n = 6
+	}
 	if testing.Short() {
 		n = 3
 	}
-	streamed, unions := 0, 0
+	streamed, unions, long := 0, 0, 0 // long: inputs with a damaged line over the window
 	for _, a := range streamApps {
 		healthy := jsonlSamples(t, a.preset, "healthy")
 		for i := range n {
@@ -142,10 +166,19 @@ func TestAppBigPathMatchesInMemory(t *testing.T) {
 				t.Fatalf("%s (streamed: %v; $APPBIG_DUMP=DIR keeps the input):\nin memory %+v\nstreamed  %+v\nwrote %d and %d bytes, quarantined %d and %d",
 					a.preset, big2, r1, r2, len(f1), len(f2), len(q1), len(q2))
 			}
+			for _, l := range bytes.Split(data, []byte("\n")) {
+				if window > 0 && len(l) > window && !json.Valid(l) {
+					long++
+					break
+				}
+			}
 		}
 	}
-	if streamed == 0 || unions == 0 {
+	if streamed == 0 || unions == 0 && window == 0 {
 		t.Fatalf("%d files took the streamed path, %d healed by a union", streamed, unions)
+	}
+	if window > 0 && long < n*len(streamApps)/3 {
+		t.Fatalf("only %d inputs had a damaged line over the window", long)
 	}
 	t.Logf("%d of %d files planned streaming, %d healed by the union of salvage and last-good", streamed, n*len(streamApps), unions)
 }

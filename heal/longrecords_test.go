@@ -2,7 +2,6 @@ package heal
 
 import (
 	"bytes"
-	"encoding/json"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -91,52 +90,6 @@ func TestARecordNoStreamingReaderTakesIsRefused(t *testing.T) {
 	}
 	if !bytes.Equal(after, data) || len(q) > 0 {
 		t.Fatalf("the file changed (%d bytes, was %d) or was quarantined (%d bytes)", len(after), len(data), len(q))
-	}
-}
-
-// A damaged line over the line window (up to the salvage's hunk budget, 16 MiB) is salvaged
-// as one under it is: records glued in it split, a record torn across it and the next line
-// rejoined, a torn one found whole in the last-good copy not counted lost — the same report,
-// file and quarantine as the reference on the bytes held whole, beside a last-good copy or
-// none. Before, such a line was dropped whole (two glued 5 MiB records: both lost) and
-// counted one record lost whatever the copy held.
-func TestDamagedLinesOverTheWindowSalvagedAsHeld(t *testing.T) {
-	defer format.SetLineWindow(64)()
-	rng := rand.New(rand.NewSource(61))
-	long := 0 // inputs with a damaged line over the window
-	for _, a := range streamApps {
-		healthy := jsonlSamples(t, a.preset, "healthy")
-		for i := range 9 {
-			orig := healthy[rng.Intn(len(healthy))]
-			data := damageLines(rng, orig, 1+rng.Intn(2))
-			var lg []byte // a last-good copy: the file before the damage, its first half, or none
-			switch i % 3 {
-			case 0:
-				lg = orig
-			case 1:
-				lines := bytes.SplitAfter(orig, []byte("\n"))
-				lg = bytes.Join(lines[:len(lines)/2], nil)
-			}
-			r1, f1, q1, _ := healApp(t, a.preset, a.rel, data, lg, 0)
-			r2, f2, q2, _ := healApp(t, a.preset, a.rel, data, lg, 1)
-			r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
-			if r2.QuarantinedBytes == int64(len(data)-len(f2)) && bytes.HasPrefix(data, f2) && len(f2) > 0 {
-				r2.QuarantinedBytes = r1.QuarantinedBytes // a streamed tail cut quarantines what it cuts
-			}
-			if !equalReports(r1, r2) || !bytes.Equal(f1, f2) || !bytes.Equal(q1, q2) {
-				t.Fatalf("%s:\nheld     %+v\nstreamed %+v\nwrote %d and %d bytes, quarantined %d and %d",
-					a.preset, r1, r2, len(f1), len(f2), len(q1), len(q2))
-			}
-			for _, l := range bytes.Split(data, []byte("\n")) {
-				if len(l) > 64 && !json.Valid(l) {
-					long++
-					break
-				}
-			}
-		}
-	}
-	if long < 30 {
-		t.Fatalf("only %d inputs had a damaged line over the window", long)
 	}
 }
 
