@@ -91,6 +91,7 @@ type scan struct {
 	rule             string
 	pending          int
 	files, damaged   int
+	notJudged        int // files skipped as not judged (over max_file_size, unreadable)
 	start            time.Time
 	initial, started bool
 }
@@ -116,7 +117,7 @@ func Run(ctx context.Context, o Options) error {
 		}()
 	}
 	m := newMetrics(o.Version, o.Revision)
-	d := &loop{o: o, log: o.Log, m: m, damaged: newDamageBook(m), busy: newBusyBook(m, o.BusyWarnEvery), alive: time.Now()}
+	d := &loop{o: o, log: o.Log, m: m, damaged: newDamageBook(m), notJudged: newNotJudgedBook(m), busy: newBusyBook(m, o.BusyWarnEvery), alive: time.Now()}
 	d.reloads = d.m.addReloadSeries()
 	d.setPolicy(cfg)
 	if rec, err := d.eng.Recover(); err != nil {
@@ -203,18 +204,19 @@ type loop struct {
 	cfg *policy.Config
 	eng *heal.Engine
 
-	queue    []job
-	queued   map[string]bool
-	inflight map[string]bool
-	again    map[string]job // requested while in flight
-	ours     map[string]heal.Identity
-	retries  map[string]int
-	heals    map[string][]time.Time
-	flapping map[string]time.Time
-	restored map[string]string // path → the quarantine entry an operator restored there, once said
-	damaged  *damageBook
-	busy     *busyBook
-	scans    []*scan
+	queue     []job
+	queued    map[string]bool
+	inflight  map[string]bool
+	again     map[string]job // requested while in flight
+	ours      map[string]heal.Identity
+	retries   map[string]int
+	heals     map[string][]time.Time
+	flapping  map[string]time.Time
+	restored  map[string]string // path → the quarantine entry an operator restored there, once said
+	damaged   *damageBook
+	notJudged *notJudgedBook
+	busy      *busyBook
+	scans     []*scan
 
 	ready     atomic.Bool  // read by /readyz
 	alive     time.Time    // last loop iteration

@@ -31,6 +31,7 @@ type metrics struct {
 	flapping        *prometheus.CounterVec
 	damaged         *prometheus.GaugeVec
 	damagedBusy     *prometheus.GaugeVec
+	notJudged       *prometheus.GaugeVec
 	busyStuck       *prometheus.GaugeVec
 	ruleFiles       *prometheus.GaugeVec
 	oldestDamage    prometheus.Gauge
@@ -74,6 +75,8 @@ func newMetrics(version, revision string) *metrics {
 		Help: "Files damaged now (refused, flapping, hands-off, and kept from their heal by a busy holder), by damage kind."}, []string{"rule", "kind"})
 	m.damagedBusy = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_damaged_busy",
 		Help: "Of files_damaged, those an app's lock or live process keeps from their heal (busy)."}, []string{"rule"})
+	m.notJudged = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_not_judged",
+		Help: "Session files not judged, so not guarded (larger than their rule's max_file_size, not readable, or not to be judged within the memory bounds): file.not_judged names each and why."}, []string{"rule"})
 	m.busyStuck = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "files_busy_stuck",
 		Help: "Files busy for longer than their rule's max_wait (file.busy at WARN names the holder)."}, []string{"rule"})
 	m.ruleFiles = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "rule_files",
@@ -94,7 +97,7 @@ func newMetrics(version, revision string) *metrics {
 	}
 	m.buildInfo.WithLabelValues(version, revision, runtime.Version()).Set(1)
 	m.reg.MustRegister(m.checked, m.damage, m.heals, m.refused, m.quarantineBytes, m.quarantineDisk, m.pruned, m.overflows, m.watchedDirs, m.watchBudget, m.unwatchedDirs,
-		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.damagedBusy, m.busyStuck, m.ruleFiles, m.oldestDamage,
+		m.checkDuration, m.settleToVerdict, m.flapping, m.damaged, m.damagedBusy, m.notJudged, m.busyStuck, m.ruleFiles, m.oldestDamage,
 		m.unhealable, m.copyFailures, m.internalErrors, m.stateFree, m.stateNeeded, m.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -112,6 +115,7 @@ func (m *metrics) initRules(rules []policy.Rule, kindsOf func(*policy.Rule) []st
 		m.overflows.WithLabelValues(r.Name)
 		m.busyStuck.WithLabelValues(r.Name)
 		m.damagedBusy.WithLabelValues(r.Name)
+		m.notJudged.WithLabelValues(r.Name)
 		m.unhealable.WithLabelValues(r.Name)
 		m.copyFailures.WithLabelValues(r.Name)
 		m.internalErrors.WithLabelValues(r.Name)

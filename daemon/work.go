@@ -25,6 +25,7 @@ func (d *loop) scanAll(initial bool) {
 		d.log.Error(events.WatchError, "err", err)
 	}
 	d.damaged.prune(d.cfg, "", targets)
+	d.notJudged.prune(d.cfg, "", targets)
 	d.busy.prune(d.cfg, "", targets)
 	d.m.setRuleFiles(d.cfg.Rules, targets)
 	events.Announce(d.log, events.Coverage(d.cfg, targets))
@@ -55,6 +56,7 @@ func (d *loop) onRescan(root string) {
 		}
 	}
 	d.damaged.prune(d.cfg, root, targets)
+	d.notJudged.prune(d.cfg, root, targets)
 	d.busy.prune(d.cfg, root, targets)
 	d.startScan(targets, false)
 }
@@ -91,7 +93,7 @@ func (d *loop) endScans() {
 			initialLeft = initialLeft || s.initial
 			continue
 		}
-		d.log.Info(events.ScanFinished, "rule", s.rule, "files", s.files, "damaged", s.damaged, "duration", time.Since(s.start).Round(time.Millisecond).String())
+		d.log.Info(events.ScanFinished, "rule", s.rule, "files", s.files, "damaged", s.damaged, "not_judged", s.notJudged, "duration", time.Since(s.start).Round(time.Millisecond).String())
 	}
 	finished := len(kept) < len(d.scans)
 	d.scans = kept
@@ -161,6 +163,7 @@ func (d *loop) onEvent(ev watcher.Event) {
 			d.enqueue(job{t: t, since: time.Now()})
 		} else {
 			d.damaged.clear(p) // gone; a file whose absence is damage is judged again
+			d.notJudged.clear(p)
 			d.busy.clear(p)
 			if _, _, ok := d.cfg.RuleFor(p); ok {
 				_ = d.eng.Forget(p) // its last-good copy is kept for the retention window only
@@ -206,6 +209,9 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		if r.Verdict == heal.Damaged {
 			j.scan.damaged++
 		}
+		if r.NotJudged {
+			j.scan.notJudged++
+		}
 	}
 	// The report's own lines (events.Report) name the rule and the path themselves: they
 	// take d.log; log is for the daemon's other lines about this file.
@@ -220,6 +226,10 @@ func (d *loop) finish(res result, retry chan<- job, ctx context.Context, wg *syn
 		log.Error(events.FileInternalError, "err", r.InternalError, "at", panics.Trace(r.Stack), "advice", internalAdvice)
 	}
 	d.damaged.verdict(p, rule, r, now)
+	if d.notJudged.verdict(p, rule, r) {
+		// A session file not guarded: said once for each reason, counted while it lasts.
+		log.Warn(events.FileNotJudged, "reason", r.Detail, "advice", notJudgedAdvice)
+	}
 	busyFor, warn, warned := d.busy.verdict(p, rule, r, j.t.Rule.MaxWait, now)
 	retries := d.retries[p] // busy verdicts of p in a row before this one
 	if r.Verdict != heal.Busy {
@@ -301,6 +311,7 @@ func (d *loop) retarget(j job) (job, bool) {
 		delete(d.retries, p)
 		d.busy.clear(p)
 		d.damaged.clear(p)
+		d.notJudged.clear(p)
 		return j, false
 	}
 	j.t.Rule = r
@@ -362,3 +373,9 @@ func (d *loop) breaker(t heal.Target, log interface {
 const internalAdvice = "this file is neither judged nor healed, and is left as it is; the daemon goes on with the others and " +
 	"judges it again when it changes or at the next full rescan. It is a defect of sessionmedic: please report err and at " +
 	"(keep a copy of the file if you can share it); `sessionmedic check PATH` shows the same"
+
+// notJudgedAdvice is what file.not_judged tells the operator.
+const notJudgedAdvice = "this session file is not judged, so damage to it is neither seen nor healed: " +
+	"over max_file_size, raise the rule's limits.max_file_size (the daemon judges files of any size streaming); " +
+	"unreadable, give sessionmedic read access to it (or run it as the tree's owner or root); " +
+	"the daemon judges it again when it changes"

@@ -178,7 +178,7 @@ func (e *Engine) internalError(t Target, p any) Report {
 }
 
 func fill(r *Report, v Verdict) {
-	r.Verdict, r.Kind, r.Offset, r.Detail, r.Warnings = v.Status, v.Kind, v.Offset, v.Detail, v.Warnings
+	r.Verdict, r.Kind, r.Offset, r.Detail, r.Warnings, r.NotJudged = v.Status, v.Kind, v.Offset, v.Detail, v.Warnings, v.NotJudged
 	if v.Status == Healthy {
 		r.Kind = ""
 	}

@@ -78,6 +78,9 @@ type Report struct {
 	// here, and its stack in Stack.
 	InternalError string `json:"internal_error,omitempty"`
 	Stack         []byte `json:"-"`
+	// NotJudged: skipped, though it is a session file its rule guards (too large, not
+	// readable, not to be judged within the memory bounds): not guarded, for Detail's reason.
+	NotJudged bool `json:"not_judged,omitempty"`
 
 	QuarantinedBytes int64 `json:"-"` // bytes this heal put into quarantine
 	// CopyErr: the state dir refused the file's last-good copy (no space, a quota, a

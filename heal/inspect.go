@@ -191,11 +191,11 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 	case errors.Is(err, fsio.ErrNotRegular):
 		in.verdict = format.Skip("not a regular file")
 	case errors.Is(err, fsio.ErrTooLarge):
-		in.verdict = format.Skip("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
+		in.verdict = format.Unjudged("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
 	case errors.Is(err, fsio.ErrChanged):
 		in.verdict = format.Wait("file changed while it was read")
 	default:
-		in.verdict = format.Skip("unreadable: %v", err)
+		in.verdict = format.Unjudged("unreadable: %v", err)
 	}
 	return in
 }
@@ -251,7 +251,7 @@ func (e *Engine) inspectDoc(t Target, in *inspection) (done bool) {
 		return false // judged whole
 	}
 	if err != nil {
-		in.id, in.verdict = id, format.Skip("%d bytes: not judged streaming (%v), and too large to judge in memory", id.Size, err)
+		in.id, in.verdict = id, format.Unjudged("%d bytes: not judged streaming (%v), and too large to judge in memory", id.Size, err)
 		return true
 	}
 	if !fsio.StillSame(f, id) {

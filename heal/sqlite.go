@@ -194,7 +194,7 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 		out.verdict = format.Skip("not a regular file")
 		return out
 	case err != nil:
-		out.verdict = format.Skip("unreadable: %v", err)
+		out.verdict = format.Unjudged("unreadable: %v", err)
 		return out
 	}
 	out.gen = gen
@@ -213,7 +213,7 @@ func (e *Engine) judgeSQLite(t Target, cached bool, mode judgeMode) (out sqliteJ
 		}
 	}
 	if t.Rule.Limits.MaxFileSize > 0 && gen[0].Size+gen[1].Size > t.Rule.Limits.MaxFileSize {
-		out.verdict = format.Skip("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
+		out.verdict = format.Unjudged("larger than max_file_size (%d bytes)", t.Rule.Limits.MaxFileSize)
 		return out
 	}
 	if gen[0].Size > 0 && !sqliteHeader(t.Path, gen[0]) {

@@ -16,7 +16,7 @@ const (
 	Stopping        = "sessionmedic.stopping"         // INFO: reason
 	Fatal           = "sessionmedic.fatal"            // ERROR: err (after a policy.invalid line per error of a policy that did not load)
 
-	ScanFinished = "scan.finished" // INFO: rule, files, damaged, duration
+	ScanFinished = "scan.finished" // INFO: rule, files, damaged, not_judged, duration
 
 	FileDamaged     = "file.damaged"      // WARN: rule, path, kind, offset, detail [, hands_off, quarantine]
 	FileHealed      = "file.healed"       // WARN: rule, path, kind, strategy, quarantine, lost_bytes, lost_records (and discarded: a SQLite store's restored snapshot)
@@ -24,6 +24,10 @@ const (
 	FileFlapping    = "file.flapping"     // ERROR: rule, path, heals, window
 	FileBusy        = "file.busy"         // DEBUG (INFO after 3 retries, WARN past max_wait and hourly): rule, path [, kind, offset], detail, reason [, retries] [, busy_for, advice]
 	FileRestored    = "file.restored"     // WARN: rule, path, quarantine
+	// FileNotJudged: a session file a rule guards is not judged (larger than max_file_size,
+	// not readable, not to be judged within the memory bounds): not guarded. Said once for
+	// each file and reason.
+	FileNotJudged = "file.not_judged" // WARN: rule, path, reason, advice
 	// FileInternalError: judging or planning the file raised a panic, contained there.
 	FileInternalError = "file.internal_error" // ERROR: rule, path, err, at, advice
 

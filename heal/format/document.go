@@ -81,7 +81,7 @@ func checkDocWith(p Profile, f File, walk func(*jsonv.Arena, jsonv.Shape, func(j
 		docArenas.Put(a)
 	}
 	if errors.Is(err, jsonv.ErrTooLarge) {
-		return Skip("not judged: one value's members and short strings alone are over %d bytes, or the objects around its history hold over %d members", jsonv.WalkLimit, jsonv.WalkMembers), 0, nil
+		return Unjudged("not judged: one value's members and short strings alone are over %d bytes, or the objects around its history hold over %d members", jsonv.WalkLimit, jsonv.WalkMembers), 0, nil
 	}
 	if err != nil {
 		return Verdict{}, 0, err

@@ -121,7 +121,7 @@ func inspectJSON(p Profile, f File, data []byte) Verdict {
 	}
 	v, _, err := checkDocValid(p, f, data)
 	if err != nil {
-		return Skip("unreadable: %v", err)
+		return Unjudged("unreadable: %v", err)
 	}
 	return v
 }

@@ -19,7 +19,7 @@ func LargeVerdict(path string, limit int64) (Verdict, fsio.Identity, error) {
 	for {
 		n, err := f.Read(buf)
 		if !AllNUL(buf[:n]) && n > 0 {
-			return Skip("%d bytes: a whole JSON document over %d bytes is not validated in memory", id.Size, limit), id, nil
+			return Unjudged("%d bytes: a whole JSON document over %d bytes is not validated in memory", id.Size, limit), id, nil
 		}
 		if err == io.EOF || n == 0 {
 			break

@@ -60,6 +60,10 @@ type Verdict struct {
 	Offset   int64  // byte offset of the damage, -1 when it has none
 	Detail   string
 	Warnings []string
+	// NotJudged: skipped, though it is a session file its rule guards — too large, not
+	// readable, or not to be judged within the memory bounds —, so not guarded: the daemon
+	// says so (file.not_judged). A file gone, or another era's, is skipped without it.
+	NotJudged bool
 }
 
 func (v Verdict) String() string {
@@ -84,6 +88,14 @@ func Damage(kind string, off int64, format string, args ...any) Verdict {
 // Skip is a skipped verdict: the file is not judged, for the reason given.
 func Skip(format string, args ...any) Verdict {
 	return Verdict{Status: Skipped, Kind: "skipped", Offset: -1, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Unjudged is a skipped verdict of a session file that is not guarded for the reason given
+// (see [Verdict.NotJudged]).
+func Unjudged(format string, args ...any) Verdict {
+	v := Skip(format, args...)
+	v.NotJudged = true
+	return v
 }
 
 // Wait is a busy verdict: the file is changing or locked; look again later.
