@@ -139,6 +139,8 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		counts[string(r.Verdict)]++
 		if unreadable(r) {
 			counts["unreadable"]++
+		} else if r.NotJudged {
+			counts["notjudged"]++
 		}
 		if r.InternalError != "" {
 			counts["internal"]++
@@ -183,6 +185,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		if counts["unreadable"] > 0 {
 			fmt.Fprintf(bw, " (%d unreadable)", counts["unreadable"])
 		}
+		if counts["notjudged"] > 0 {
+			fmt.Fprintf(bw, " (%d not judged)", counts["notjudged"])
+		}
 		if counts["internal"] > 0 {
 			fmt.Fprintf(bw, " (%d not judged: internal error)", counts["internal"])
 		}
@@ -200,6 +205,17 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		}
 		fmt.Fprintf(stderr, "sessionmedic: %d unreadable (%s): the sessions there are not checked; "+
 			"run as a user who can read them, or give this one read access\n", n, where)
+		code = exitUsage
+	}
+	// A session file not judged (over its rule's max_file_size, not to be judged within the
+	// memory bounds) is not guarded: the operator must (exit 2, as for what could not be
+	// read), and is told on stderr as well.
+	if n := counts["notjudged"]; n > 0 {
+		if err := bw.Flush(); err != nil {
+			return exitInternal, err
+		}
+		fmt.Fprintf(stderr, "sessionmedic: %d not judged (each on a skipped line, with why): those sessions are not checked; "+
+			"over max_file_size, raise the rule's limits.max_file_size\n", n)
 		code = exitUsage
 	}
 	// A file whose judge raised a panic (contained there) is not guarded either: a defect
