@@ -107,6 +107,11 @@ func (b *bench) appsBench(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return rows, err
 	}
+	lr, err := b.appsLongRecords(ctx, dir, idle)
+	rows = append(rows, lr...)
+	if err != nil {
+		return rows, err
+	}
 	r, err := b.appsFirstScan(ctx, dir, idle)
 	if err != nil {
 		return rows, err
@@ -194,6 +199,85 @@ func (b *bench) appsLastGood(ctx context.Context, dir string, idle int64) ([]Row
 		r.metric("cp_fsync_s", cp.Seconds())
 		rows = append(rows, r)
 		b.logf("[apps] %s: %s %s (%s, %s)", what, action, strategy, fmtDur(res.Wall), fmtBytes(peaks.HWM))
+		if err := ctx.Err(); err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
+}
+
+// appsLongRecords: a Claude Code transcript of 100 MB (-quick: 16 MB) with records longer
+// than the line window: two adjacent ones grown to 5 MiB each (a member of 5 MiB) and glued
+// into one 10.5 MiB line, healed (the salvage splits them: the result is the transcript
+// before the damage); and, healthy, one holding an array of 40 strings of 512 KiB — a
+// 20 MiB record whose skeleton (its members, each string cut at 1 MiB) is over 16 MiB —,
+// checked (read whole as its own skeleton: healthy).
+func (b *bench) appsLongRecords(ctx context.Context, dir string, idle int64) ([]Row, error) {
+	size := int64(100e6)
+	if b.o.quick {
+		size = 16e6
+	}
+	run := filepath.Join(dir, "long-records")
+	defer os.RemoveAll(run)
+	path, healthy, _, err := writeAppTranscript(run, "claude-code", size)
+	if err != nil {
+		return nil, err
+	}
+	lines := bytes.SplitAfter(healthy, []byte("\n"))
+	grow := func(l, member []byte) []byte { // member inserted after the record's first one
+		k := bytes.Index(l, []byte(`",`)) + 2
+		return append(append(append(bytes.Clone(l[:k]), member...), ','), l[k:]...)
+	}
+	i := len(lines) / 2
+	for !bytes.HasPrefix(lines[i], []byte(`{"parentUuid"`)) || !bytes.HasPrefix(lines[i+1], []byte(`{"parentUuid"`)) {
+		i++
+	}
+	five := []byte(`"toolUseResult":"` + strings.Repeat("y", 5<<20) + `"`)
+	big := slices.Clone(lines)
+	big[i], big[i+1] = grow(lines[i], five), grow(lines[i+1], five)
+	before := bytes.Join(big, nil)
+	glued := bytes.Join(append(append(slices.Clone(big[:i]), bytes.TrimSuffix(big[i], []byte("\n"))), big[i+1:]...), nil)
+	strs := make([]string, 40)
+	for k := range strs {
+		strs[k] = `"` + strings.Repeat("z", 512<<10) + `"`
+	}
+	skel := slices.Clone(lines)
+	skel[i] = grow(lines[i], []byte(`"toolUseResult":[`+strings.Join(strs, ",")+`]`))
+	shapes := []struct {
+		what, cmd     string
+		damaged, want []byte
+	}{
+		{"two records of 5 MiB glued into one 10.5 MiB line", "heal", glued, before},
+		{"healthy, holding a 20 MiB record of 40 strings of 512 KiB (its skeleton over 16 MiB)", "check", bytes.Join(skel, nil), nil},
+	}
+	var rows []Row
+	for k, sh := range shapes {
+		env := childEnv(filepath.Join(run, "home"), filepath.Join(run, fmt.Sprintf("state-%d", k)))
+		if err := os.WriteFile(path, sh.damaged, 0o600); err != nil {
+			return rows, err
+		}
+		every := 5 * time.Millisecond
+		resetPeakRSS()
+		res, peaks, err := runSampled(ctx, run, env, &every, b.bin, sh.cmd, "-json", "-preset", "claude-code", path)
+		if err != nil {
+			return rows, fmt.Errorf("%s %s: %w (stderr: %s)", sh.cmd, sh.what, err, res.Stderr)
+		}
+		verdict, action, strategy := firstField(res.Stdout.text(), "verdict"), firstField(res.Stdout.text(), "action"), firstField(res.Stdout.text(), "strategy")
+		ok := verdict == "healthy"
+		note := "verdict " + verdict
+		if sh.want != nil {
+			got, _ := os.ReadFile(path)
+			ok = action == "healed" && bytes.Equal(got, sh.want)
+			note = fmt.Sprintf("%s %s; the result %s the transcript before the damage", action, strategy, map[bool]string{true: "is byte for byte", false: "differs from"}[ok])
+		}
+		what := fmt.Sprintf("%s a %s Claude Code transcript, %s", map[string]string{"heal": "healing", "check": "checking"}[sh.cmd], fmtMB(size), sh.what)
+		r := Row{Workload: "apps", Goal: what, Sessionmedic: fmt.Sprintf("%s, peak RSS %s (%s above idle)", fmtDur(res.Wall), fmtBytes(peaks.HWM), fmtBytes(peaks.HWM-idle)),
+			Peers: "—", Target: "≤ idle + 64 MiB", Met: metIf(ok && peaks.HWM-idle <= 64<<20)}
+		r.addNote("%s", note)
+		r.metric("max_rss_bytes", float64(peaks.HWM))
+		r.metric("wall_s", res.Wall.Seconds())
+		rows = append(rows, r)
+		b.logf("[apps] %s: %s (%s, %s)", what, note, fmtDur(res.Wall), fmtBytes(peaks.HWM))
 		if err := ctx.Err(); err != nil {
 			return rows, err
 		}
