@@ -74,10 +74,5 @@ func (b *busyBook) clear(path string) {
 // prune takes back the files under root (every file, with root "") that are gone (see
 // goneAfterScan).
 func (b *busyBook) prune(cfg *policy.Config, root string, targets []heal.Target) {
-	gone := goneAfterScan(cfg, root, targets)
-	for p := range b.files {
-		if gone(p) {
-			b.clear(p)
-		}
-	}
+	pruneGone(b.files, goneAfterScan(cfg, root, targets), b.clear)
 }

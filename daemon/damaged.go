@@ -89,10 +89,14 @@ func (b *damageBook) clear(path string) {
 // prune takes back the files under root (every file, with root "") that are gone: no longer
 // covered by a rule of cfg, or neither among the scan's targets nor on disk any more.
 func (b *damageBook) prune(cfg *policy.Config, root string, targets []heal.Target) {
-	gone := goneAfterScan(cfg, root, targets)
-	for p := range b.files {
+	pruneGone(b.files, goneAfterScan(cfg, root, targets), b.clear)
+}
+
+// pruneGone clears (clear) each file of files that is gone.
+func pruneGone[E any](files map[string]E, gone func(p string) bool, clear func(p string)) {
+	for p := range files {
 		if gone(p) {
-			b.clear(p)
+			clear(p)
 		}
 	}
 }

@@ -53,10 +53,5 @@ func (b *notJudgedBook) clear(path string) {
 // prune takes back the files under root (every file, with root "") that are gone: no longer
 // covered by a rule of cfg, or neither among the scan's targets nor on disk any more.
 func (b *notJudgedBook) prune(cfg *policy.Config, root string, targets []heal.Target) {
-	gone := goneAfterScan(cfg, root, targets)
-	for p := range b.files {
-		if gone(p) {
-			b.clear(p)
-		}
-	}
+	pruneGone(b.files, goneAfterScan(cfg, root, targets), b.clear)
 }

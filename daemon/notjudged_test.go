@@ -37,12 +37,20 @@ func TestFileNotJudgedIsSaid(t *testing.T) {
 		!strings.Contains(ev[0]["reason"].(string), "larger than max_file_size") || !strings.Contains(ev[0]["advice"].(string), "max_file_size") {
 		t.Fatalf("file.not_judged lines: %v", ev)
 	}
+	checked := func() float64 {
+		v, _ := series(scrape(t, logs), "sessionmedic_files_checked_total", `rule="j"`)
+		return v
+	}
 	// Judged again, still too large (a rescan, a write): not said again, counted once.
 	src.errs <- fsnotify.ErrEventOverflow
 	waitFor(t, "the rescan", func() bool { return len(logs.events("scan.finished")) >= 2 })
+	n := checked()
 	os.WriteFile(big, []byte(`{"a":"`+strings.Repeat("y", 2000)+`"}`+"\n"), 0o644)
 	src.events <- fsnotify.Event{Name: big, Op: fsnotify.Write}
-	waitFor(t, "the write judged", func() bool { return len(logs.events("scan.finished")) >= 2 && notJudged() == 1 })
+	waitFor(t, "the write judged", func() bool { return checked() > n })
+	if v := notJudged(); v != 1 {
+		t.Fatalf("files_not_judged = %v, want 1", v)
+	}
 	if n := len(logs.events("file.not_judged")); n != 1 {
 		t.Fatalf("file.not_judged said %d times for one file and reason", n)
 	}
