@@ -378,4 +378,5 @@ const internalAdvice = "this file is neither judged nor healed, and is left as i
 const notJudgedAdvice = "this session file is not judged, so damage to it is neither seen nor healed: " +
 	"over max_file_size, raise the rule's limits.max_file_size (the daemon judges files of any size streaming); " +
 	"unreadable, give sessionmedic read access to it (or run it as the tree's owner or root); " +
+	"holding a record too large to judge within the memory bounds, it stays unguarded while it holds it; " +
 	"the daemon judges it again when it changes"

@@ -98,6 +98,12 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 			case errors.Is(serr, fsio.ErrChanged):
 				in.verdict = format.Wait("file changed while it was read")
 				return in
+			case serr == nil && v.Status == Skipped:
+				// Not judged streaming (a record too large to judge within the memory
+				// bounds): said, never read whole instead.
+				e.inc.Drop(t.Path)
+				in.id, in.verdict = sid, v
+				return in
 			case serr == nil && v.Status == Healthy && !in.ctx.typ.AppendOnly():
 				// Rewritten whole by its app: its last-good copy is copied from the file.
 				in.id, in.verdict, in.copyFrom = sid, v, true

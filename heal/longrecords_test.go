@@ -96,7 +96,8 @@ func TestARecordNoStreamingReaderTakesIsRefused(t *testing.T) {
 // A healthy transcript holding a record over the line window whose skeleton is over the
 // bound is healthy, judged streaming (the record read whole as its own skeleton): before,
 // such a record ended the streamed judge, and the file was called damaged ("line N is
-// longer than 67108864 bytes", of a 20 MiB line) — an alert for a file its app loads.
+// longer than 67108864 bytes", of a 20 MiB line) — an alert for a file its app loads. A
+// record over the bound of a record held as well is not judged: said so, never damaged.
 func TestHealthyLongRecordOverTheSkeletonBoundIsHealthy(t *testing.T) {
 	defer format.SetRecordLimits(8, format.MaxLine)()
 	a := streamApps[0] // claude-code
@@ -126,5 +127,13 @@ func TestHealthyLongRecordOverTheSkeletonBoundIsHealthy(t *testing.T) {
 	}
 	if r := e.Check(Target{Path: p, Rule: appRule(t, a.preset, root)}); r.Verdict != Healthy {
 		t.Fatalf("%s %s: %s", r.Verdict, r.Kind, r.Detail)
+	}
+	// Over the bound of a record held too: not judged (said, not guarded), never damaged.
+	defer format.SetRecordLimits(8, format.LineWindow)()
+	e, _ = bigEngineWith(t, 1, Options{}) // a fresh engine: judged again, not from what the first one knows
+	e.holdThreshold = 1
+	r := e.Check(Target{Path: p, Rule: appRule(t, a.preset, root)})
+	if r.Verdict != Skipped || !r.NotJudged || !strings.Contains(r.Detail, "is not judged streaming") {
+		t.Fatalf("a record over both bounds: %s %s: %s (not judged %v)", r.Verdict, r.Kind, r.Detail, r.NotJudged)
 	}
 }

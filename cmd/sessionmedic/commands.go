@@ -215,7 +215,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 			return exitInternal, err
 		}
 		fmt.Fprintf(stderr, "sessionmedic: %d not judged (each on a skipped line, with why): those sessions are not checked; "+
-			"over max_file_size, raise the rule's limits.max_file_size\n", n)
+			"one over max_file_size is judged once the rule's limits.max_file_size is raised\n", n)
 		code = exitUsage
 	}
 	// A file whose judge raised a panic (contained there) is not guarded either: a defect

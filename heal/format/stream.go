@@ -173,6 +173,10 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 	switch {
 	case err == Stop:
 		return stop
+	case errors.Is(err, errTooBig):
+		// A record its app loads, too large to judge within the memory bounds: not judged
+		// (said), never called damaged.
+		return Unjudged("line %d: a record of over %d bytes whose members and short strings alone are over %d bytes is not judged streaming", n+1, maxHeldRecord, maxSkeleton)
 	case errors.Is(err, ErrNoStream):
 		return (&tooLong{line: n + 1, off: next}).verdict()
 	}
