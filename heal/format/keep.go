@@ -269,24 +269,7 @@ func newKeeper(p Profile, path string) *keeper {
 // line takes a line held (without its '\n').
 func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) error {
 	if !ValidRecord(k.p, line) {
-		blank := blankLine(line)
-		if blank && k.hunk == nil {
-			return nil // a blank line is no record, and not kept
-		}
-		if k.hunk != nil && (len(k.hunk)+len(line) > hunkBudget || k.hunkN == hunkLines) {
-			if err := k.flush(f); err != nil {
-				return err
-			}
-			if blank {
-				return nil
-			}
-		}
-		k.hunk = append(k.hunk, line...)
-		if terminated {
-			k.hunk = append(k.hunk, '\n')
-		}
-		k.hunkN++
-		return nil
+		return k.damaged(f, line, terminated)
 	}
 	if err := k.flush(f); err != nil {
 		return err
@@ -305,6 +288,28 @@ func (k *keeper) line(f io.ReaderAt, start int64, line []byte, terminated bool) 
 		}
 	}
 	k.keep(start, int64(len(line)), terminated)
+	return nil
+}
+
+// damaged takes a line held that is no valid record (blank, or damaged) into the hunk.
+func (k *keeper) damaged(f io.ReaderAt, line []byte, terminated bool) error {
+	blank := blankLine(line)
+	if blank && k.hunk == nil {
+		return nil // a blank line is no record, and not kept
+	}
+	if k.hunk != nil && (len(k.hunk)+len(line) > hunkBudget || k.hunkN == hunkLines) {
+		if err := k.flush(f); err != nil {
+			return err
+		}
+		if blank {
+			return nil
+		}
+	}
+	k.hunk = append(k.hunk, line...)
+	if terminated {
+		k.hunk = append(k.hunk, '\n')
+	}
+	k.hunkN++
 	return nil
 }
 
@@ -353,7 +358,7 @@ func (k *keeper) long(f io.ReaderAt, start int64, long *longLine) error {
 		if err != nil {
 			return err
 		}
-		return k.line(f, start, line, long.terminated)
+		return k.damaged(f, line, long.terminated) // judged no record by the long judge already
 	}
 	if err := k.flush(f); err != nil {
 		return err

@@ -160,6 +160,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 		lj := &longJudge{r: rulesOf(p), window: lineWindow}
 		walk := readWalker(ta, size, min(StreamBuf, lineWindow), MaxLine, lj)
 		err = walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
+			held := false // a damaged line over the window, judged no record already
 			if long != nil && heldDamaged(long) {
 				// A damaged line up to hunkBudget is held, as the salvage holds it to split
 				// and rejoin its records (keeper.long): measured as a line under the window.
@@ -167,7 +168,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 				if line, err = readLine(f, start, long.n); err != nil {
 					return err
 				}
-				long = nil
+				long, held = nil, true
 			}
 			if long != nil {
 				return surveyLong(p, &res, f, start, long, meters, salvLines, &droppedBefore)
@@ -179,7 +180,7 @@ func Survey(f io.ReaderAt, size int64, p Profile, opt SurveyOptions, cands []*Su
 			if start == 0 && len(line) >= 3 {
 				res.Line1Blank = blankLine(line[3:])
 			}
-			valid := ValidRecord(p, line)
+			valid := !held && ValidRecord(p, line)
 			if valid {
 				res.SalvKeep++
 				res.SalvSize += int64(len(line)) + 1
