@@ -135,7 +135,7 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 			ll.skel, err = jsonv.Skeleton(br, SkeletonString, maxSkeleton)
 		}
 		if errors.Is(err, jsonv.ErrTooLarge) {
-			ll.skel, ll.cuts, err = heldRecord(r, start, body)
+			ll.skel, err = heldRecord(r, start, body) // nothing cut: no cuts
 		}
 		if err != nil {
 			return nil, err
@@ -145,14 +145,13 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 }
 
 // heldRecord is the line of body bytes at start of r read whole, as the skeleton of a record
-// whose skeleton would be over maxSkeleton: nothing cut (no Cuts), its checklist reading it
-// as it reads a line held. A line over maxHeldRecord is ErrNoStream.
-func heldRecord(r io.ReaderAt, start, body int64) ([]byte, jsonv.Cuts, error) {
+// whose skeleton would be over maxSkeleton: nothing cut, its checklist reading it as it reads
+// a line held. A line over maxHeldRecord is ErrNoStream.
+func heldRecord(r io.ReaderAt, start, body int64) ([]byte, error) {
 	if body > int64(maxHeldRecord) {
-		return nil, jsonv.Cuts{}, fmt.Errorf("%w: %w", ErrNoStream, errTooBig)
+		return nil, fmt.Errorf("%w: %w", ErrNoStream, errTooBig)
 	}
-	line, err := readLine(r, start, body)
-	return line, jsonv.Cuts{}, err
+	return readLine(r, start, body)
 }
 
 // firstNonSpace is the first byte of r after what bytes.TrimSpace trims (-1: none).
