@@ -1207,8 +1207,9 @@ func (e *Engine) plans(rule *policy.Rule, in *inspection) ([]*plan, []try, error
 var heldPlanner func(rule *policy.Rule, in *inspection) ([]*plan, []try)
 
 // rewriteWhy is why a rewrite of the file's own bytes (reconcile, drop-invalid-entries,
-// restore-fields, add-ordinals, rebuild-header, normalize) makes no repair of a file that has
-// none to rewrite: a missing one, or a document that does not parse. "" is "not applicable".
+// restore-fields, add-ordinals, rebuild-header, normalize) makes no repair: of a file that
+// has none to rewrite (a missing one, a document that does not parse), or of a log whose
+// rewrite found nothing to do (lineRewrites). "" is "not applicable".
 func rewriteWhy(s policy.Strategy, c *fileCtx, missing bool) string {
 	switch s {
 	case policy.Reconcile:

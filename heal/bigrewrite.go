@@ -31,7 +31,7 @@ func lineRewrites(rule *policy.Rule, in *inspection, f *os.File, keep *format.Sp
 	c, size := &in.ctx, in.id.Size
 	out := map[policy.Strategy]*lineRewrite{}
 	for _, s := range rule.Strategies {
-		lr := &lineRewrite{}
+		lr := &lineRewrite{why: rewriteWhy(s, c, in.missing)} // why, should it make no repair
 		onSalvage := before(rule.Strategies, policy.Salvage, s)
 		var rw func(r io.ReaderAt, n int64) (*format.Splice, error)
 		switch s {
@@ -41,21 +41,16 @@ func lineRewrites(rule *policy.Rule, in *inspection, f *os.File, keep *format.Sp
 			}
 		case policy.RebuildHeader:
 			if h, ok := c.typ.(format.HeaderRebuilder); ok && !in.missing {
-				lr.why = whyValueMissing
 				rw = func(r io.ReaderAt, n int64) (*format.Splice, error) { return h.RebuildHeader(c.path, r, n) }
 			}
 		case policy.Reconcile:
 			onSalvage = false // the file's own records, as the reference on held bytes reconciles them
-			lr.why = whyNoReconcile
 			if r, ok := c.typ.(format.SpliceReconciler); ok && !in.missing {
 				kind := in.verdict.Kind
 				rw = func(rd io.ReaderAt, n int64) (*format.Splice, error) { return r.ReconcileSplice(c.path, rd, n, kind) }
 			}
 		case policy.DropInvalidEntries:
 			onSalvage = false // the file's own entries, as the reference on held bytes drops them
-			if _, ok := c.typ.(format.EntryDropper); ok && !in.missing {
-				lr.why = whyNothingToDrop
-			}
 			if d, ok := c.typ.(format.SpliceDropper); ok && !in.missing {
 				rw = d.DropInvalidSplice
 			}
