@@ -193,12 +193,15 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 		}
 		fmt.Fprintln(bw)
 	}
-	// What could not be read is not known to be guarded, and no heal changes that: the
-	// operator must (exit 2, over damage found), and is told on stderr as well.
-	if n := counts["unreadable"] + len(errs); n > 0 {
+	// What is said on stderr below follows the reports: they are written out first.
+	if counts["unreadable"]+len(errs)+counts["notjudged"]+counts["internal"] > 0 {
 		if err := bw.Flush(); err != nil {
 			return exitInternal, err
 		}
+	}
+	// What could not be read is not known to be guarded, and no heal changes that: the
+	// operator must (exit 2, over damage found), and is told on stderr as well.
+	if n := counts["unreadable"] + len(errs); n > 0 {
 		where := "each on a skipped line"
 		if len(errs) > 0 {
 			where = "each on a skipped line or an error line above"
@@ -211,9 +214,6 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	// memory bounds) is not guarded: the operator must (exit 2, as for what could not be
 	// read), and is told on stderr as well.
 	if n := counts["notjudged"]; n > 0 {
-		if err := bw.Flush(); err != nil {
-			return exitInternal, err
-		}
 		fmt.Fprintf(stderr, "sessionmedic: %d not judged (each on a skipped line, with why): those sessions are not checked; "+
 			"one over max_file_size is judged once the rule's limits.max_file_size is raised\n", n)
 		code = exitUsage
@@ -221,9 +221,6 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer, doHea
 	// A file whose judge raised a panic (contained there) is not guarded either: a defect
 	// to report (exit 3, over damage and what could not be read).
 	if n := counts["internal"]; n > 0 {
-		if err := bw.Flush(); err != nil {
-			return exitInternal, err
-		}
 		fmt.Fprintf(stderr, "sessionmedic: %d not judged (an internal error, each on a skipped line): those sessions are not checked; "+
 			"please report it with those lines (SESSIONMEDIC_DEBUG=1 prints where it happened)\n", n)
 		code = exitInternal
