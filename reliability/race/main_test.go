@@ -128,8 +128,13 @@ func appender(path string) int {
 	return 0
 }
 
-// pendingWait bounds the wait, after the apps stopped, for heals the daemon had to defer.
-const pendingWait = 20 * time.Second
+// pendingWait bounds the wait, after the apps stopped, for heals the daemon had to defer. A
+// damaged file an agent held open is busy, and retried with a backoff that doubles up to a
+// minute (daemon.Options.Backoff): no event says the descriptor closed, so the heal comes at
+// the next retry, up to a minute after the close (a wait of 20 s failed once on a quiet
+// machine, a racing garbage line in a session its agent had left for the next). The wait
+// ends as soon as nothing is pending.
+const pendingWait = 75 * time.Second
 
 // rewriter is an app that saves like CoPaw: for each "<hex path> <hex bytes>" line on stdin it
 // opens the path with O_TRUNC ("w"), writes the bytes and closes it, answering "ok".
