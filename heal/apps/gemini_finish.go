@@ -41,7 +41,16 @@ func (p geminiLog) FinishSalvage(path string, damaged, data []byte) []byte {
 // lines it drops. The salvage is read once (and the damaged file, where an answer's call is
 // missing), then again for each replay a drop needs: without the orphan answers, and from
 // its end for the checkpoints, then without them.
+//
+// A salvage that is the damaged file's first lines (a torn last line cut) recovered no record
+// from a glued line, and drops none: it is finished as it is unless a context-only checkpoint
+// is pending at its end, which its last records, read from the end, tell (geminiPendingBack).
 func (p geminiLog) FinishSplice(path string, damaged io.ReaderAt, dsize int64, salvaged io.ReaderAt, ssize int64) (*format.Splice, error) {
+	if format.LinesPrefix(salvaged, damaged, ssize) {
+		if pending, err := geminiPendingBack(salvaged, ssize); err != nil || !pending {
+			return nil, err
+		}
+	}
 	fr, err := geminiFinishRead(damaged, dsize, salvaged, ssize)
 	if err != nil || !fr.checkpoint && len(fr.drop) == 0 {
 		return nil, err // finished as it is
@@ -160,4 +169,57 @@ func geminiTrailingCheckpoints(salvaged io.ReaderAt, ssize int64, skip map[int64
 		err = nil
 	}
 	return drop, err
+}
+
+// geminiPendingBack is whether a context-only checkpoint is pending at the end of salvaged
+// (geminiFinish.read's pending once it has read every record), read from its end: the last
+// record that sets it — a checkpoint, pending when it holds no resumable message, or a
+// resumable message, not pending — settles it, and no record before it is read. The first
+// record (the metadata record, which sets nothing) is found from the start.
+func geminiPendingBack(salvaged io.ReaderAt, ssize int64) (bool, error) {
+	var keys []int32
+	first := int64(-1)
+	err := format.EachLineLong(geminiLog{}, salvaged, ssize, func(start, _ int64, line []byte, _, _ bool) error {
+		if format.ValidRecordKeys(geminiLog{}, line, &keys) {
+			first = start
+			return format.Stop
+		}
+		return nil
+	})
+	if err != nil || first < 0 {
+		return false, err
+	}
+	var arena jsonv.Arena
+	pending := false
+	err = format.EachLineBackLong(geminiLog{}, salvaged, ssize, func(start, _ int64, line []byte, _, _ bool) error {
+		if start <= first {
+			return format.Stop
+		}
+		if !format.ValidRecordKeys(geminiLog{}, line, &keys) {
+			return nil // blank or no record
+		}
+		body := bytes.TrimRight(line, "\r")
+		var v *jsonv.Value
+		var src []byte // as geminiFinish.read builds the record
+		if geminiNoToolIDs(body) {
+			v, src = arena.ParseFieldsKeys(body, nodeDialect, geminiFields, keys), body
+		} else {
+			v = jsonv.ParseDepthValid(body, nodeDialect, 0)
+		}
+		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
+			pending = true
+			for _, m := range arrOf(msgs) {
+				if geminiResumable(m, src) {
+					pending = false
+					break
+				}
+			}
+			return format.Stop
+		}
+		if isStr(v.Get("id")) && geminiResumable(v, src) {
+			return format.Stop
+		}
+		return nil
+	})
+	return pending, err
 }

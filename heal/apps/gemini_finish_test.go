@@ -229,6 +229,58 @@ func TestGeminiFinishSpliceIsFinishSalvage(t *testing.T) {
 			counts["checkpoint dropped"]++
 		}
 	}
+	// A salvage that is the damaged chat's first lines (a torn last line cut), read through the
+	// damaged file's own reader, is finished from its end (geminiPendingBack): the same.
+	// Lines over a window are read as their records' skeletons from either end.
+	windows := 0
+	prefixes := func(name string, damaged []byte) {
+		t.Helper()
+		windows++
+		defer format.SetLineWindow([]int{format.LineWindow, 1, 40, 300}[windows%4])()
+		r := bytes.NewReader(damaged)
+		for x := 0; x <= len(damaged); x++ {
+			if x > 0 && damaged[x-1] != '\n' {
+				continue
+			}
+			pre := &format.Splice{}
+			pre.AddRange(0, int64(x))
+			if !format.LinesPrefix(pre.At(r), r, int64(x)) {
+				t.Fatalf("%s: the first %d bytes are not taken for the chat's first lines", name, x)
+			}
+			pending, err := geminiPendingBack(pre.At(r), int64(x))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// What the read of every record from the start leaves pending.
+			f := geminiFinish{seed: maphash.MakeSeed()}
+			if err := f.read(bytes.NewReader(damaged[:x]), int64(x)); err == errGeminiReplayAll {
+				f = geminiFinish{seed: f.seed, all: true}
+				err = f.read(bytes.NewReader(damaged[:x]), int64(x))
+			}
+			if pending != f.pending {
+				t.Fatalf("%s: its first %d bytes %q: pending read from the end %v, from the start %v", name, x, damaged[:x], pending, f.pending)
+			}
+			if pending {
+				counts["prefix pending"]++
+			} else {
+				counts["prefix settled from its end"]++
+			}
+			want := gemRefFinishSalvage(damaged, damaged[:x])
+			sp, err := p.FinishSplice(path, r, int64(len(damaged)), pre.At(r), int64(x))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			got := damaged[:x]
+			if sp != nil {
+				if got, err = sp.Bytes(bytes.NewReader(damaged[:x])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s: its first %d bytes %q\nfinished from the end %q\nheld whole %q", name, x, damaged[:x], got, want)
+			}
+		}
+	}
 	// A chat whose first line is a context-only checkpoint: never dropped, replayed as the
 	// metadata record, where a metadata record's messages after it are the resumable ones.
 	ctx, res := `{"$set":{"messages":[{"id":"c","type":"user","content":"<session_context>x"}]}}`, `{"id":"a","type":"user","content":"hi"}`
@@ -247,6 +299,7 @@ func TestGeminiFinishSpliceIsFinishSalvage(t *testing.T) {
 			chat = chat[bytes.IndexByte(chat, '\n')+1:]
 		}
 		check(fmt.Sprint("chat ", i), chat, chat)
+		prefixes(fmt.Sprint("chat ", i), chat)
 		if s := format.KeepLines(p, path, chat); s != nil {
 			check(fmt.Sprint("salvage of chat ", i), chat, s)
 		}
@@ -263,13 +316,16 @@ func TestGeminiFinishSpliceIsFinishSalvage(t *testing.T) {
 		}
 		for i := 0; i < 60; i++ {
 			d := gemDamage(rng, orig, i)
+			if i < 6 {
+				prefixes(fmt.Sprint(f, " #", i), d)
+			}
 			if s := format.KeepLines(p, f, d); s != nil {
 				check(fmt.Sprint(f, " #", i), d, s)
 			}
 		}
 	}
 	t.Logf("%v", counts)
-	for _, k := range []string{"as is", "asked, kept", "orphan dropped", "checkpoint dropped"} {
+	for _, k := range []string{"as is", "asked, kept", "orphan dropped", "checkpoint dropped", "prefix pending", "prefix settled from its end"} {
 		if counts[k] == 0 {
 			t.Fatalf("no salvage was %q: the test tells less than it should (%v)", k, counts)
 		}

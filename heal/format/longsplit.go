@@ -101,6 +101,44 @@ func longSplitLine(d jsonv.Dialect, anyValue, plain bool, start int64, ll *longL
 	return l
 }
 
+// EachLineBackLong is [EachLineLong] read from the end: the same lines, the last first, each
+// given as EachLineLong gives it — long (its record's skeleton, judged from the file) when it
+// fills the window without its '\n', as the forward walk finds it (eachLineBack alone gives a
+// line in its block held at any length).
+func EachLineBackLong(p Profile, r io.ReaderAt, size int64, fn func(start, end int64, line []byte, terminated, long bool) error) error {
+	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: true, cuts: true}
+	w := int64(lineWindow)
+	err := eachLineBack(r, size, w, func(start, body int64, line []byte, terminated, long bool) error {
+		if n := body - start; n > w || n == w && terminated {
+			long = true
+		}
+		if !long {
+			end := start + int64(len(line))
+			if terminated {
+				end++
+			}
+			return fn(start, end, line, terminated, false)
+		}
+		ll, err := lj.judgeLong(r, start, size)
+		if err != nil {
+			return err
+		}
+		end := start + ll.n
+		if ll.terminated {
+			end++
+		}
+		skel := ll.skel
+		if ll.blank {
+			skel = []byte{}
+		}
+		return fn(start, end, skel, ll.terminated, true)
+	})
+	if err == Stop {
+		err = nil
+	}
+	return err
+}
+
 // EachLineLong calls fn with each line of r's size bytes as [EachLineAt] gives them, but a
 // line longer than LineWindow, which is never held: it is given as long, line being its
 // record's skeleton when it holds a valid value, empty when it is blank, else nil. end is

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,6 +152,30 @@ func TestSplitAtLongIsSplit(t *testing.T) {
 							}
 							sameLine(t, data, got[i], want[i])
 						}
+					}
+					// EachLineBackLong: EachLineLong's lines, the last first.
+					type eachLine struct {
+						start, end       int64
+						line             string
+						nilLine          bool
+						terminated, long bool
+					}
+					var fwd, bwd []eachLine
+					collect := func(into *[]eachLine) func(start, end int64, line []byte, terminated, long bool) error {
+						return func(start, end int64, line []byte, terminated, long bool) error {
+							*into = append(*into, eachLine{start, end, string(line), line == nil, terminated, long})
+							return nil
+						}
+					}
+					if err := EachLineLong(p, bytes.NewReader(data), int64(len(data)), collect(&fwd)); err != nil {
+						t.Fatal(err)
+					}
+					if err := EachLineBackLong(p, bytes.NewReader(data), int64(len(data)), collect(&bwd)); err != nil {
+						t.Fatal(err)
+					}
+					slices.Reverse(bwd)
+					if !slices.Equal(fwd, bwd) {
+						t.Fatalf("window %d: EachLineBackLong %+v\nEachLineLong %+v", window, bwd, fwd)
 					}
 				})
 			}

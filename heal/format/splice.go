@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"io"
 	"os"
+	"reflect"
 	"sort"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -73,6 +74,30 @@ func (s *Splice) addHeld(b []byte) {
 // Prefix: the result is the original's first Size bytes (a tail cut).
 func (s *Splice) Prefix() bool {
 	return len(s.pieces) == 0 || len(s.pieces) == 1 && s.pieces[0].off == 0
+}
+
+// LinesPrefix says whether salvaged, of size n, is a [Splice.At] reader over damaged that
+// keeps damaged's first n bytes only, ending where a line of damaged ends (n is 0 or
+// damaged's byte n-1 is '\n'): every line of salvaged is then a whole line of damaged, at
+// the same place. A reader it cannot tell so of is not (false).
+func LinesPrefix(salvaged, damaged io.ReaderAt, n int64) bool {
+	sr, ok := salvaged.(spliceReader)
+	if !ok || !sr.s.Prefix() || sr.s.Size() != n || !sameReader(sr.src, damaged) {
+		return false
+	}
+	if n == 0 {
+		return true
+	}
+	var b [1]byte
+	k, _ := damaged.ReadAt(b[:], n-1)
+	return k == 1 && b[0] == '\n'
+}
+
+// sameReader: a and b are the same reader (the same pointer, or equal values of a comparable
+// type; a reader of a type not comparable is never the same).
+func sameReader(a, b io.ReaderAt) bool {
+	ta := reflect.TypeOf(a)
+	return ta != nil && ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // KeepsFirst: the result starts with the original's first n bytes.
