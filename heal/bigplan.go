@@ -184,6 +184,16 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 				return nil, nil, err
 			}
 			keep, keepFig, oldSHA = tc.Keep, tc.Fig, tc.OldSHA
+		} else if in.tornCut != nil {
+			// Damage appended to a log the daemon knows, salvaged from what it knows
+			// (format.AppendCache.TrySalvage): planned and hashed as it was judged; its
+			// result judged here, its sum known.
+			tc, cut = *in.tornCut, true
+			keep, keepFig, oldSHA = tc.Keep, tc.Fig, tc.OldSHA
+			if tc.Verdict, err = format.InspectAt(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
+				return nil, nil, err
+			}
+			e.step("salvage-judged", c.path)
 		}
 		var oldSum *format.AsideHash
 		if !cut {

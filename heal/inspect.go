@@ -36,6 +36,14 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 			in.id, in.verdict, in.big, in.bigEnd, in.tornCut = id, v, true, -1, &tc
 			return in
 		}
+		// Damage appended to it (another writer's record glued to one, or its stub before
+		// one): salvaged from what the daemon knows and the appended bytes (TrySalvage).
+		if id, v, tc, ok := e.inc.TrySalvage(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok && id.Size > e.appBigAbove() {
+			e.step("salvage-incremental", t.Path)
+			e.inc.Drop(t.Path)
+			in.id, in.verdict, in.big, in.bigEnd, in.tornCut = id, v, true, -1, &tc
+			return in
+		}
 	}
 	// Files up to the streaming size (append-only logs) or the planning size (the rest) are
 	// read whole; larger ones are streamed, and read whole only to plan a repair they need.

@@ -124,11 +124,11 @@ func (c *AppendCache) RememberTail(path string, t Profile, id fsio.Identity) {
 	}
 }
 
-// RememberCut is RememberFile of the version a cut planned by TryTorn left (id): its
-// tailState is the one the cut kept.
+// RememberCut is RememberFile of the version a cut planned by TryTorn, or a salvage planned by
+// TrySalvage, left (id): its tailState is the one of the bytes it kept.
 func (c *AppendCache) RememberCut(path string, t Profile, id fsio.Identity, tc *TornCut) {
 	c.RememberFile(path, t, id)
-	if tc.kept != nil && tc.Keep.Prefix() && tc.Keep.Size() == id.Size {
+	if tc.kept != nil && tc.Keep.Size() == id.Size {
 		c.setTail(path, id, tc.kept)
 	}
 }

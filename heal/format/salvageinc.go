@@ -1,0 +1,133 @@
+package format
+
+import (
+	"encoding/hex"
+	"io"
+
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
+)
+
+// Damage appended to a big append-only log, salvaged from what the daemon knows. Two writers
+// that interleave their appends glue a record to the next or leave another's stub before it;
+// planned from the file, the salvage costs passes over it all: the judge that finds the
+// damage, the keeper's walk, the original's sha256, and the result's judge and sum. The
+// daemon judged the bytes before the append already, a version and an append at a time
+// (AppendCache), and kept their sha256 state (tailState): a salvage keeps every one of those
+// lines as it is — each a record, none blank, no damaged line held when they end — so it is
+// planned from the appended bytes alone, the same plan and figures, and both sums taken from
+// that state. Only the judge of the result reads the file: a checklist that follows the
+// records (a chain of parent ids) refuses a result that lost a record another names, which
+// the records appended alone do not tell.
+
+// TrySalvage plans the salvage of damage appended to a file the cache holds with its
+// tailState (see RememberTail), as [PlanKeep] plans it from the file: the file is the
+// remembered version with up to StreamBuf bytes appended that the incremental pass refuses,
+// whose first line it refuses is no record (a record the checklist refuses appended is judged
+// the usual way). v is the file's verdict — that line's fault, as the pass over the file
+// finds it first — and tc the salvage: its splice, figures, and the original's and the
+// result's sums. tc.Verdict is not set: the caller judges the result (InspectAt). ok is
+// false, nothing planned, for any other file: it is judged and planned the usual way. A
+// profile that finishes a salvage (SalvageFinisher) or whose torn tail is not cut from the
+// cache (tornCuttable) is never planned so.
+func (c *AppendCache) TrySalvage(path string, p Profile, maxSize int64) (id fsio.Identity, v Verdict, tc TornCut, ok bool) {
+	if _, fin := p.(SalvageFinisher); fin || !tornCuttable(p) {
+		return id, v, tc, false
+	}
+	if prev, found := c.get(path); !found || prev.tail == nil {
+		return id, v, tc, false // (before the file is opened)
+	}
+	prev, f, id, ok := c.appended(path, maxSize)
+	if !ok {
+		return id, v, tc, false
+	}
+	defer f.Close()
+	grown := id.Size - prev.size
+	if prev.size == 0 || grown <= 0 || grown > StreamBuf {
+		return id, v, tc, false
+	}
+	app := make([]byte, grown)
+	if n, _ := f.ReadAt(app, prev.size); int64(n) != grown {
+		return id, v, tc, false
+	}
+	fault, line := firstRefused(p, app, prev.size)
+	if fault == nil {
+		return id, v, tc, false // accepted (TryIncremental's), or a record the checklist refuses
+	}
+	// What is judged before any record (a skip: an app's era that keeps these files no
+	// more) is judged again, as the pass over the file would.
+	front := make([]byte, min(prev.size, 64<<10))
+	if _, err := f.ReadAt(front, 0); err != nil && err != io.EOF {
+		return id, v, tc, false
+	}
+	if _, done, err := judgeFront(p, File{Path: path}, front, prev.size, func() (bool, error) { return AllNULAt(f, 0, prev.size) }); done || err != nil {
+		return id, v, tc, false
+	}
+	// The keeper's walk, from where the remembered bytes end: before it, each of their lines
+	// kept as it is (one range), and counted.
+	k := newKeeper(p, path)
+	k.s.AddRange(0, prev.size)
+	k.fig.Keep, k.fig.Total = prev.tail.lines, prev.tail.lines
+	err := keepWalker(p, f, id.Size)(prev.size, id.Size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
+		if long != nil {
+			return k.long(f, start, long)
+		}
+		return k.line(f, start, line, terminated)
+	})
+	if err == nil {
+		err = k.flush(f)
+	}
+	if err != nil || !k.s.KeepsFirst(prev.size) {
+		return id, v, tc, false
+	}
+	// The result: the remembered bytes, and what the salvage keeps of the append.
+	kept := make([]byte, k.s.Size()-prev.size)
+	if n, _ := k.s.At(f).ReadAt(kept, prev.size); n != len(kept) {
+		return id, v, tc, false
+	}
+	h, err := prev.tail.hash()
+	if err != nil {
+		return id, v, tc, false
+	}
+	h.Write(kept)
+	keepSHA := hex.EncodeToString(h.Sum(nil))
+	if h, err = prev.tail.hash(); err != nil {
+		return id, v, tc, false
+	}
+	h.Write(app)
+	oldSHA := hex.EncodeToString(h.Sum(nil))
+	if !fsio.StillSame(f, id) {
+		return id, v, tc, false
+	}
+	st := prev.tail.extend(kept) // nil when the result holds a blank line: no cut planned from it later
+	tc = TornCut{Keep: k.s, Fig: k.fig, OldSHA: oldSHA, KeepSHA: keepSHA, kept: st}
+	if st != nil {
+		tc.Lines = st.lines
+	}
+	return id, fault.verdict(prev.tail.lines + line), tc, true
+}
+
+// firstRefused is the fault of the first line of app (appended at off) that the incremental
+// pass refuses (appendedLines), and that line's number in app (from 1), when that line is no
+// record; nil when it accepts every line, or refuses a record (its checklist's call). A line
+// over the window, which the pass over the file judges streaming, is judged held here (the
+// same rules: lineRules.judge); app is at most StreamBuf long.
+func firstRefused(p Profile, app []byte, off int64) (fault *lineFault, line int) {
+	rc, _ := p.(RecordChecker)
+	d := rulesOf(p)
+	n := 0
+	_ = memWalker(app)(0, int64(len(app)), false, func(start int64, l []byte, terminated bool, _ *longLine) error {
+		n++
+		body, blank, f := judgeLine(d, off+start, l, terminated)
+		switch {
+		case blank:
+			return nil
+		case f != nil:
+			fault, line = f, n
+			return Stop
+		case rc != nil && !rc.AppendedOK(body):
+			return Stop
+		}
+		return nil
+	})
+	return fault, line
+}
