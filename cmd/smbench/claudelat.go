@@ -37,8 +37,10 @@ type claudeLive struct {
 // batch every 100 ms (open O_APPEND, one write, close, no lock), while the daemon watches
 // with the claude-code preset (settle latSettle). After every claudeDamageEvery-th batch the
 // transcript just written is damaged as a crash leaves it: a torn stub of its next record
-// without '\n', or a run of NULs. That transcript gets no more batches until the daemon
-// says it healed it (file.healed); then the writer resumes it where it was. A transcript
+// without '\n', or a run of NULs; or as two writers' appends interleaved leave it: a stub of
+// its next record, then that record whole on the same line (the heal keeps the record). That
+// transcript gets no more batches until the daemon says it healed it (file.healed); then the
+// writer resumes it where it was. A transcript
 // damaged claudeDamagesPerFile times is finished once healed, and the next of p.latFiles
 // takes its place. The latency is from the damage write to the arrival of the file.healed
 // line (latency.go's method).
@@ -83,6 +85,8 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 	var mu sync.Mutex
 	scanned := false
 	damagedAt := map[string]time.Time{}
+	shapeOf := map[string]string{}         // the damage a transcript waits on
+	shapeMax := map[string]time.Duration{} // the longest latency of each damage
 	var lats []time.Duration
 	spurious, refused, reported := 0, 0, 0
 	d, err := startDaemon(b.bin, pol, childEnv(home, state), func(ev logEvent) {
@@ -98,6 +102,8 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 				return
 			}
 			lats = append(lats, ev.At.Sub(t))
+			sh := shapeOf[ev.str("path")]
+			shapeMax[sh] = max(shapeMax[sh], ev.At.Sub(t))
 			delete(damagedAt, ev.str("path"))
 		case "file.heal_refused":
 			refused++
@@ -125,7 +131,7 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 
 	r := rand.New(rand.NewPCG(14, 0))
 	ticks := int(p.latDur / claudeFlush)
-	records, skipped, torn, nuls, cursor := 0, 0, 0, 0, 0
+	records, skipped, torn, nuls, glued, cursor := 0, 0, 0, 0, 0, 0
 	var maxLate time.Duration
 	start := time.Now()
 	for i := 0; i < ticks; i++ {
@@ -171,20 +177,29 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 			continue // (a transcript left live when no spare replaces it is written, never damaged again)
 		}
 		var junk []byte
-		if (torn+nuls)%2 == 0 {
+		shape := [3]string{"torn tail", "NUL run", "stub glued before a record"}[(torn+nuls+glued)%3]
+		switch shape {
+		case "torn tail":
 			next := f.s.peek()
 			junk = next[:len(next)/2]
 			torn++
-		} else {
+		case "NUL run":
 			junk = make([]byte, 512+r.IntN(3585))
 			nuls++
+		default:
+			// Two writers' appends interleaved: one's stub, then the other's whole record
+			// on the same line. The heal keeps the record: the transcript goes on after it.
+			next := f.s.take(1)
+			junk = append(append([]byte(nil), next[:len(next)/2]...), next...)
+			f.size += int64(len(next))
+			glued++
 		}
 		if err := appendFile(f.path, junk); err != nil {
 			return Row{}, err
 		}
 		now := time.Now()
 		mu.Lock()
-		damagedAt[f.path] = now
+		damagedAt[f.path], shapeOf[f.path] = now, shape
 		mu.Unlock()
 		f.waiting = true
 		if f.damages++; f.damages == claudeDamagesPerFile && len(spare) > 0 {
@@ -242,8 +257,10 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 		Target:       "—",
 		Met:          metNA,
 	}
-	row.addNote("p50 %s, max %s over %d heals of %d damages (%d torn tails, %d NUL runs)",
-		fmtDur(p50.Round(100*time.Microsecond)), fmtDur(pmax.Round(100*time.Microsecond)), len(lats), torn+nuls, torn, nuls)
+	row.addNote("p50 %s, max %s over %d heals of %d damages (%d torn tails, %d NUL runs, %d stubs glued before a record)",
+		fmtDur(p50.Round(100*time.Microsecond)), fmtDur(pmax.Round(100*time.Microsecond)), len(lats), torn+nuls+glued, torn, nuls, glued)
+	row.addNote("max by damage: torn tail %s, NUL run %s, stub glued before a record %s", fmtDur(shapeMax["torn tail"].Round(100*time.Microsecond)),
+		fmtDur(shapeMax["NUL run"].Round(100*time.Microsecond)), fmtDur(shapeMax["stub glued before a record"].Round(100*time.Microsecond)))
 	row.addNote("heal time = arrival of the file.healed log line; a damaged transcript is resumed once healed, %d damages at most; %d transcripts of %s damaged", claudeDamagesPerFile, used, fmtBytes(p.liveSize))
 	row.addNote("%d lost, %d not as written after their heal, %d invalid at the end", lost, retired, invalid)
 	row.addNote("writer achieved %.1f records/s (%d batches skipped: every live transcript damaged; max lateness %s)", rate, skipped, fmtDur(maxLate.Round(100*time.Microsecond)))
@@ -258,7 +275,7 @@ func (b *bench) claudeLatency(ctx context.Context, p claudeParams) (Row, error) 
 	row.metric("p99_s", p99.Seconds())
 	row.metric("max_s", pmax.Seconds())
 	row.metric("heals", float64(len(lats)))
-	row.metric("damages", float64(torn+nuls))
+	row.metric("damages", float64(torn+nuls+glued))
 	row.metric("lost", float64(lost))
 	row.metric("not_as_written", float64(retired))
 	row.metric("invalid", float64(invalid))
