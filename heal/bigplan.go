@@ -424,10 +424,12 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			var err error
 			defer func() { judged <- err }()
 			defer caught.Capture()
+			// The value is one a syntax pass found valid (the inspection's): its checklist
+			// walks it alone.
 			var v Verdict
-			var n int
-			v, n, err = judgeStreamedDoc(c, f, 0, in.bigEnd)
-			valueV, valueRecords = &v, n
+			var j format.DocJudgement
+			v, j, err = format.JudgeValidDocAt(c.typ, c.path, io.NewSectionReader(f, 0, in.bigEnd), in.bigEnd)
+			valueV, valueRecords = &v, j.Records
 		}()
 		valueJudged = sync.OnceValue(func() error {
 			err := <-judged

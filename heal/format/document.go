@@ -112,6 +112,17 @@ type DocJudgement struct {
 
 // JudgeDocAt is [InspectDocAt], with what the pass found besides the verdict.
 func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, DocJudgement, error) {
+	return judgeDocAt(p, path, r, size, false)
+}
+
+// JudgeValidDocAt is JudgeDocAt of bytes a syntax pass has found one valid value (a
+// document's first value, before trailing bytes): its checklist's walk alone judges them,
+// with no syntax pass beside it.
+func JudgeValidDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, DocJudgement, error) {
+	return judgeDocAt(p, path, r, size, true)
+}
+
+func judgeDocAt(p Profile, path string, r io.ReaderAt, size int64, valid bool) (Verdict, DocJudgement, error) {
 	j := DocJudgement{FirstEnd: -1}
 	head := make([]byte, min(size, 64<<10))
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
@@ -119,6 +130,11 @@ func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, Doc
 	}
 	f := File{Path: path}
 	if v, done, err := judgeFront(p, f, head, size, func() (bool, error) { return AllNULAt(r, 0, size) }); done || err != nil {
+		return v, j, err
+	}
+	if _, ok := p.(DocChecker); ok && !p.Plain() && valid {
+		v, n, err := checkDoc(p, f, r, size)
+		j.Records = n
 		return v, j, err
 	}
 	// The checklist's walk reads the document beside the syntax pass, each on a core of its
