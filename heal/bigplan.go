@@ -249,6 +249,11 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			if oldSHA, err = oldSum.Wait(); err != nil {
 				return nil, nil, err
 			}
+			// A replace's sum, taken as it is written, goes on from the original's as far
+			// as the result starts with it.
+			if keepOK && keepSHA == "" {
+				keep.ResumeSum(oldSum.StateBefore(keep.FirstKept()))
+			}
 		}
 		if fi != nil {
 			<-fi.done

@@ -6,12 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/state"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -70,10 +72,21 @@ func journalEntry(t *testing.T, e *Engine) *state.Entry {
 // before the rename, and a crash at any step leaves the old file or the healed one, which
 // the restart's recovery tells apart (rolled back before the rename, applied after).
 func TestBigReplaceSumTakenAsWritten(t *testing.T) {
+	for _, every := range []int64{0, 64} {
+		// Also with the original's hash state kept every 64 bytes: the result's sum goes on
+		// from the state of the bytes it starts with (format.Splice.ResumeSum).
+		if every > 0 {
+			defer format.SetHashStateEvery(every)()
+		}
+		bigReplaceSumTakenAsWritten(t, every)
+	}
+}
+
+func bigReplaceSumTakenAsWritten(t *testing.T, every int64) {
 	for _, a := range []struct{ preset, rel string }{streamApps[0], streamApps[1], streamApps[4]} {
 		damaged, healed := gluedApp(t, a.preset)
 		for _, step := range []string{"", "journaled", "quarantined", "temp-written", "sum-journaled", "renamed", "done"} {
-			t.Run(a.preset+"/"+step, func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/states every %d", a.preset, step, every), func(t *testing.T) {
 				e, root := bigEngine(t, 1)
 				p := filepath.Join(root, a.rel)
 				os.MkdirAll(filepath.Dir(p), 0o755)

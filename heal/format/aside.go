@@ -26,8 +26,27 @@ type AsideHash struct {
 	done    chan struct{}
 	sum     string
 	markSum string
+	states  []hashState // the hash's state at each multiple of asideStateEvery, in order
 	err     error
 	caught  panics.Slot // the read's panic, raised again by Wait and Stop
+}
+
+// hashState is the state of an AsideHash's sha256 once the first at bytes were hashed.
+type hashState struct {
+	at    int64
+	state []byte
+}
+
+// asideStateEvery is how far apart an AsideHash keeps its states (about 110 bytes each: 25
+// for 100 MB); tests make it smaller (SetHashStateEvery).
+var asideStateEvery int64 = 4 << 20
+
+// SetHashStateEvery makes an AsideHash keep its state every n bytes until restore is called:
+// for the tests of the packages whose sums go on from it (never in parallel ones).
+func SetHashStateEvery(n int64) (restore func()) {
+	was := asideStateEvery
+	asideStateEvery = n
+	return func() { asideStateEvery = was }
 }
 
 var errAsideStopped = errors.New("stopped")
@@ -53,7 +72,7 @@ func hashAside(r io.ReaderAt, n, mark int64, upToMark io.Writer) *AsideHash {
 				return
 			}
 			k, err := r.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
-			h.Write(buf[:k])
+			a.write(h, buf[:k], off)
 			if off += int64(k); off < n && (err != nil || k == 0) {
 				if a.err = err; err == nil || err == io.EOF {
 					a.err = io.ErrUnexpectedEOF // shorter than it was
@@ -71,6 +90,34 @@ func (a *AsideHash) Wait() (string, error) {
 	<-a.done
 	a.caught.Rethrow()
 	return a.sum, a.err
+}
+
+// write hashes b, the bytes at off, keeping the hash's state at each multiple of
+// asideStateEvery it passes.
+func (a *AsideHash) write(h *fsio.MarkHash, b []byte, off int64) {
+	for len(b) > 0 {
+		next := (off/asideStateEvery + 1) * asideStateEvery
+		k := min(int64(len(b)), next-off)
+		h.Write(b[:k])
+		b, off = b[k:], off+k
+		if off == next {
+			if st, err := h.State(); err == nil {
+				a.states = append(a.states, hashState{off, st})
+			}
+		}
+	}
+}
+
+// StateBefore, after Wait, is the state of the sha256 of the reader's first at bytes, the
+// most it kept of them: at is at most n (0 and nil when it kept none that far).
+func (a *AsideHash) StateBefore(n int64) (at int64, state []byte) {
+	for _, s := range a.states {
+		if s.at > n {
+			break
+		}
+		at, state = s.at, s.state
+	}
+	return at, state
 }
 
 // MarkSum, after Wait, is the hex sha256 of the first mark bytes.

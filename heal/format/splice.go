@@ -20,6 +20,10 @@ import (
 type Splice struct {
 	pieces []piece
 	size   int64
+	// sumState is the sha256 state of the result's first sumAt bytes (ResumeSum), nil when
+	// not known.
+	sumAt    int64
+	sumState []byte
 }
 
 // piece is a run of the result: n bytes of the original at off, or data.
@@ -98,6 +102,34 @@ func LinesPrefix(salvaged, damaged io.ReaderAt, n int64) bool {
 func sameReader(a, b io.ReaderAt) bool {
 	ta := reflect.TypeOf(a)
 	return ta != nil && ta == reflect.TypeOf(b) && ta.Comparable() && a == b
+}
+
+// ResumeSum says the original's first at bytes, which the result starts with, hash to the
+// sha256 state st (an AsideHash's, StateBefore): the result's sum goes on from there
+// (fsio.ResumedSum). A state of more bytes than the result keeps of the original is not
+// taken.
+func (s *Splice) ResumeSum(at int64, st []byte) {
+	if st != nil && s.KeepsFirst(at) {
+		s.sumAt, s.sumState = at, st
+	}
+}
+
+// SumState is the state ResumeSum gave, and of how many first bytes (fsio.ResumedSum).
+func (s *Splice) SumState() (at int64, state []byte) { return s.sumAt, s.sumState }
+
+// WriteFrom writes the result's bytes from offset at on to w, reading the original's ranges
+// from src (fsio.ResumedSum).
+func (s *Splice) WriteFrom(w io.Writer, src io.ReaderAt, at int64) error {
+	_, err := io.CopyBuffer(w, io.NewSectionReader(s.At(src), at, s.size-at), make([]byte, min(max(s.size-at, 1), StreamBuf)))
+	return err
+}
+
+// FirstKept is how many of the original's first bytes the result starts with.
+func (s *Splice) FirstKept() int64 {
+	if len(s.pieces) == 0 || s.pieces[0].off != 0 {
+		return 0
+	}
+	return s.pieces[0].n
 }
 
 // KeepsFirst: the result starts with the original's first n bytes.

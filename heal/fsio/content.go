@@ -3,6 +3,7 @@ package fsio
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"hash"
 	"io"
@@ -145,6 +146,12 @@ func (m *MarkHash) Write(p []byte) (int, error) {
 
 // Sum is the hex sha256 of all that was written.
 func (m *MarkHash) Sum() string { return hex.EncodeToString(m.h.Sum(nil)) }
+
+// State is the state of the sha256 of all that was written (encoding.BinaryMarshaler's),
+// from which a hash of those bytes and more goes on (ResumedSum).
+func (m *MarkHash) State() ([]byte, error) {
+	return m.h.(encoding.BinaryMarshaler).MarshalBinary()
+}
 
 // MarkSum is the hex sha256 of the first At bytes written ("" while fewer were).
 func (m *MarkHash) MarkSum() string {

@@ -3,6 +3,7 @@ package fsio
 import (
 	"bufio"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"io"
 	"os"
@@ -99,9 +100,33 @@ func kernelWrites(c Content, src io.ReaderAt) bool {
 	return fc && file && of != nil
 }
 
+// ResumedSum is a Content whose first bytes are known to hash to a sha256 state (those of
+// the original it starts with, hashed as the plan read it): its sum goes on from that state,
+// reading only the bytes after them.
+type ResumedSum interface {
+	Content
+	// SumState is the state of the sha256 of the content's first at bytes (nil: none known).
+	SumState() (at int64, state []byte)
+	// WriteFrom writes the content's bytes from offset at on to w, reading the original
+	// from src.
+	WriteFrom(w io.Writer, src io.ReaderAt, at int64) error
+}
+
 // ContentSum is the sha256 of c as it is written from src, read and hashed without being
-// written anywhere.
+// written anywhere (for a ResumedSum, from its known state on).
 func ContentSum(c Content, src io.ReaderAt) (string, error) {
+	if rs, ok := c.(ResumedSum); ok {
+		if at, st := rs.SumState(); st != nil {
+			h := sha256.New()
+			if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st); err != nil {
+				return "", err
+			}
+			if err := rs.WriteFrom(h, src, at); err != nil {
+				return "", err
+			}
+			return hex.EncodeToString(h.Sum(nil)), nil
+		}
+	}
 	sum, err := c.WriteOut(io.Discard, src)
 	if err != nil || sum != "" {
 		return sum, err
