@@ -2,7 +2,6 @@ package heal
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"fmt"
 	"math/rand"
@@ -45,21 +44,7 @@ func salvageFromIncremental(t *testing.T) {
 	fast := map[string]int{}
 	shapes := map[string]int{}
 	for _, a := range streamApps {
-		var src string
-		var orig []byte
-		cases, _ := filepath.Glob(filepath.Join(samples, a.preset, "*healthy*"))
-		for _, c := range cases {
-			if b, err := os.ReadFile(filepath.Join(c, a.rel)); err == nil && src == "" {
-				src, orig = c, b
-			}
-		}
-		if src == "" {
-			t.Fatalf("%s: no healthy sample holds %s", a.preset, a.rel)
-		}
-		lines := bytes.SplitAfter(orig, []byte("\n"))
-		if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-			lines = lines[:len(lines)-1]
-		}
+		src, lines := healthyLog(t, a.preset, a.rel)
 		lines = moreLines(lines, 12)
 		if len(lines) < 5 && !salvageIncApps[a.preset] {
 			continue // (nanobot's: a log its app rewrites whole, never planned so)
@@ -142,19 +127,8 @@ func salvageFromIncremental(t *testing.T) {
 					t.Fatal(err)
 				}
 				samePlan(t, e, tg, data)
-				steps := map[string]bool{}
-				e.onStep = func(name, _ string) { steps[name] = true }
-				r1 := e.Heal(context.Background(), tg, false)
-				e.onStep = nil
-				after1, err := os.ReadFile(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r2 := sides[1].e.Heal(context.Background(), sides[1].tg, false)
-				after2, err := os.ReadFile(sides[1].p)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r1, after1, steps := healSteps(t, e, tg)
+				r2, after2, _ := healSteps(t, sides[1].e, sides[1].tg)
 				q1, q2 := lastQuarantined(t, e), lastQuarantined(t, sides[1].e)
 				m1, m2 := r1.Quarantine, r2.Quarantine
 				r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""

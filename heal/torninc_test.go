@@ -24,22 +24,7 @@ func TestTornCutFromIncremental(t *testing.T) {
 	rng := rand.New(rand.NewSource(31))
 	fast := map[string]int{}
 	for _, a := range streamApps {
-		// The sample tree whose name says healthy and that holds the log.
-		var src string
-		var orig []byte
-		cases, _ := filepath.Glob(filepath.Join(samples, a.preset, "*healthy*"))
-		for _, c := range cases {
-			if b, err := os.ReadFile(filepath.Join(c, a.rel)); err == nil && src == "" {
-				src, orig = c, b
-			}
-		}
-		if src == "" {
-			t.Fatalf("%s: no healthy sample holds %s", a.preset, a.rel)
-		}
-		lines := bytes.SplitAfter(orig, []byte("\n"))
-		if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-			lines = lines[:len(lines)-1]
-		}
+		src, lines := healthyLog(t, a.preset, a.rel)
 		if len(lines) < 3 {
 			t.Fatalf("%s: %d lines: too few to grow", a.preset, len(lines))
 		}
@@ -80,14 +65,7 @@ func TestTornCutFromIncremental(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				steps := map[string]bool{}
-				e.onStep = func(name, _ string) { steps[name] = true }
-				r1 := e.Heal(context.Background(), tg, false)
-				e.onStep = nil
-				after1, err := os.ReadFile(p)
-				if err != nil {
-					t.Fatal(err)
-				}
+				r1, after1, steps := healSteps(t, e, tg)
 				r2, after2, q2, _ := healInTreeSteps(t, a.preset, src, a.rel, data, 1)
 				q1 := lastQuarantined(t, e)
 				m1, m2 := r1.Quarantine, r2.Quarantine
@@ -115,6 +93,41 @@ func TestTornCutFromIncremental(t *testing.T) {
 			t.Errorf("%s: no cut planned from the incremental state", app)
 		}
 	}
+}
+
+// healSteps heals tg with e: the report, the file's bytes after, and the steps the heal took.
+func healSteps(t *testing.T, e *Engine, tg Target) (Report, []byte, map[string]bool) {
+	t.Helper()
+	steps := map[string]bool{}
+	e.onStep = func(name, _ string) { steps[name] = true }
+	r := e.Heal(context.Background(), tg, false)
+	e.onStep = nil
+	after, err := os.ReadFile(tg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, after, steps
+}
+
+// healthyLog is the sample tree of preset whose name says healthy and that holds the log at
+// rel, and that log's lines.
+func healthyLog(t *testing.T, preset, rel string) (src string, lines [][]byte) {
+	t.Helper()
+	var orig []byte
+	cases, _ := filepath.Glob(filepath.Join(samples, preset, "*healthy*"))
+	for _, c := range cases {
+		if b, err := os.ReadFile(filepath.Join(c, rel)); err == nil && src == "" {
+			src, orig = c, b
+		}
+	}
+	if src == "" {
+		t.Fatalf("%s: no healthy sample holds %s", preset, rel)
+	}
+	lines = bytes.SplitAfter(orig, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	return src, lines
 }
 
 // lastQuarantined is the original bytes of e's newest quarantine entry.

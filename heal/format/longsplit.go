@@ -101,6 +101,29 @@ func longSplitLine(d jsonv.Dialect, anyValue, plain bool, start int64, ll *longL
 	return l
 }
 
+// giveHeld gives fn a line held, as EachLineLong gives it: end is where the next starts.
+func giveHeld(fn func(start, end int64, line []byte, terminated, long bool) error, start int64, line []byte, terminated bool) error {
+	end := start + int64(len(line))
+	if terminated {
+		end++
+	}
+	return fn(start, end, line, terminated, false)
+}
+
+// giveLong gives fn a line judged from the file (ll), as EachLineLong gives it: its record's
+// skeleton, empty when it is blank, nil when it holds no value.
+func giveLong(fn func(start, end int64, line []byte, terminated, long bool) error, start int64, ll *longLine) error {
+	end := start + ll.n
+	if ll.terminated {
+		end++
+	}
+	skel := ll.skel
+	if ll.blank {
+		skel = []byte{}
+	}
+	return fn(start, end, skel, ll.terminated, true)
+}
+
 // EachLineBackLong is [EachLineLong] read from the end: the same lines, the last first, each
 // given as EachLineLong gives it — long (its record's skeleton, judged from the file) when it
 // fills the window without its '\n', as the forward walk finds it (eachLineBack alone gives a
@@ -113,25 +136,13 @@ func EachLineBackLong(p Profile, r io.ReaderAt, size int64, fn func(start, end i
 			long = true
 		}
 		if !long {
-			end := start + int64(len(line))
-			if terminated {
-				end++
-			}
-			return fn(start, end, line, terminated, false)
+			return giveHeld(fn, start, line, terminated)
 		}
 		ll, err := lj.judgeLong(r, start, size)
 		if err != nil {
 			return err
 		}
-		end := start + ll.n
-		if ll.terminated {
-			end++
-		}
-		skel := ll.skel
-		if ll.blank {
-			skel = []byte{}
-		}
-		return fn(start, end, skel, ll.terminated, true)
+		return giveLong(fn, start, ll)
 	})
 	if err == Stop {
 		err = nil
@@ -148,21 +159,9 @@ func EachLineLong(p Profile, r io.ReaderAt, size int64, fn func(start, end int64
 	err := readWalker(r, size, min(StreamBuf, lineWindow), MaxLine, lj)(0, size, false,
 		func(start int64, line []byte, terminated bool, ll *longLine) error {
 			if ll != nil {
-				end := start + ll.n
-				if ll.terminated {
-					end++
-				}
-				skel := ll.skel
-				if ll.blank {
-					skel = []byte{}
-				}
-				return fn(start, end, skel, ll.terminated, true)
+				return giveLong(fn, start, ll)
 			}
-			end := start + int64(len(line))
-			if terminated {
-				end++
-			}
-			return fn(start, end, line, terminated, false)
+			return giveHeld(fn, start, line, terminated)
 		})
 	if err == Stop {
 		err = nil

@@ -2,7 +2,6 @@ package format
 
 import (
 	"encoding/hex"
-	"io"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
 )
@@ -33,33 +32,16 @@ func (c *AppendCache) TrySalvage(path string, p Profile, maxSize int64) (id fsio
 	if _, fin := p.(SalvageFinisher); fin || !tornCuttable(p) {
 		return id, v, tc, false
 	}
-	if prev, found := c.get(path); !found || prev.tail == nil {
-		return id, v, tc, false // (before the file is opened)
-	}
-	prev, f, id, ok := c.appended(path, maxSize)
+	prev, f, id, app, ok := c.appendedBytes(path, maxSize)
 	if !ok {
 		return id, v, tc, false
 	}
 	defer f.Close()
-	grown := id.Size - prev.size
-	if prev.size == 0 || grown <= 0 || grown > StreamBuf {
-		return id, v, tc, false
-	}
-	app := make([]byte, grown)
-	if n, _ := f.ReadAt(app, prev.size); int64(n) != grown {
-		return id, v, tc, false
-	}
 	fault, line := firstRefused(p, app, prev.size)
 	if fault == nil {
 		return id, v, tc, false // accepted (TryIncremental's), or a record the checklist refuses
 	}
-	// What is judged before any record (a skip: an app's era that keeps these files no
-	// more) is judged again, as the pass over the file would.
-	front := make([]byte, min(prev.size, 64<<10))
-	if _, err := f.ReadAt(front, 0); err != nil && err != io.EOF {
-		return id, v, tc, false
-	}
-	if _, done, err := judgeFront(p, File{Path: path}, front, prev.size, func() (bool, error) { return AllNULAt(f, 0, prev.size) }); done || err != nil {
+	if !frontPasses(p, path, f, prev.size) {
 		return id, v, tc, false
 	}
 	// The keeper's walk, from where the remembered bytes end: before it, each of their lines

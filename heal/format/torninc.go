@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -143,6 +144,42 @@ func (c *AppendCache) setTail(path string, id fsio.Identity, st *tailState) {
 	}
 }
 
+// appendedBytes opens the file at path when the cache holds it with its tailState and it is
+// that version with up to StreamBuf bytes appended (see appended), and reads those bytes. The
+// caller closes f when ok.
+func (c *AppendCache) appendedBytes(path string, maxSize int64) (prev incEntry, f *os.File, id fsio.Identity, app []byte, ok bool) {
+	if prev, found := c.get(path); !found || prev.tail == nil {
+		return prev, nil, id, nil, false // (before the file is opened)
+	}
+	prev, f, id, ok = c.appended(path, maxSize)
+	if !ok {
+		return prev, nil, id, nil, false
+	}
+	grown := id.Size - prev.size
+	if prev.size == 0 || grown <= 0 || grown > StreamBuf {
+		f.Close()
+		return prev, nil, id, nil, false
+	}
+	app = make([]byte, grown)
+	if n, _ := f.ReadAt(app, prev.size); int64(n) != grown {
+		f.Close()
+		return prev, nil, id, nil, false
+	}
+	return prev, f, id, app, true
+}
+
+// frontPasses: what is judged of f before any record (a skip: an app's era that keeps these
+// files no more), judged again of its first x bytes as the pass over the file judges it,
+// lets the records be judged.
+func frontPasses(p Profile, path string, f io.ReaderAt, x int64) bool {
+	front := make([]byte, min(x, 64<<10))
+	if _, err := f.ReadAt(front, 0); err != nil && err != io.EOF {
+		return false
+	}
+	_, done, err := judgeFront(p, File{Path: path}, front, x, func() (bool, error) { return AllNULAt(f, 0, x) })
+	return !done && err == nil
+}
+
 // tornCuttable: p's torn last line is cut as PlanTornCut plans it, and its cut can be
 // planned from an AppendCache entry: a record-by-record checklist (the verdict of the bytes
 // before the torn line is the entry's), no records kept elsewhere, no repeated lines dropped.
@@ -170,20 +207,12 @@ func (c *AppendCache) TryTorn(path string, p Profile, maxSize int64) (id fsio.Id
 	if !tornCuttable(p) {
 		return id, v, tc, false
 	}
-	if prev, found := c.get(path); !found || prev.tail == nil {
-		return id, v, tc, false // (before the file is opened)
-	}
-	prev, f, id, ok := c.appended(path, maxSize)
+	prev, f, id, app, ok := c.appendedBytes(path, maxSize)
 	if !ok {
 		return id, v, tc, false
 	}
 	defer f.Close()
-	grown := id.Size - prev.size
-	if prev.size == 0 || grown <= 0 || grown > StreamBuf {
-		return id, v, tc, false
-	}
-	app := make([]byte, grown)
-	if n, _ := f.ReadAt(app, prev.size); int64(n) != grown || app[grown-1] == '\n' {
+	if app[len(app)-1] == '\n' {
 		return id, v, tc, false
 	}
 	i := bytes.LastIndexByte(app, '\n')
@@ -207,13 +236,7 @@ func (c *AppendCache) TryTorn(path string, p Profile, maxSize int64) (id fsio.Id
 	if fault == nil {
 		return id, v, tc, false
 	}
-	// What is judged before any record (a skip: an app's era that keeps these files no
-	// more) is judged again, as the pass over the file would.
-	front := make([]byte, min(x, 64<<10))
-	if _, err := f.ReadAt(front, 0); err != nil && err != io.EOF {
-		return id, v, tc, false
-	}
-	if _, done, err := judgeFront(p, File{Path: path}, front, x, func() (bool, error) { return AllNULAt(f, 0, x) }); done || err != nil {
+	if !frontPasses(p, path, f, x) {
 		return id, v, tc, false
 	}
 	found, err := containsAt(f, x, torn)
