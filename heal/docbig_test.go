@@ -190,3 +190,80 @@ func TestAppDocumentRewritesStreaming(t *testing.T) {
 	}
 	t.Logf("%d trees, heals by strategy %v", len(trees), rewrites)
 }
+
+// An app without a lock that rewrites its document in place (truncating it first) while the
+// tail a cut removes is copied into quarantine cuts the copy short: the heal backs off
+// (busy), keeps no entry, leaves the app's bytes as they are, and heals the damage once the
+// file is quiet again. It was refused, "quarantine: unexpected EOF" (the race suite's
+// CoPaw sessions).
+func TestDocumentRewrittenDuringItsQuarantine(t *testing.T) {
+	healthy := []byte(`{"agent": {"memory": {"content": [[{"id": "1", "name": "user", "role": "user", "content": "hi", "metadata": {}}, []]]}, "name": "QwenPaw"}}`)
+	damaged := append(bytes.Clone(healthy), []byte(`t": "x"}}`)...) // another write's bytes after it
+	var p string
+	rewrite := true
+	e, root := bigEngineWith(t, 1, Options{Faults: func(op, path string) error {
+		if rewrite && op == "create" && strings.Contains(path, string(filepath.Separator)+"quarantine"+string(filepath.Separator)) {
+			rewrite = false
+			if err := os.Truncate(p, int64(len(healthy)/2)); err != nil { // the app's rewrite begins
+				t.Error(err)
+			}
+		}
+		return nil
+	}})
+	p = filepath.Join(root, "sessions", "console", "default_console--default.json")
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{Path: p, Rule: appRule(t, "copaw", root)}
+	r := e.Heal(context.Background(), tg, false)
+	after, _ := os.ReadFile(p)
+	if rewrite || r.Verdict != Busy || r.Action != ActionNone || !bytes.Equal(after, damaged[:len(healthy)/2]) {
+		t.Fatalf("rewritten while quarantined (the rewrite made: %v): %+v; file %q", !rewrite, r, after)
+	}
+	if all, _ := e.Quarantine.List(); len(all) != 0 {
+		t.Fatalf("%d quarantine entries left", len(all))
+	}
+	// The app's rewrite ends, torn as before: healed.
+	if err := os.WriteFile(p, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = e.Heal(context.Background(), tg, false)
+	if after, _ = os.ReadFile(p); r.Action != ActionHealed || !bytes.Equal(after, healthy) {
+		t.Fatalf("heal once quiet: %+v; file %q", r, after)
+	}
+}
+
+// movedSince tells a plan's failure caused by the file's change (busy) from one of the file
+// judged (refused): the version judged, another version of the same inode (rewritten in
+// place), another file at the path, no file; a missing file's inspection is never moved.
+func TestMovedSince(t *testing.T) {
+	e, root := bigEngine(t, 1)
+	p := filepath.Join(root, "s.json")
+	if err := os.WriteFile(p, []byte(`{"a": 1}x`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := e.inspect(Target{Path: p, Rule: appRule(t, "copaw", root)})
+	if in.id.Ino == 0 || movedSince(p, in) {
+		t.Fatalf("the version judged (%+v) taken for moved", in.id)
+	}
+	if err := os.Truncate(p, 4); err != nil {
+		t.Fatal(err)
+	}
+	if !movedSince(p, in) {
+		t.Fatal("rewritten in place: not taken for moved")
+	}
+	os.Remove(p)
+	if !movedSince(p, in) {
+		t.Fatal("gone: not taken for moved")
+	}
+	if err := os.WriteFile(p, []byte(`{"a": 12}x`), 0o600); err != nil { // (its size tells it from the first, were its inode and times the same)
+		t.Fatal(err)
+	}
+	if !movedSince(p, in) {
+		t.Fatal("another file at the path: not taken for moved")
+	}
+	if movedSince(p, &inspection{missing: true}) {
+		t.Fatal("a missing file's inspection taken for moved")
+	}
+}

@@ -306,7 +306,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) (r Report) {
 	e.step("planned", t.Path)
 	if err != nil {
 		r.Action, r.Reason = ActionRefused, err.Error()
-		if errors.Is(err, errBusy) {
+		if errors.Is(err, errBusy) || movedSince(t.Path, in) {
 			r.Verdict, r.Action = Busy, ActionNone
 		}
 		return r
@@ -367,6 +367,17 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) (r Report) {
 		}
 	}
 	return r
+}
+
+// movedSince: the file at path is no longer the version in judged (another version, or gone):
+// a plan that failed reading it (cut short by an app that rewrites it in place) failed for
+// that change, and the heal backs off. A missing file's plan is not one of its bytes.
+func movedSince(path string, in *inspection) bool {
+	if in.missing || in.id.Ino == 0 {
+		return false
+	}
+	id, err := fsio.StatIdentity(path)
+	return err != nil || !id.Same(in.id)
 }
 
 // Prune bounds the state directory by the policy's retention: quarantine entries by age and

@@ -53,10 +53,18 @@ func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA s
 		}
 		return nil
 	}
+	var dir string
 	if keep > 0 {
-		return e.Quarantine.PutTail(m, id.Size, keep, f, wantSHA, keepSHA, still, now)
+		dir, err = e.Quarantine.PutTail(m, id.Size, keep, f, wantSHA, keepSHA, still, now)
+	} else {
+		dir, err = e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, wantSHA, still, now)
 	}
-	return e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, wantSHA, still, now)
+	if err != nil && !errors.Is(err, errBusy) && !fsio.StillSame(f, id) {
+		// A copy cut short by the file's own change (an app without a lock that rewrites
+		// it in place, truncating it first) failed for that change: the heal backs off.
+		return "", busyErr("%s changed while it was quarantined", path)
+	}
+	return dir, err
 }
 
 // lockPath takes the state directory's lock on path (see [state.LockPath]), and reports the
