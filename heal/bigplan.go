@@ -186,10 +186,13 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			keep, keepFig, oldSHA = tc.Keep, tc.Fig, tc.OldSHA
 		} else if in.tornCut != nil {
 			// Damage appended to a log the daemon knows, salvaged from what it knows
-			// (format.AppendCache.TrySalvage): planned and hashed as it was judged; its
-			// result judged here, its sum known.
+			// (format.AppendCache.TrySalvage): planned and hashed as it was judged.
 			tc, cut = *in.tornCut, true
 			keep, keepFig, oldSHA = tc.Keep, tc.Fig, tc.OldSHA
+		}
+		if cut && tc.Verdict.Status == "" {
+			// A salvage planned from what the daemon knows (TrySalvage; its first refused
+			// line may be a torn last one): its result judged here, its sum known.
 			if tc.Verdict, err = format.InspectAt(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
 				return nil, nil, err
 			}

@@ -56,7 +56,7 @@ type TornCut struct {
 	Keep    *Splice
 	Fig     KeepFigures
 	OldSHA  string     // the original's
-	Verdict Verdict    // the result's, judged as InspectSum judges it
+	Verdict Verdict    // the result's, judged as InspectSum judges it (unset for TrySalvage's: its caller judges it)
 	KeepSHA string     // the result's: set when Verdict is healthy
 	Lines   int        // the lines before the torn one (none blank)
 	kept    *tailState // planned by AppendCache.TryTorn: the state of the bytes kept
