@@ -14,7 +14,7 @@ import (
 )
 
 // allShapes are the damages TestSalvageFromIncremental appends.
-var allShapes = []string{"glued", "stub before a record", "garbage line", "glued, then a torn stub", "NUL run before a record", "blank line, then glued", "blank line, then a torn stub"}
+var allShapes = []string{"glued", "stub before a record", "garbage line", "glued, then a torn stub", "NUL run before a record", "blank line, then glued", "blank line, then a torn stub", "garbage line, then a record without its newline"}
 
 // salvageIncApps: the streamed apps whose appended damage the daemon salvages from its
 // incremental state (tornIncApps but an app that finishes a salvage: Gemini CLI).
@@ -117,6 +117,8 @@ func salvageFromIncremental(t *testing.T) {
 					dmg = append(make([]byte, 1+rng.Intn(600)), lines[at]...)
 				case "blank line, then a torn stub": // (a cut TryTorn leaves: the blank line goes too)
 					dmg = append(append([]byte("\n"), lines[at]...), stub(at+1)...)
+				case "garbage line, then a record without its newline":
+					dmg = append([]byte("}{\n"), line(at)...)
 				case "blank line, then glued":
 					dmg = append(append([]byte("\n"), line(at)...), lines[at+1]...)
 				default:
