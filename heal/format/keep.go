@@ -153,10 +153,8 @@ func (c *newlines) Write(p []byte) (int, error) {
 // that whole version may be anywhere before it). cut is false when the salvage is not the
 // bytes before x (it rebuilt a record from the torn line: judged the usual way).
 func tornKeep(p Profile, path string, f io.ReaderAt, x int64, lines int, torn []byte, found bool) (keep *Splice, fig KeepFigures, cut bool, err error) {
-	k := newKeeper(p, path)
+	k := keeperAfter(p, path, x, lines)
 	k.tornIn = func(raw []byte) (bool, bool) { return found, bytes.Equal(raw, torn) }
-	k.s.AddRange(0, x)
-	k.fig.Keep, k.fig.Total = lines, lines
 	k.hunk, k.hunkN = torn, 1
 	if err := k.flush(f); err != nil || !k.s.Prefix() {
 		return nil, fig, false, err
@@ -220,16 +218,7 @@ func TornStart(f io.ReaderAt, size int64) (int64, bool) {
 // planKeep is PlanKeep of the lines walk walks.
 func planKeep(p Profile, path string, f io.ReaderAt, size int64, walk walker) (*Splice, KeepFigures, error) {
 	k := newKeeper(p, path)
-	err := walk(0, size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
-		if long != nil {
-			return k.long(f, start, long)
-		}
-		return k.line(f, start, line, terminated)
-	})
-	if err == nil {
-		err = k.flush(f)
-	}
-	if err != nil {
+	if err := k.walk(f, walk, 0, size); err != nil {
 		return nil, KeepFigures{}, err
 	}
 	if k.s.Size() == 0 {
@@ -264,6 +253,30 @@ func newKeeper(p Profile, path string) *keeper {
 		k.seen = map[[16]byte]bool{}
 	}
 	return k
+}
+
+// keeperAfter is a keeper that has kept the first x bytes of the file as they are: lines
+// records, none blank, no damaged line held when they end (a salvage keeps such bytes whole).
+func keeperAfter(p Profile, path string, x int64, lines int) *keeper {
+	k := newKeeper(p, path)
+	k.s.AddRange(0, x)
+	k.fig.Keep, k.fig.Total = lines, lines
+	return k
+}
+
+// walk takes the lines walk gives of f's bytes [from, to), and flushes the damaged lines held
+// at their end.
+func (k *keeper) walk(f io.ReaderAt, walk walker, from, to int64) error {
+	err := walk(from, to, false, func(start int64, line []byte, terminated bool, long *longLine) error {
+		if long != nil {
+			return k.long(f, start, long)
+		}
+		return k.line(f, start, line, terminated)
+	})
+	if err != nil {
+		return err
+	}
+	return k.flush(f)
 }
 
 // line takes a line held (without its '\n').

@@ -37,7 +37,10 @@ func (c *AppendCache) TrySalvage(path string, p Profile, maxSize int64) (id fsio
 		return id, v, tc, false
 	}
 	defer f.Close()
-	fault, line := firstRefused(p, app, prev.size)
+	// The first line the incremental pass refuses (app is at most StreamBuf long: a line
+	// over the window, which the pass over the file judges streaming, is judged held here,
+	// by the same rules).
+	fault, line, _ := appendedRefusal(p, memWalker(app), int64(len(app)), prev.size)
 	if fault == nil {
 		return id, v, tc, false // accepted (TryIncremental's), or a record the checklist refuses
 	}
@@ -46,19 +49,8 @@ func (c *AppendCache) TrySalvage(path string, p Profile, maxSize int64) (id fsio
 	}
 	// The keeper's walk, from where the remembered bytes end: before it, each of their lines
 	// kept as it is (one range), and counted.
-	k := newKeeper(p, path)
-	k.s.AddRange(0, prev.size)
-	k.fig.Keep, k.fig.Total = prev.tail.lines, prev.tail.lines
-	err := keepWalker(p, f, id.Size)(prev.size, id.Size, false, func(start int64, line []byte, terminated bool, long *longLine) error {
-		if long != nil {
-			return k.long(f, start, long)
-		}
-		return k.line(f, start, line, terminated)
-	})
-	if err == nil {
-		err = k.flush(f)
-	}
-	if err != nil || !k.s.KeepsFirst(prev.size) {
+	k := keeperAfter(p, path, prev.size, prev.tail.lines)
+	if err := k.walk(f, keepWalker(p, f, id.Size), prev.size, id.Size); err != nil || !k.s.KeepsFirst(prev.size) {
 		return id, v, tc, false
 	}
 	// The result: the remembered bytes, and what the salvage keeps of the append.
@@ -86,30 +78,4 @@ func (c *AppendCache) TrySalvage(path string, p Profile, maxSize int64) (id fsio
 		tc.Lines = st.lines
 	}
 	return id, fault.verdict(prev.tail.lines + line), tc, true
-}
-
-// firstRefused is the fault of the first line of app (appended at off) that the incremental
-// pass refuses (appendedLines), and that line's number in app (from 1), when that line is no
-// record; nil when it accepts every line, or refuses a record (its checklist's call). A line
-// over the window, which the pass over the file judges streaming, is judged held here (the
-// same rules: lineRules.judge); app is at most StreamBuf long.
-func firstRefused(p Profile, app []byte, off int64) (fault *lineFault, line int) {
-	rc, _ := p.(RecordChecker)
-	d := rulesOf(p)
-	n := 0
-	_ = memWalker(app)(0, int64(len(app)), false, func(start int64, l []byte, terminated bool, _ *longLine) error {
-		n++
-		body, blank, f := judgeLine(d, off+start, l, terminated)
-		switch {
-		case blank:
-			return nil
-		case f != nil:
-			fault, line = f, n
-			return Stop
-		case rc != nil && !rc.AppendedOK(body):
-			return Stop
-		}
-		return nil
-	})
-	return fault, line
 }

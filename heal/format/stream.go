@@ -379,21 +379,32 @@ func appendedValidAt(p Profile, r io.ReaderAt, off, n int64, window int) bool {
 // appendedLines: every line walk gives of n appended bytes is blank or a record p's
 // checklist accepts appended.
 func appendedLines(p Profile, walk walker, n int64) bool {
+	_, _, refused := appendedRefusal(p, walk, n, 0)
+	return !refused
+}
+
+// appendedRefusal is the first line walk gives of n appended bytes (at off in the file) that
+// the incremental pass refuses: its fault (nil for a record its checklist refuses) and its
+// number among the lines (from 1). refused is false when it accepts every line; a read that
+// fails refuses them.
+func appendedRefusal(p Profile, walk walker, n, off int64) (fault *lineFault, line int, refused bool) {
 	rc, _ := p.(RecordChecker)
 	d := rulesOf(p)
-	err := walk(0, n, false, func(start int64, line []byte, terminated bool, long *longLine) error {
-		body, blank, f := judgeAny(d, start, line, terminated, long)
+	err := walk(0, n, false, func(start int64, l []byte, terminated bool, long *longLine) error {
+		line++
+		body, blank, f := judgeAny(d, off+start, l, terminated, long)
 		switch {
 		case blank:
 			return nil
 		case f != nil:
+			fault = f
 			return Stop
 		case rc != nil && !rc.AppendedOK(body):
 			return Stop
 		}
 		return nil
 	})
-	return err == nil
+	return fault, line, err != nil
 }
 
 // InspectAt judges the size bytes of r as the content of the file at path, as [Inspect]
