@@ -373,11 +373,7 @@ func (e *Engine) Heal(ctx context.Context, t Target, dryRun bool) (r Report) {
 // a plan that failed reading it (cut short by an app that rewrites it in place) failed for
 // that change, and the heal backs off. A missing file's plan is not one of its bytes.
 func movedSince(path string, in *inspection) bool {
-	if in.missing || in.id.Ino == 0 {
-		return false
-	}
-	id, err := fsio.StatIdentity(path)
-	return err != nil || !id.Same(in.id)
+	return !in.missing && in.id.Ino != 0 && !sameNow(edit{path: path, oldID: in.id})
 }
 
 // Prune bounds the state directory by the policy's retention: quarantine entries by age and

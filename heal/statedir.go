@@ -59,10 +59,12 @@ func (e *Engine) quarantineFile(m *Manifest, path string, id Identity, wantSHA s
 	} else {
 		dir, err = e.Quarantine.PutFrom(m, id.Size, fsio.Range{Off: 0, N: id.Size}, f, wantSHA, still, now)
 	}
-	if err != nil && !errors.Is(err, errBusy) && !fsio.StillSame(f, id) {
+	if err != nil && !errors.Is(err, errBusy) {
 		// A copy cut short by the file's own change (an app without a lock that rewrites
 		// it in place, truncating it first) failed for that change: the heal backs off.
-		return "", busyErr("%s changed while it was quarantined", path)
+		if serr := still(""); serr != nil {
+			return "", serr
+		}
 	}
 	return dir, err
 }

@@ -160,10 +160,7 @@ func (s *Splice) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 
 // writeTo writes the result to w, read from src a block at a time (At), without hashing it
 // (a search of it).
-func (s *Splice) writeTo(w io.Writer, src io.ReaderAt) error {
-	_, err := io.CopyBuffer(w, io.NewSectionReader(s.At(src), 0, s.size), make([]byte, min(max(s.size, 1), StreamBuf)))
-	return err
-}
+func (s *Splice) writeTo(w io.Writer, src io.ReaderAt) error { return s.WriteFrom(w, src, 0) }
 
 // CopyOut writes the result to dst, the original's ranges copied from src by the kernel (see
 // fsio.FileContent): a salvage of a big file writes its kept records without reading them.
