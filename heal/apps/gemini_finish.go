@@ -119,12 +119,7 @@ func geminiReplayAt(salvaged io.ReaderAt, ssize int64, skip map[int64]int64) (bo
 			first = false // the metadata record
 			return nil
 		}
-		body := bytes.TrimRight(line, "\r")
-		if geminiNoToolIDs(body) {
-			r.apply(arena.ParseFieldsKeys(body, nodeDialect, geminiFields, keys), body)
-		} else {
-			r.apply(jsonv.ParseDepthValid(body, nodeDialect, 0), nil)
-		}
+		r.apply(geminiRecord(&arena, bytes.TrimRight(line, "\r"), keys))
 		return nil
 	})
 	return r.resumable(), err
@@ -151,11 +146,9 @@ func geminiTrailingCheckpoints(salvaged io.ReaderAt, ssize int64, skip map[int64
 		if v == nil {
 			return nil
 		}
-		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
-			for _, m := range arrOf(msgs) {
-				if geminiResumable(m, nil) {
-					return format.Stop
-				}
+		if checkpoint, resumable := geminiCheckpoint(v, nil); checkpoint {
+			if resumable {
+				return format.Stop
 			}
 			drop[start] = int64(l.End - l.Start)
 			return nil
@@ -198,22 +191,9 @@ func geminiPendingBack(salvaged io.ReaderAt, ssize int64) (bool, error) {
 		if !format.ValidRecordKeys(geminiLog{}, line, &keys) {
 			return nil // blank or no record
 		}
-		body := bytes.TrimRight(line, "\r")
-		var v *jsonv.Value
-		var src []byte // as geminiFinish.read builds the record
-		if geminiNoToolIDs(body) {
-			v, src = arena.ParseFieldsKeys(body, nodeDialect, geminiFields, keys), body
-		} else {
-			v = jsonv.ParseDepthValid(body, nodeDialect, 0)
-		}
-		if msgs := v.Get("$set").Get("messages"); isArr(msgs) {
-			pending = true
-			for _, m := range arrOf(msgs) {
-				if geminiResumable(m, src) {
-					pending = false
-					break
-				}
-			}
+		v, src := geminiRecord(&arena, bytes.TrimRight(line, "\r"), keys)
+		if checkpoint, resumable := geminiCheckpoint(v, src); checkpoint {
+			pending = !resumable
 			return format.Stop
 		}
 		if isStr(v.Get("id")) && geminiResumable(v, src) {
@@ -222,4 +202,24 @@ func geminiPendingBack(salvaged io.ReaderAt, ssize int64) (bool, error) {
 		return nil
 	})
 	return pending, err
+}
+
+// geminiRecord is the record body (a valid one, keys the offsets of its members) as a replay
+// builds it: in arena, to the members the replay reads (src, its bytes, then read with it),
+// unless it may hold tool ids (the whole tree; src nil).
+func geminiRecord(arena *jsonv.Arena, body []byte, keys []int32) (v *jsonv.Value, src []byte) {
+	if geminiNoToolIDs(body) {
+		return arena.ParseFieldsKeys(body, nodeDialect, geminiFields, keys), body
+	}
+	return jsonv.ParseDepthValid(body, nodeDialect, 0), nil
+}
+
+// geminiCheckpoint: the record v (built from src, as geminiRecord builds it) holds a
+// $set.messages checkpoint, and one of its messages is resumable.
+func geminiCheckpoint(v *jsonv.Value, src []byte) (checkpoint, resumable bool) {
+	msgs := v.Get("$set").Get("messages")
+	for _, m := range arrOf(msgs) {
+		resumable = resumable || geminiResumable(m, src)
+	}
+	return isArr(msgs), resumable
 }

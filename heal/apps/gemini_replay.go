@@ -886,11 +886,7 @@ func (f *geminiFinish) read(salvaged io.ReaderAt, ssize int64) error {
 			return nil
 		}
 		// The checkpoints without a resumable message after the last resumable point.
-		msgs := v.Get("$set").Get("messages")
-		checkpoint, resumable := isArr(msgs), false
-		for _, m := range arrOf(msgs) {
-			resumable = resumable || geminiResumable(m, src)
-		}
+		checkpoint, resumable := geminiCheckpoint(v, src)
 		if !f.all && !f.pending {
 			if !checkpoint || resumable {
 				f.inexact = true // none pending after it either: not replayed
