@@ -205,7 +205,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			// the original's sum the other, through both.
 			oldSum = format.HashAside(f, size)
 			defer oldSum.Stop()
-			if keep, keepFig, err = format.PlanKeep(c.typ, c.path, f, size); err != nil {
+			if keep, keepFig, err = format.PlanKeepAfter(in.front, c.typ, c.path, f, size); err != nil {
 				return nil, nil, err
 			}
 			// The replay started beside the cut is this salvage's when it is the same
@@ -224,12 +224,12 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			// A big replace: judged here, hashed beside the kernel's copy of it into the new
 			// file, where the write leaves a CPU idle; the journal is told the sum before the
 			// rename.
-			if v, err = format.InspectAt(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
+			if v, err = format.InspectAfter(in.front, c.typ, c.path, f, keep); err != nil {
 				return nil, nil, err
 			}
 		default:
 			// Judged, and hashed for the journal (and a cut's quarantine entry), in one read.
-			if v, sum, err = format.InspectSum(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
+			if v, sum, err = format.InspectSumAfter(in.front, c.typ, c.path, f, keep); err != nil {
 				return nil, nil, err
 			}
 		}

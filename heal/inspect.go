@@ -96,7 +96,7 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 			}
 		}
 		if streamed {
-			v, sid, serr := format.StreamInspect(t.Path, in.ctx.typ)
+			v, sid, fr, serr := format.StreamInspectFront(t.Path, in.ctx.typ)
 			// A log sound in its own bytes that is a strict line-aligned prefix of its
 			// last-good copy (a lost write) is told from the two files, neither held.
 			if serr == nil && v.Status == Healthy && in.ctx.typ.JSONL() && e.copyLonger(t.Path, sid.Size) && e.prefixFromFiles(t.Path, in, sid, &v) {
@@ -139,7 +139,7 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 					e.inc.Full.Add(1) // as the pass over its bytes held whole counted it
 				}
 				e.inc.Drop(t.Path)
-				in.id, in.verdict, in.big, in.bigEnd = sid, v, true, -1
+				in.id, in.verdict, in.big, in.bigEnd, in.front = sid, v, true, -1, fr
 				return in // its last-good copy is read when a plan needs it (bigplan.go)
 			case serr == nil && sid.Size > planLimit:
 				in.id, in.verdict, in.tooLarge = sid, v, true

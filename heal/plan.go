@@ -55,6 +55,7 @@ type inspection struct {
 	docRecords  int             // a big app document that parses: the records it holds (inspectDoc)
 	tornCut     *format.TornCut // a big app log's torn last line, judged and its cut planned (inspectTorn)
 	finish      *earlyFinish    // ... and its app's finish of the bytes kept, started beside that judge
+	front       *format.Front   // a big app log's first damaged line, and its checklist's state there (format.StreamInspectFront)
 	copyErr     error           // the state dir refused its last-good copy (see [copyFailed])
 	at          time.Time       // when the inspection ended: the file was id from then on, as far as it knows
 }

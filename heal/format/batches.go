@@ -33,9 +33,11 @@ type batchRecord struct {
 // batchBlock is what a worker found in one block: its records (read into batch), and what
 // ended the walk of it, if anything.
 type batchBlock struct {
-	lines int // lines that start in the block, up to its fault
+	lines int  // lines that start in the block, up to its fault
+	blank bool // ... a blank one among them
 	*batchSlot
 	fault *lineFault
+	start int64 // where the faulty line starts
 	err   error
 	done  chan struct{}
 }
@@ -46,13 +48,16 @@ type batchSlot struct {
 	batch RecordBatch
 }
 
-// recordBlocks is judgeRecords of the n bytes that walkers made by newWalker walk, for a
-// sequence seq that reads batches, on workers goroutines, by blocks of block bytes, each
-// worker holding a line up to held bytes. ok is false when the walk must be made again on one
-// goroutine with a fresh sequence (a line longer than a worker holds, or than MaxLine).
-func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int64, held int, newWalker func(maxHeld int) walker) (v Verdict, ok bool) {
+// recordBlocks is judgeRecords of the bytes from st on up to n that walkers made by
+// newWalker walk, for st's sequence, which reads batches (a [BatchSequence]), on workers
+// goroutines, by blocks of block bytes, each worker holding a line up to held bytes; and what
+// it knew at the first damaged line (see [Front]). ok is false when the walk must be made
+// again on one goroutine with a fresh sequence (a line longer than a worker holds, or than
+// MaxLine).
+func recordBlocks(p Profile, st passState, n int64, workers int, block int64, held int, newWalker func(maxHeld int) walker) (v Verdict, fr *Front, ok bool) {
+	seq := st.seq.(BatchSequence)
 	d := rulesOf(p)
-	nb := (n + block - 1) / block
+	nb := (n - st.off + block - 1) / block
 	blocks := make([]batchBlock, nb)
 	for i := range blocks {
 		blocks[i].done = make(chan struct{})
@@ -101,18 +106,19 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 					}
 					return judgeAny(d, start, l, terminated, long)
 				}
-				from, skip := i*block, i > 0
+				from, skip := st.off+i*block, i > 0
 				if skip {
 					from-- // a line of this block starts after a '\n' at from or later
 				}
-				err := walk(from, min((i+1)*block, n), skip, func(start int64, l []byte, terminated bool, long *longLine) error {
+				err := walk(from, min(st.off+(i+1)*block, n), skip, func(start int64, l []byte, terminated bool, long *longLine) error {
 					b.lines++
 					body, blank, f := judge(start, l, terminated, long)
 					switch {
 					case blank:
+						b.blank = true
 						return nil
 					case f != nil:
-						b.fault = f
+						b.fault, b.start = f, start
 						return Stop
 					case keyed != nil && long == nil:
 						keyed.AddKeyed(body, keys)
@@ -139,8 +145,7 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 		wg.Wait()
 	}()
 
-	line, records := 0, 0
-	var last int64      // where the last record starts
+	line, records, last, blanks := st.lines, st.records, st.last, st.blank
 	var schema *Verdict // the first checklist problem; a syntax fault anywhere is reported first
 	for i := range blocks {
 		b := &blocks[i]
@@ -155,11 +160,15 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 			}
 			records, last = records+1, r.off
 		}
+		blanks = blanks || b.blank
 		switch {
 		case b.fault != nil:
-			return b.fault.verdict(line + b.lines), true
+			if schema == nil {
+				fr = &Front{p: p, st: passState{off: b.start, lines: line + b.lines - 1, records: records, last: last, blank: blanks, seq: seq}}
+			}
+			return b.fault.verdict(line + b.lines), fr, true
 		case errors.Is(b.err, errHeld) || errors.Is(b.err, ErrNoStream):
-			return Verdict{}, false
+			return Verdict{}, nil, false
 		}
 		line += b.lines
 		free <- b.batchSlot
@@ -168,7 +177,7 @@ func recordBlocks(p Profile, seq BatchSequence, n int64, workers int, block int6
 			break // a read error ends the file there
 		}
 	}
-	return endRecords(p, seq, schema, records, last), true
+	return endRecords(p, seq, schema, records, last), nil, true
 }
 
 // parallelRecords: the workers a record checklist's pass may use, 0 for one goroutine.
@@ -178,15 +187,4 @@ func parallelRecords(n int64) int {
 		return 0
 	}
 	return workers
-}
-
-// batchSequence is the sequence of a pass over the file at path when p's applies its own
-// per-record checklist and reads batches.
-func batchSequence(p Profile, path string) (BatchSequence, bool) {
-	sc, ok := p.(SequenceChecker)
-	if !ok {
-		return nil, false
-	}
-	bs, ok := sc.NewSequence(path).(BatchSequence)
-	return bs, ok
 }

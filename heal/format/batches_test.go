@@ -188,14 +188,14 @@ func TestRecordBlocksAgree(t *testing.T) {
 			for _, workers := range []int{1, 2, 3} {
 				seq := p.NewSequence("").(BatchSequence)
 				seq.(*testSeq).keyed = workers != 2
-				v, ok := recordBlocks(p, seq, n, workers, block, 1<<20, func(int) walker { return memWalker(data) })
+				v, _, ok := recordBlocks(p, passState{seq: seq}, n, workers, block, 1<<20, func(int) walker { return memWalker(data) })
 				if !ok || !sameVerdict(v, want) || fmt.Sprint(v.Warnings) != fmt.Sprint(want.Warnings) {
 					t.Fatalf("memory blocks of %d, %d workers, %q:\n got %+v (%v)\nwant %+v", block, workers, data, v, ok, want)
 				}
 				buf := 1 + r.IntN(100)
 				seq = p.NewSequence("").(BatchSequence)
 				seq.(*testSeq).keyed = workers == 2
-				v, ok = recordBlocks(p, seq, n, workers, block, 1<<20, func(held int) walker { return readWalker(bytes.NewReader(data), n, buf, held, nil) })
+				v, _, ok = recordBlocks(p, passState{seq: seq}, n, workers, block, 1<<20, func(held int) walker { return readWalker(bytes.NewReader(data), n, buf, held, nil) })
 				if !ok || !sameVerdict(v, want) || fmt.Sprint(v.Warnings) != fmt.Sprint(want.Warnings) {
 					t.Fatalf("read blocks of %d, buffer %d, %d workers, %q:\n got %+v (%v)\nwant %+v", block, buf, workers, data, v, ok, want)
 				}
@@ -204,7 +204,7 @@ func TestRecordBlocksAgree(t *testing.T) {
 		// A line longer than a worker holds: the pass is made again on one goroutine.
 		if bytes.Count(data, []byte("é")) > 0 {
 			seq := p.NewSequence("").(BatchSequence)
-			if v, ok := recordBlocks(p, seq, n, 2, 8, 4, func(held int) walker { return readWalker(bytes.NewReader(data), n, 2, held, nil) }); ok && !sameVerdict(v, want) {
+			if v, _, ok := recordBlocks(p, passState{seq: seq}, n, 2, 8, 4, func(held int) walker { return readWalker(bytes.NewReader(data), n, 2, held, nil) }); ok && !sameVerdict(v, want) {
 				t.Fatalf("held 4, %q: %+v, want %+v", data, v, want)
 			}
 		}

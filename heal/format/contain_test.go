@@ -56,7 +56,7 @@ func TestAPanicOfAWorkerIsRaisedOnTheCaller(t *testing.T) {
 	p := seqProfile{plain{jsonl: true}}
 	for _, workers := range []int{1, 2, 3} {
 		if got := raised(func() {
-			recordBlocks(p, p.NewSequence("").(BatchSequence), n, workers, 512, 1<<20, panicky)
+			recordBlocks(p, passState{seq: p.NewSequence("")}, n, workers, 512, 1<<20, panicky)
 		}); !isBoom(got) {
 			t.Errorf("recordBlocks, %d workers: %v", workers, got)
 		}

@@ -217,8 +217,13 @@ func TornStart(f io.ReaderAt, size int64) (int64, bool) {
 
 // planKeep is PlanKeep of the lines walk walks.
 func planKeep(p Profile, path string, f io.ReaderAt, size int64, walk walker) (*Splice, KeepFigures, error) {
-	k := newKeeper(p, path)
-	if err := k.walk(f, walk, 0, size); err != nil {
+	return keepFrom(newKeeper(p, path), f, walk, size)
+}
+
+// keepFrom is the salvage k plans walking the lines walk gives of f from what k has kept on
+// (its result's size: the bytes k kept are the original's first ones) up to size.
+func keepFrom(k *keeper, f io.ReaderAt, walk walker, size int64) (*Splice, KeepFigures, error) {
+	if err := k.walk(f, walk, k.s.Size(), size); err != nil {
 		return nil, KeepFigures{}, err
 	}
 	if k.s.Size() == 0 {

@@ -33,16 +33,23 @@ var Stop = errors.New("stop the walk")
 // reading it in blocks and judging the lines in place (see [readWalker]; one without a record
 // checklist on several CPUs, see [plainLines]).
 func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
+	v, id, _, err := StreamInspectFront(path, p)
+	return v, id, err
+}
+
+// StreamInspectFront is [StreamInspect], and what its pass knew when the first damaged line
+// stopped it (nil when it has nothing to give, see [Front]).
+func StreamInspectFront(path string, p Profile) (Verdict, fsio.Identity, *Front, error) {
 	f, id, err := fsio.OpenRegular(path)
 	if err != nil {
-		return Verdict{}, fsio.Identity{}, err
+		return Verdict{}, fsio.Identity{}, nil, err
 	}
 	defer f.Close()
 	// What is judged before any record (a skip, an empty file, NULs only, a byte order
 	// mark) is judged as Inspect judges it.
 	head := make([]byte, min(id.Size, 64<<10))
 	if _, err := f.ReadAt(head, 0); err != nil && err != io.EOF {
-		return Verdict{}, id, err
+		return Verdict{}, id, nil, err
 	}
 	v, done, err := judgeFront(p, File{Path: path}, head, id.Size, func() (bool, error) {
 		if !AllNUL(head) {
@@ -51,15 +58,16 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 		return AllNULAt(f, 0, id.Size)
 	})
 	if err != nil {
-		return Verdict{}, id, err
+		return Verdict{}, id, nil, err
 	}
+	var fr *Front
 	if !done {
-		v = judgeLines(p, path, id.Size, true, func(maxHeld int, lj *longJudge) walker { return readWalker(f, id.Size, StreamBuf, maxHeld, lj) })
+		v, fr, _ = judgeLinesFrom(p, path, nil, id.Size, true, func(maxHeld int, lj *longJudge) walker { return readWalker(f, id.Size, StreamBuf, maxHeld, lj) })
 	}
 	if !fsio.StillSame(f, id) {
-		return Verdict{}, id, fsio.ErrChanged
+		return Verdict{}, id, nil, fsio.ErrChanged
 	}
-	return v, id, nil
+	return v, id, fr, nil
 }
 
 // StreamLines judges a JSONL file read from r as [Inspect] does (without a last-good copy),
@@ -90,6 +98,16 @@ func CheckRecords(p Profile, f File, lines []Line) Verdict {
 // (a file's ReadAt; not a reader that hashes what it is read in order). A line longer than
 // LineWindow is judged streaming, never held (its record's skeleton read by the checklist).
 func judgeLines(p Profile, path string, n int64, concurrent bool, newWalker func(maxHeld int, lj *longJudge) walker) Verdict {
+	v, _, _ := judgeLinesFrom(p, path, nil, n, concurrent, newWalker)
+	return v
+}
+
+// judgeLinesFrom is judgeLines, and what the pass knew at the first damaged line (see
+// [Front]; nil when it stopped for another reason, or the profile has no record checklist).
+// With from set, the pass goes on from there instead of the file's start: ok is false when
+// it could not (a walk on several CPUs that meets a line longer than a worker holds is made
+// again on one with a fresh sequence, and from's is spent), and the verdict is then unknown.
+func judgeLinesFrom(p Profile, path string, from *passState, n int64, concurrent bool, newWalker func(maxHeld int, lj *longJudge) walker) (v Verdict, fr *Front, ok bool) {
 	_, rc := p.(RecordChecker)
 	_, sc := p.(SequenceChecker)
 	lj := &longJudge{r: rulesOf(p), window: lineWindow, skel: rc || sc}
@@ -98,40 +116,53 @@ func judgeLines(p Profile, path string, n int64, concurrent bool, newWalker func
 		var tl *tooLong
 		switch {
 		case errors.As(err, &tl):
-			return tl.verdict()
+			return tl.verdict(), nil, true
 		case err != nil:
-			return OK() // a read error ends the file: nothing before it was damaged
+			return OK(), nil, true // a read error ends the file: nothing before it was damaged
 		}
-		return v
+		return v, nil, true
 	}
-	if workers := parallelRecords(n); workers > 0 && concurrent {
-		if bs, ok := batchSequence(p, path); ok {
-			if v, ok := recordBlocks(p, bs, n, workers, recordBlock, heldPerWorker, func(held int) walker { return newWalker(held, lj) }); ok {
-				return v
+	start := from
+	if start == nil {
+		start = newPass(p, path)
+	}
+	if workers := parallelRecords(n - start.off); workers > 0 && concurrent {
+		if _, ok := start.seq.(BatchSequence); ok {
+			if v, fr, ok := recordBlocks(p, *start, n, workers, recordBlock, heldPerWorker, func(held int) walker { return newWalker(held, lj) }); ok {
+				return v, fr, true
 			}
+			if from != nil {
+				return Verdict{}, nil, false
+			}
+			start = newPass(p, path)
 		}
 	}
 	walk := newWalker(MaxLine, lj)
-	return judgeRecords(p, path, func(fn lineFunc) error { return walk(0, n, false, fn) })
+	v, fr = judgeRecordsFrom(p, start, func(fn lineFunc) error { return walk(start.off, n, false, fn) })
+	return v, fr, true
 }
 
 // judgeRecords is StreamLines of the lines each walks, of the file at path.
 func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
+	v, _ := judgeRecordsFrom(p, newPass(p, path), each)
+	return v
+}
+
+// judgeRecordsFrom is judgeRecords of the lines each walks from st on, and what it knew at
+// the first damaged line (nil when it stopped for another reason).
+func judgeRecordsFrom(p Profile, st *passState, each func(lineFunc) error) (Verdict, *Front) {
 	d := rulesOf(p)
 	rc, _ := p.(RecordChecker)
-	var seq Sequence
-	if sc, ok := p.(SequenceChecker); ok {
-		seq = sc.NewSequence(path)
-		if _, self := seq.(RecordSequence); self {
-			rc = nil // the sequence applies it
-		}
+	seq := st.seq
+	if _, self := seq.(RecordSequence); self {
+		rc = nil // the sequence applies it
 	}
 	vs, _ := seq.(ValidSequence)
 	var next int64 // where the next line starts
-	var last int64 // where the last record starts
-	n, records := 0, 0
+	last, n, records, blanks := st.last, st.lines, st.records, st.blank
 	var schema *Verdict // the first checklist problem; syntax damage anywhere is reported first
 	var stop Verdict    // the damage that ended the walk
+	var front *Front
 	err := each(func(off int64, line []byte, terminated bool, long *longLine) error {
 		n++
 		next = off + int64(len(line)) + 1
@@ -141,9 +172,13 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 		body, blank, f := judgeAny(d, off, line, terminated, long)
 		switch {
 		case blank:
+			blanks = true
 			return nil
 		case f != nil:
 			stop = f.verdict(n)
+			if schema == nil {
+				front = &Front{p: p, st: passState{off: off, lines: n - 1, records: records, last: last, blank: blanks, seq: seq}}
+			}
 			return Stop
 		}
 		if rc != nil && schema == nil {
@@ -172,15 +207,15 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 	})
 	switch {
 	case err == Stop:
-		return stop
+		return stop, front
 	case errors.Is(err, errTooBig):
 		// A record its app loads, too large to judge within the memory bounds: not judged
 		// (said), never called damaged.
-		return Unjudged("line %d: a record of over %d bytes whose members and short strings alone are over %d bytes is not judged streaming", n+1, maxHeldRecord, maxSkeleton)
+		return Unjudged("line %d: a record of over %d bytes whose members and short strings alone are over %d bytes is not judged streaming", n+1, maxHeldRecord, maxSkeleton), nil
 	case errors.Is(err, ErrNoStream):
-		return (&tooLong{line: n + 1, off: next}).verdict()
+		return (&tooLong{line: n + 1, off: next}).verdict(), nil
 	}
-	return endRecords(p, seq, schema, records, last)
+	return endRecords(p, seq, schema, records, last), nil
 }
 
 // problemKind is the kind of the problem seq's last Record returned.
@@ -413,7 +448,7 @@ func appendedRefusal(p Profile, walk walker, n, off int64) (fault *lineFault, li
 // CPUs where the file is large enough (r's ReadAt is called from several goroutines). The
 // profile's skip reason is asked of the first bytes only.
 func InspectAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error) {
-	v, _, err := inspectAt(p, path, r, size, false)
+	v, _, err := inspectAt(p, path, r, size, false, nil)
 	return v, err
 }
 
@@ -422,16 +457,19 @@ func InspectAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, erro
 // several goroutines at once (a file, a splice of one), and the bytes must not change under
 // the pass (the caller checks the file is the version it planned from, after).
 func InspectSum(p Profile, path string, r io.ReaderAt, size int64) (Verdict, string, error) {
-	return inspectAt(p, path, r, size, true)
+	return inspectAt(p, path, r, size, true, nil)
 }
 
-func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Verdict, string, error) {
+func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool, from *passState) (Verdict, string, error) {
 	var a *AsideHash
 	if sum {
 		a = HashAside(r, size)
 		defer a.Stop()
 	}
-	v, err := judgeAt(p, path, r, size, nil, true)
+	v, ok, err := judgeAtFrom(p, path, r, size, nil, true, from)
+	if err == nil && !ok {
+		v, err = judgeAt(p, path, r, size, nil, true) // from's state spent: from the start
+	}
 	if err != nil || v.Status != Healthy || !sum {
 		return v, "", err
 	}
@@ -447,20 +485,27 @@ func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool) (Ver
 // from several goroutines, in no set order, and may see a line twice (a walk on several
 // CPUs that meets a line longer than a worker holds is made again on one).
 func judgeAt(p Profile, path string, r io.ReaderAt, size int64, each func(line []byte, long *longLine), concurrent bool) (Verdict, error) {
+	v, _, err := judgeAtFrom(p, path, r, size, each, concurrent, nil)
+	return v, err
+}
+
+// judgeAtFrom is judgeAt; with from, the walk of the lines goes on from there (see
+// judgeLinesFrom: ok is false when it could not).
+func judgeAtFrom(p Profile, path string, r io.ReaderAt, size int64, each func(line []byte, long *longLine), concurrent bool, from *passState) (Verdict, bool, error) {
 	if !StreamJudged(p) {
-		return Verdict{}, ErrNoStream
+		return Verdict{}, true, ErrNoStream
 	}
 	head := make([]byte, min(size, 64<<10))
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
-		return Verdict{}, err
+		return Verdict{}, true, err
 	}
 	if v, done, err := judgeFront(p, File{Path: path}, head, size, func() (bool, error) { return AllNULAt(r, 0, size) }); done || err != nil {
-		return v, err
+		return v, true, err
 	}
 	// A read error would end the walk as the end of the file: it is the caller's instead.
 	var mu sync.Mutex
 	var rerr error
-	v := judgeLines(p, path, size, concurrent, func(maxHeld int, lj *longJudge) walker {
+	v, _, ok := judgeLinesFrom(p, path, from, size, concurrent, func(maxHeld int, lj *longJudge) walker {
 		w := readWalker(r, size, StreamBuf, maxHeld, lj)
 		return func(from, limit int64, skip bool, fn lineFunc) error {
 			if each != nil {
@@ -481,9 +526,9 @@ func judgeAt(p Profile, path string, r io.ReaderAt, size int64, each func(line [
 		}
 	})
 	if rerr != nil {
-		return Verdict{}, rerr
+		return Verdict{}, true, rerr
 	}
-	return v, nil
+	return v, ok, nil
 }
 
 // StreamJudged: p's verdict on a file can be reached streaming, the same as on the file held

@@ -184,16 +184,18 @@ func frontPasses(p Profile, path string, f io.ReaderAt, x int64) bool {
 // planned from an AppendCache entry: a record-by-record checklist (the verdict of the bytes
 // before the torn line is the entry's), no records kept elsewhere, no repeated lines dropped.
 func tornCuttable(p Profile) bool {
-	if _, seq := p.(SequenceChecker); !seq || !p.AppendOnly() {
-		return false
-	}
+	_, seq := p.(SequenceChecker)
+	return seq && p.AppendOnly() && keepsAsIs(p)
+}
+
+// keepsAsIs: p's salvage keeps every record as it is, wherever it is (none dropped as kept
+// elsewhere, or as a repeat of another).
+func keepsAsIs(p Profile) bool {
 	if _, ok := p.(Superseder); ok {
 		return false
 	}
-	if d, ok := p.(DuplicateDropper); ok && d.DropsDuplicateLines() {
-		return false
-	}
-	return true
+	d, ok := p.(DuplicateDropper)
+	return !ok || !d.DropsDuplicateLines()
 }
 
 // TryTorn plans the cut of a torn last line appended to a file the cache holds with its
