@@ -71,9 +71,17 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 		quiet = from.Add(e.quietCheck)
 	}
 	e.step("locked", t.Path)
-	for _, ed := range p.edits {
-		if !sameNow(ed) {
+	for i := range p.edits {
+		ed := &p.edits[i]
+		if !sameNow(*ed) {
 			return "", busyErr("%s changed since it was read", ed.path)
+		}
+		// The original's sum still being taken is waited for here, unless the edit's
+		// quarantine is made once its new file is written (lateQuarantine).
+		if ed.big != nil && !ed.lateQuarantine() {
+			if err := e.waitOld(ed); err != nil {
+				return "", err
+			}
 		}
 	}
 	now := e.Now()
@@ -101,33 +109,10 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 	e.step("journaled", t.Path)
 	for i, ed := range p.edits {
 		m := manifests[i]
-		if m == nil {
-			continue // a missing file: nothing to keep
+		if m == nil || ed.lateQuarantine() {
+			continue // a missing file: nothing to keep; or kept once the new file is written
 		}
-		var err error
-		linked := false
-		if ed.big != nil {
-			// A replace keeps the original's own inode where it may; its identity changed
-			// with the link, and the checks that follow compare with that one.
-			var id Identity
-			if linked, id, err = e.quarantineLinked(m, &ed, ruleRoot(t.Rule, t.Path), now); linked {
-				p.edits[i].oldID = id
-			}
-		}
-		switch {
-		case err != nil || linked:
-		case ed.big == nil:
-			_, err = e.Quarantine.Put(m, ed.old, now)
-		default:
-			// The old bytes are copied from the file, the version the plan was made from:
-			// of a tail cut, those it removes.
-			var keep int64
-			if ed.cutsInPlace() {
-				keep = ed.big.newSize
-			}
-			_, err = e.quarantineFile(m, ed.path, ed.oldID, ed.big.oldSHA, keep, ed.big.newSHA, now)
-		}
-		if err != nil {
+		if err := e.quarantineEdit(m, &p.edits[i], ruleRoot(t.Rule, t.Path), now); err != nil {
 			e.abandon(entry)
 			return "", err
 		}
@@ -149,15 +134,29 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 	for i := len(p.edits) - 1; i >= 0; i-- {
 		// An edit whose sum is taken as it is written has the journal told it before its
 		// rename: an entry a crash leaves without it is one whose file was never replaced.
+		// An edit whose original's sum was still being taken has its quarantine made once
+		// its new file is written, and the journal told that sum too before the rename.
 		told := func(sum string) error {
-			entry.Edits[i].NewSHA256 = sum
+			entry.Edits[i].NewSHA256, entry.Edits[i].OldSHA256 = sum, p.edits[i].oldSHA()
 			if err := e.Journal.Update(entry); err != nil {
 				return err
 			}
 			e.step("sum-journaled", t.Path)
 			return nil
 		}
-		renamed, wrote, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path, ruleRoot(t.Rule, t.Path), told)
+		late := func(ed *edit, newSum string) error {
+			if err := e.waitOld(ed); err != nil {
+				return err
+			}
+			manifests[i].NewSHA256 = newSum
+			if err := e.quarantineEdit(manifests[i], ed, ruleRoot(t.Rule, t.Path), now); err != nil {
+				return err
+			}
+			p.edits[i].oldID = ed.oldID
+			e.step("quarantined-late", t.Path)
+			return nil
+		}
+		renamed, wrote, err := e.replace(p.edits[i], entry.Edits[i].Temp, t.Path, ruleRoot(t.Rule, t.Path), told, late)
 		changed = changed || renamed
 		if wrote.Ino != 0 {
 			if *written == nil {
@@ -262,7 +261,7 @@ func (e *Engine) dropQuarantine(entry *state.Entry) {
 // the file's directory is reached from it without following symlinks, and every operation
 // goes through that directory's descriptor. wrote is the identity of the file it left there
 // (zero when it cannot tell that file from a later write of the app's).
-func (e *Engine) replace(ed edit, tmp, target, root string, told func(sum string) error) (renamed bool, wrote Identity, err error) {
+func (e *Engine) replace(ed edit, tmp, target, root string, told func(sum string) error, late func(ed *edit, newSum string) error) (renamed bool, wrote Identity, err error) {
 	d, err := e.fs.OpenParent(root, ed.path)
 	if err != nil {
 		return false, Identity{}, busyErr("%v", err)
@@ -329,12 +328,22 @@ func (e *Engine) replace(ed edit, tmp, target, root string, told func(sum string
 		}
 	}
 	var tmpID Identity
+	lateQ := ed.lateQuarantine()
 	if ed.big != nil && ed.big.sumLater {
 		var sum string
+		if lateQ {
+			ed.big.resumeSum()
+		}
 		if tmpID, sum, err = d.WriteTempSum(tmp, ed.content(), old, mode, uid, gid); err != nil {
 			return false, Identity{}, err
 		}
 		e.step("temp-written", target)
+		if lateQ {
+			if err := late(&ed, sum); err != nil {
+				d.Remove(tmpName)
+				return false, Identity{}, err
+			}
+		}
 		if err := told(sum); err != nil {
 			d.Remove(tmpName)
 			return false, Identity{}, err
@@ -349,6 +358,15 @@ func (e *Engine) replace(ed edit, tmp, target, root string, told func(sum string
 			return false, Identity{}, err
 		}
 		e.step("temp-written", target)
+		if lateQ {
+			if err := late(&ed, want); err == nil {
+				err = told(want)
+			}
+			if err != nil {
+				d.Remove(tmpName)
+				return false, Identity{}, err
+			}
+		}
 	}
 	if old != nil {
 		if fi, err := old.Stat(); err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
@@ -690,4 +708,45 @@ func (e *Engine) putBackAppends(d *fsio.Dir, ed edit, merged fsio.Content, src i
 		return err
 	}
 	return busyErr("%s: the app appended during the heal; its appends were put back in order", ed.path)
+}
+
+// waitOld waits for the original's sum of ed when it is still being taken (bigEdit.waitOld):
+// a read of it that failed on a file that is no longer the version planned from is busy.
+func (e *Engine) waitOld(ed *edit) error {
+	if ed.big == nil {
+		return nil
+	}
+	if err := ed.big.waitOld(); err != nil {
+		if !sameNow(*ed) {
+			return busyErr("%s changed since it was read", ed.path)
+		}
+		return fmt.Errorf("%s: the sum of its bytes: %w", ed.path, err)
+	}
+	return nil
+}
+
+// quarantineEdit puts the original of ed into quarantine under the manifest m: a replace
+// keeps the original's own inode where it may (its identity changed with the link, and the
+// checks that follow compare with that one: ed.oldID is set to it); else its bytes are
+// copied, from the file for a big one (the version the plan was made from: of a tail cut,
+// the bytes it removes).
+func (e *Engine) quarantineEdit(m *Manifest, ed *edit, root string, now time.Time) error {
+	if ed.big == nil {
+		_, err := e.Quarantine.Put(m, ed.old, now)
+		return err
+	}
+	linked, id, err := e.quarantineLinked(m, ed, root, now)
+	switch {
+	case err != nil:
+		return err
+	case linked:
+		ed.oldID = id
+		return nil
+	}
+	var keep int64
+	if ed.cutsInPlace() {
+		keep = ed.big.newSize
+	}
+	_, err = e.quarantineFile(m, ed.path, ed.oldID, ed.big.oldSHA, keep, ed.big.newSHA, now)
+	return err
 }

@@ -132,6 +132,8 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	unfinished := false // the app's finish could not be read streaming: the rewrites of the salvage are not streamed
 	var keepFails *Verdict
 	var finCand *format.SurveyCand // the salvage the app's finish changed, measured by the survey
+	var oldSum *format.AsideHash   // the original's sum, taken beside the salvage's planning
+	oldPending := false            // ... and beside the new file's write: the plans' (bigEdit.oldSum)
 	if appSalvage {
 		var err error
 		// An app whose load finishes a salvage (format.StreamFinisher) has it replayed as the
@@ -198,13 +200,21 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 			e.step("salvage-judged", c.path)
 		}
-		var oldSum *format.AsideHash
 		if !cut {
 			// The original is hashed beside the planning rather than in its read: the
 			// salvage's walk, then the judge of its result (with its own sum), take a core;
-			// the original's sum the other, through both.
-			oldSum = format.HashAside(f, size)
-			defer oldSum.Stop()
+			// the original's sum the other, through both, and, for a replace, through the
+			// new file's write (see below). It reads a descriptor of its own.
+			hf, err := fsio.Dup(f)
+			if err != nil {
+				return nil, nil, err
+			}
+			oldSum = format.HashAsideFile(hf, size)
+			defer func() {
+				if !oldPending {
+					oldSum.Stop()
+				}
+			}()
 			if keep, keepFig, err = format.PlanKeepAfter(in.front, c.typ, c.path, f, size); err != nil {
 				return nil, nil, err
 			}
@@ -248,16 +258,6 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			}
 		}
 		judged(v, sum)
-		if oldSum != nil {
-			if oldSHA, err = oldSum.Wait(); err != nil {
-				return nil, nil, err
-			}
-			// A replace's sum, taken as it is written, goes on from the original's as far
-			// as the result starts with it.
-			if keepOK && keepSHA == "" {
-				keep.ResumeSum(oldSum.StateBefore(keep.FirstKept()))
-			}
-		}
 		if fi != nil {
 			<-fi.done
 			fi.caught.Rethrow()
@@ -465,7 +465,23 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	if s, ok := c.typ.(format.Superseder); ok && !doc && len(surveyed) > 0 {
 		gone = s.Superseded(c.path)
 	}
-	if oldSHA != "" && len(surveyed) == 0 && !bomLess {
+	if oldSum != nil {
+		if keepOK && keepSHA == "" && len(surveyed) == 0 && !bomLess {
+			// A replace, nothing else to measure: the original's sum is waited for only
+			// once the new file is written, before its quarantine and its rename (apply).
+			oldPending = true
+		} else {
+			if oldSHA, err = oldSum.Wait(); err != nil {
+				return nil, nil, err
+			}
+			// A replace's sum, taken as it is written, goes on from the original's as far
+			// as the result starts with it.
+			if keepOK && keepSHA == "" {
+				keep.ResumeSum(oldSum.StateBefore(keep.FirstKept()))
+			}
+		}
+	}
+	if (oldSHA != "" || oldPending) && len(surveyed) == 0 && !bomLess {
 		sv.OldSHA, sv.Total = oldSHA, keepFig.Total
 		if !fsio.StillSame(f, in.id) {
 			err = fsio.ErrChanged
@@ -537,8 +553,12 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	}
 	small := size <= e.bigFor(c.typ)
 	bigPlan := func(s policy.Strategy, src fsio.Content, newSHA string, newSize int64, prefix bool) *plan {
+		var pending *format.AsideHash
+		if oldPending {
+			pending = oldSum
+		}
 		return &plan{strategy: s, edits: []edit{{path: c.path, oldID: in.id,
-			big: &bigEdit{src: src, oldSHA: sv.OldSHA, newSHA: newSHA, newSize: newSize, prefix: prefix, small: small}}}}
+			big: &bigEdit{src: src, oldSHA: sv.OldSHA, oldSum: pending, newSHA: newSHA, newSize: newSize, prefix: prefix, small: small}}}}
 	}
 	var out []*plan
 	var tries []try

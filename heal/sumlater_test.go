@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/fsio"
 	"github.com/sessionmedic/sessionmedic/heal/state"
 	"github.com/sessionmedic/sessionmedic/policy"
 )
@@ -85,7 +87,7 @@ func TestBigReplaceSumTakenAsWritten(t *testing.T) {
 func bigReplaceSumTakenAsWritten(t *testing.T, every int64) {
 	for _, a := range []struct{ preset, rel string }{streamApps[0], streamApps[1], streamApps[4]} {
 		damaged, healed := gluedApp(t, a.preset)
-		for _, step := range []string{"", "journaled", "quarantined", "temp-written", "sum-journaled", "renamed", "done"} {
+		for _, step := range []string{"", "journaled", "quarantined", "temp-written", "quarantined-late", "sum-journaled", "renamed", "done"} {
 			t.Run(fmt.Sprintf("%s/%s/states every %d", a.preset, step, every), func(t *testing.T) {
 				e, root := bigEngine(t, 1)
 				p := filepath.Join(root, a.rel)
@@ -97,6 +99,7 @@ func bigReplaceSumTakenAsWritten(t *testing.T, every int64) {
 				tg.Rule.Strategies = []policy.Strategy{policy.Salvage}
 				var atWrite, atSum *state.Entry
 				var temp []byte
+				var qBefore []string // the quarantine's entries once the new file is written
 				e.onStep = func(s, _ string) {
 					switch s {
 					case "temp-written":
@@ -104,6 +107,7 @@ func bigReplaceSumTakenAsWritten(t *testing.T, every int64) {
 						if atWrite != nil {
 							temp, _ = os.ReadFile(atWrite.Edits[0].Temp)
 						}
+						qBefore, _ = filepath.Glob(filepath.Join(e.Quarantine.Root, "*", "*"))
 					case "sum-journaled":
 						atSum = journalEntry(t, e)
 					}
@@ -123,15 +127,34 @@ func bigReplaceSumTakenAsWritten(t *testing.T, every int64) {
 					}
 				}()
 				written := step != "journaled" && step != "quarantined"
-				if written && (atWrite == nil || atWrite.Edits[0].NewSHA256 != "") {
-					t.Fatalf("while the temp is written the journal holds %+v, want an entry without the new sum", atWrite)
+				// The original's sum is taken beside the write: the journal learns it with
+				// the new one, and the original goes to quarantine once the new file is
+				// written, before the rename.
+				if written && (atWrite == nil || atWrite.Edits[0].NewSHA256 != "" || atWrite.Edits[0].OldSHA256 != "" || len(qBefore) != 0) {
+					t.Fatalf("while the temp is written the journal holds %+v and the quarantine %q, want an entry without the sums and no quarantine yet", atWrite, qBefore)
 				}
-				if written && step != "temp-written" {
+				if written && step != "temp-written" && step != "quarantined-late" {
 					if atSum == nil || string(temp) != string(healed) {
 						t.Fatalf("before the rename: journal %+v, temp %d bytes (want the healed %d)", atSum, len(temp), len(healed))
 					}
 					if s := sha256.Sum256(temp); atSum.Edits[0].NewSHA256 != hex.EncodeToString(s[:]) {
 						t.Fatalf("the journal's new sum %s is not the temp's", atSum.Edits[0].NewSHA256)
+					}
+					if s := sha256.Sum256(damaged); atSum.Edits[0].OldSHA256 != hex.EncodeToString(s[:]) {
+						t.Fatalf("the journal's old sum %s is not the original's", atSum.Edits[0].OldSHA256)
+					}
+				}
+				if step == "" {
+					// The entry is the original's own inode, its manifest the two sums.
+					ms, err := e.Quarantine.List()
+					if err != nil || len(ms) != 1 {
+						t.Fatalf("quarantine: %d entries (%v), want 1", len(ms), err)
+					}
+					m := ms[0]
+					old, nw := sha256.Sum256(damaged), sha256.Sum256(healed)
+					q, _ := os.ReadFile(filepath.Join(e.Quarantine.EntryDir(m, m.Created), m.File))
+					if m.SHA256 != hex.EncodeToString(old[:]) || m.NewSHA256 != hex.EncodeToString(nw[:]) || string(q) != string(damaged) {
+						t.Fatalf("quarantine manifest %+v and %d bytes, want the original's sum, the result's, and the original", m, len(q))
 					}
 				}
 				e2 := New(e.Policy, Options{})
@@ -230,3 +253,91 @@ func TestBigReplaceJournalUpdateFails(t *testing.T) {
 		})
 	}
 }
+
+// TestAppWritesBeforeTheLateQuarantine: an app that writes its log while its replace's new
+// file is written (the original's sum taken beside it, its quarantine made after it) makes
+// the heal back off: busy, the temp removed, nothing kept in quarantine, the journal
+// resolved, the app's bytes as it wrote them; the next heal of the quiet file heals it.
+func TestAppWritesBeforeTheLateQuarantine(t *testing.T) {
+	a := streamApps[0]
+	damaged, healed := gluedApp(t, a.preset)
+	e, root := bigEngine(t, 1)
+	p := filepath.Join(root, a.rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{Path: p, Rule: appRule(t, a.preset, root)}
+	tg.Rule.Strategies = []policy.Strategy{policy.Salvage}
+	appended := []byte(`{"type":"last-prompt","lastPrompt":"x","sessionId":"7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13"}` + "\n")
+	wrote := false
+	e.onStep = func(s, _ string) {
+		if s == "temp-written" && !wrote {
+			wrote = true
+			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(appended)
+			f.Close()
+		}
+	}
+	r := e.Heal(context.Background(), tg, false)
+	if !wrote || r.Verdict != Busy || r.Action != ActionNone || r.Quarantine != "" {
+		t.Fatalf("an app's write beside the new file's: %+v, want busy (wrote: %v)", r, wrote)
+	}
+	if b, _ := os.ReadFile(p); string(b) != string(damaged)+string(appended) {
+		t.Fatalf("the file after the backoff: %d bytes, want the app's %d", len(b), len(damaged)+len(appended))
+	}
+	if ms, _ := e.Quarantine.List(); len(ms) != 0 {
+		t.Fatalf("%d quarantine entries after a heal that backed off", len(ms))
+	}
+	if en := journalEntry(t, e); en != nil {
+		t.Fatalf("journal entry left: %+v", en)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(p))
+	for _, en := range ents {
+		if policy.IsOwnTemp(en.Name()) {
+			t.Fatalf("stray temp %s", en.Name())
+		}
+	}
+	r = e.Heal(context.Background(), tg, false)
+	if b, _ := os.ReadFile(p); r.Action != ActionHealed || string(b) != string(healed)+string(appended) {
+		t.Fatalf("the next heal: %+v, %d bytes, want healed, %d", r, len(b), len(healed)+len(appended))
+	}
+}
+
+// TestOldSumFailedOnAChangedFile: a read of the original for its sum that failed, once the
+// file is no longer the version planned from, is busy (the next settle heals it); on the
+// version planned from, an error that says so.
+func TestOldSumFailedOnAChangedFile(t *testing.T) {
+	e, root := bigEngine(t, 1)
+	p := filepath.Join(root, "s.jsonl")
+	if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id, err := fsio.StatIdentity(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing := func() *edit {
+		return &edit{path: p, oldID: id, big: &bigEdit{oldSum: format.HashAside(failingReader{}, 10)}}
+	}
+	if err := e.waitOld(failing()); err == nil || errors.Is(err, errBusy) || !strings.Contains(err.Error(), "the sum of its bytes") {
+		t.Fatalf("a failed sum of the version planned from: %v, want an error that says so", err)
+	}
+	if err := os.WriteFile(p, []byte("{}\n{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.waitOld(failing()); !errors.Is(err, errBusy) {
+		t.Fatalf("a failed sum of a file changed since: %v, want busy", err)
+	}
+	ok := &edit{path: p, oldID: id, big: &bigEdit{oldSum: format.HashAside(strings.NewReader("{}\n"), 3)}}
+	if err := e.waitOld(ok); err != nil || ok.big.oldSHA != fmt.Sprintf("%x", sha256.Sum256([]byte("{}\n"))) || ok.big.oldSum != nil {
+		t.Fatalf("a sum taken: %v, %q", err, ok.big.oldSHA)
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) ReadAt([]byte, int64) (int, error) { return 0, syscall.EIO }

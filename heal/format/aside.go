@@ -3,6 +3,7 @@ package format
 import (
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -26,7 +27,8 @@ type AsideHash struct {
 	done    chan struct{}
 	sum     string
 	markSum string
-	states  []hashState // the hash's state at each multiple of asideStateEvery, in order
+	mu      sync.Mutex
+	states  []hashState // the hash's state at each multiple of asideStateEvery, in order (mu)
 	err     error
 	caught  panics.Slot // the read's panic, raised again by Wait and Stop
 }
@@ -53,6 +55,17 @@ var errAsideStopped = errors.New("stopped")
 
 // HashAside starts the hash of the first n bytes of r.
 func HashAside(r io.ReaderAt, n int64) *AsideHash { return hashAside(r, n, 0, nil) }
+
+// HashAsideFile is HashAside of f, which it closes once the read ends: the hash may outlive
+// its caller's descriptor of the file (a plan that hands it to the heal that applies it).
+func HashAsideFile(f *os.File, n int64) *AsideHash {
+	a := hashAside(f, n, 0, nil)
+	go func() {
+		<-a.done
+		f.Close()
+	}()
+	return a
+}
 
 // hashAside is HashAside that also takes the sum of the first mark bytes (MarkSum), and
 // writes them to upToMark when it is set (fsio.MarkHash).
@@ -102,15 +115,20 @@ func (a *AsideHash) write(h *fsio.MarkHash, b []byte, off int64) {
 		b, off = b[k:], off+k
 		if off == next {
 			if st, err := h.State(); err == nil {
+				a.mu.Lock()
 				a.states = append(a.states, hashState{off, st})
+				a.mu.Unlock()
 			}
 		}
 	}
 }
 
 // StateBefore, after Wait, is the state of the sha256 of the reader's first at bytes, the
-// most it kept of them: at is at most n (0 and nil when it kept none that far).
+// most it kept of them: at is at most n (0 and nil when it kept none that far). Before the
+// read ends, it is the most it kept so far.
 func (a *AsideHash) StateBefore(n int64) (at int64, state []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, s := range a.states {
 		if s.at > n {
 			break

@@ -365,3 +365,13 @@ func linkRefused(err error) bool {
 	}
 	return false
 }
+
+// Dup is a second descriptor of the open file f, closed on its own: a read that outlives the
+// caller's descriptor (never a path looked up again).
+func Dup(f *os.File) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "dup", Path: f.Name(), Err: err}
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}

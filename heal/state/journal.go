@@ -223,6 +223,11 @@ func (j Journal) resolve(e *Entry) (out []Recovered, marked bool) {
 			outcome = OutcomeRolledBack
 		case errors.Is(err, os.ErrNotExist) && ed.Missing:
 			outcome = OutcomeRolledBack
+		case err == nil && ed.OldSHA256 == "" && !ed.Missing:
+			// The original's sum is told the journal before the rename, with the new one,
+			// when it was taken beside the new file's write: an entry without it never
+			// reached the rename.
+			outcome = OutcomeRolledBack
 		}
 		if ed.Quarantine != "" && outcome != OutcomeApplied {
 			status := StatusSuperseded
