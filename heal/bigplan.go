@@ -30,6 +30,10 @@ type memCand struct {
 // offered where the salvaged records the copy lacks are over unionBudget.
 func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try, error) {
 	c := &in.ctx
+	// The inspection's pass at its first damaged line: planned from once (its checklist's
+	// state is let go with the plan).
+	front := in.front
+	in.front = nil
 	crossFile := in.verdict.Kind == format.KindDanglingReference || in.verdict.Kind == format.KindStaleLiveRecords || in.verdict.Kind == format.KindMetadataLag
 	var cands []memCand
 	var surveyed []*format.SurveyCand
@@ -215,7 +219,7 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 					oldSum.Stop()
 				}
 			}()
-			if keep, keepFig, err = format.PlanKeepAfter(in.front, c.typ, c.path, f, size); err != nil {
+			if keep, keepFig, err = format.PlanKeepAfter(front, c.typ, c.path, f, size); err != nil {
 				return nil, nil, err
 			}
 			// The replay started beside the cut is this salvage's when it is the same
@@ -234,12 +238,12 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 			// A big replace: judged here, hashed beside the kernel's copy of it into the new
 			// file, where the write leaves a CPU idle; the journal is told the sum before the
 			// rename.
-			if v, err = format.InspectAfter(in.front, c.typ, c.path, f, keep); err != nil {
+			if v, err = format.InspectAfter(front, c.typ, c.path, f, keep); err != nil {
 				return nil, nil, err
 			}
 		default:
 			// Judged, and hashed for the journal (and a cut's quarantine entry), in one read.
-			if v, sum, err = format.InspectSumAfter(in.front, c.typ, c.path, f, keep); err != nil {
+			if v, sum, err = format.InspectSumAfter(front, c.typ, c.path, f, keep); err != nil {
 				return nil, nil, err
 			}
 		}
