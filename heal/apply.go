@@ -60,8 +60,9 @@ func (e *Engine) apply(ctx context.Context, t Target, in *inspection, p *plan, w
 	// An app without a lock may be in the middle of a save: the file must have stayed the
 	// version the plan was made from (the inspection's identity, compared again after the
 	// quarantine) for the quiet check's time before anything is written to it. That time
-	// runs from the end of the inspection: the planning, the journal and the quarantine,
-	// which touch only the state directory, take it first; what is left is waited for.
+	// runs from the start of the read that found it to be that version (which it still was
+	// at that read's end): the read, the planning, the journal and the quarantine, which
+	// touch only the state directory, take it first; what is left is waited for.
 	var quiet time.Time
 	if _, unlocked := held.(noLock); unlocked && e.quietCheck > 0 {
 		from := in.at

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"time"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
@@ -109,6 +110,7 @@ func (e *Engine) prefixOfCopy(path string, typ format.Profile, r io.ReaderAt, si
 // against that copy).
 func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 	maxSize := t.Rule.Limits.MaxFileSize
+	began := time.Now() // the version read was id from its open on (inspection.at)
 	f, id, err := fsio.OpenRegular(t.Path)
 	if err != nil {
 		return false
@@ -137,6 +139,7 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 			case err != nil:
 				return false
 			case pre:
+				in.at = began
 				return true
 			}
 			if !e.oneShot {
@@ -144,10 +147,10 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 			}
 		} else if lg := e.LastGood.MaxFileBytes; t.Rule.KeepLastGood && t.Rule.Mode != policy.ModeObserve && (lg == 0 || id.Size <= lg) && id.Size <= planLimit {
 			// Its last-good copy is copied from the file, never held.
-			in.id, in.verdict, in.copyFrom = id, v, true
+			in.id, in.verdict, in.copyFrom, in.at = id, v, true, began
 			return true
 		}
-		in.id, in.verdict, in.incremental = id, v, true // no bytes held
+		in.id, in.verdict, in.incremental, in.at = id, v, true, began // no bytes held
 		if in.ctx.typ.AppendOnly() {
 			e.inc.Full.Add(1)
 		}
@@ -157,7 +160,7 @@ func (e *Engine) inspectBig(t Target, in *inspection, above int64) (done bool) {
 		e.inc.Full.Add(1)
 	}
 	e.inc.Drop(t.Path)
-	in.id, in.verdict, in.big, in.bigEnd = id, v, true, firstEnd
+	in.id, in.verdict, in.big, in.bigEnd, in.at = id, v, true, firstEnd, began
 	return true
 }
 

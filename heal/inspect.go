@@ -17,7 +17,9 @@ func (e *Engine) inspect(t Target) *inspection { return e.inspectAs(t, false) }
 // and its cut planned in one pass (format.InspectTorn), which the planner takes as it is.
 func (e *Engine) inspectAs(t Target, heal bool) *inspection {
 	in := e.inspectOnce(t, heal)
-	in.at = time.Now()
+	if in.at.IsZero() {
+		in.at = time.Now()
+	}
 	return in
 }
 
@@ -30,18 +32,20 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 	// A big log the daemon judged, a torn line appended to it since: its cut is planned from
 	// what the daemon knows of the bytes before (format.AppendCache.TryTorn), not a pass.
 	if heal && !e.oneShot && !e.twoPassTorn && appStreamed(in.ctx.typ) {
+		began := time.Now()
 		if id, v, tc, ok := e.inc.TryTorn(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok && id.Size > e.appBigAbove() {
 			e.step("torn-cut-incremental", t.Path)
 			e.inc.Drop(t.Path)
-			in.id, in.verdict, in.big, in.bigEnd, in.tornCut = id, v, true, -1, &tc
+			in.id, in.verdict, in.big, in.bigEnd, in.tornCut, in.at = id, v, true, -1, &tc, began
 			return in
 		}
 		// Damage appended to it (another writer's record glued to one, or its stub before
 		// one): salvaged from what the daemon knows and the appended bytes (TrySalvage).
+		began = time.Now()
 		if id, v, tc, ok := e.inc.TrySalvage(t.Path, in.ctx.typ, t.Rule.Limits.MaxFileSize); ok && id.Size > e.appBigAbove() {
 			e.step("salvage-incremental", t.Path)
 			e.inc.Drop(t.Path)
-			in.id, in.verdict, in.big, in.bigEnd, in.tornCut = id, v, true, -1, &tc
+			in.id, in.verdict, in.big, in.bigEnd, in.tornCut, in.at = id, v, true, -1, &tc, began
 			return in
 		}
 	}
@@ -86,17 +90,20 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 			// The app's finish of the bytes a cut keeps (Gemini CLI's replay) runs beside
 			// the judge of the cut, where it would follow it.
 			ef := startEarlyFinish(t.Path, in.ctx.typ, id)
+			began = time.Now()
 			if v, sid, tc, ok, err := inspectTorn(t.Path, in.ctx.typ); err == nil && ok {
 				if in.ctx.typ.AppendOnly() && sid.Size <= streamThreshold {
 					e.inc.Full.Add(1)
 				}
 				e.inc.Drop(t.Path)
-				in.id, in.verdict, in.big, in.bigEnd, in.tornCut, in.finish = sid, v, true, -1, &tc, ef
+				in.id, in.verdict, in.big, in.bigEnd, in.tornCut, in.finish, in.at = sid, v, true, -1, &tc, ef, began
 				return in
 			}
 		}
 		if streamed {
+			began = time.Now()
 			v, sid, fr, serr := format.StreamInspectFront(t.Path, in.ctx.typ)
+			in.at = began // (a read whole below begins anew)
 			// A log sound in its own bytes that is a strict line-aligned prefix of its
 			// last-good copy (a lost write) is told from the two files, neither held.
 			if serr == nil && v.Status == Healthy && in.ctx.typ.JSONL() && e.copyLonger(t.Path, sid.Size) && e.prefixFromFiles(t.Path, in, sid, &v) {
@@ -155,7 +162,7 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 	}
 	switch {
 	case err == nil:
-		in.data, in.id, in.buf = data, id, buf
+		in.data, in.id, in.buf, in.at = data, id, buf, began
 		in.verdict = format.Inspect(in.ctx.typ, in.ctx.fileRead(id, began), data)
 		if in.verdict.Status == Healthy && in.ctx.typ.JSONL() {
 			// A strict line-aligned prefix of its last-good copy, told from the copy's file,
@@ -252,6 +259,7 @@ func (in *inspection) release() {
 // judged streaming (a token longer than the stream's window) and is not over planLimit.
 func (e *Engine) inspectDoc(t Target, in *inspection) (done bool) {
 	maxSize := t.Rule.Limits.MaxFileSize
+	began := time.Now() // the version read was id from its open on (inspection.at)
 	f, id, err := fsio.OpenRegular(t.Path)
 	if err != nil {
 		return false
@@ -265,14 +273,14 @@ func (e *Engine) inspectDoc(t Target, in *inspection) (done bool) {
 		return false // judged whole
 	}
 	if err != nil {
-		in.id, in.verdict = id, format.Unjudged("%d bytes: not judged streaming (%v), and too large to judge in memory", id.Size, err)
+		in.id, in.verdict, in.at = id, format.Unjudged("%d bytes: not judged streaming (%v), and too large to judge in memory", id.Size, err), began
 		return true
 	}
 	if !fsio.StillSame(f, id) {
 		in.verdict = format.Wait("file changed while it was read")
 		return true
 	}
-	in.id, in.verdict = id, v
+	in.id, in.verdict, in.at = id, v, began
 	switch v.Status {
 	case Healthy:
 		in.copyFrom = true

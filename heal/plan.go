@@ -57,7 +57,7 @@ type inspection struct {
 	finish      *earlyFinish    // ... and its app's finish of the bytes kept, started beside that judge
 	front       *format.Front   // a big app log's first damaged line, and its checklist's state there (format.StreamInspectFront)
 	copyErr     error           // the state dir refused its last-good copy (see [copyFailed])
-	at          time.Time       // when the inspection ended: the file was id from then on, as far as it knows
+	at          time.Time       // when the read that found the file to be id began (id at its open, and still at its end), else when the inspection ended: it was id from then on, as far as it knows
 }
 
 // candidateOK reports whether bytes would be a healthy file at c's path.
