@@ -49,6 +49,11 @@ type Elem struct {
 // WalkInfo is what a pass learns about the document's bytes besides its values.
 type WalkInfo struct {
 	Newline bool // a '\n' occurs anywhere in the document
+	// Trailing, of a walk of a first value ([Arena.WalkFirst]): bytes that are not whitespace
+	// follow the value, which ends at End. The walk is then the walk of the bytes before
+	// End (Newline says whether a '\n' occurs in them).
+	Trailing bool
+	End      int64
 }
 
 const (
@@ -83,13 +88,13 @@ func Walk(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Valu
 // newWalker is the walker of Walk, which builds each streamed element in a when a is not
 // nil.
 func newWalker(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem), a *Arena) *walker {
-	return &walker{r: r, size: size, d: d, elem: elem, mark: -1, buf: make([]byte, 0, min(walkChunk, max(size, 0))), shape: s, arena: a}
+	return &walker{r: r, size: size, d: d, elem: elem, mark: -1, nl: -1, buf: make([]byte, 0, min(walkChunk, max(size, 0))), shape: s, arena: a}
 }
 
 // newValidWalker is the walker of WalkValid, which builds each streamed element in a when a
 // is not nil.
 func newValidWalker(b []byte, d Dialect, s Shape, elem func(Elem), a *Arena) *walker {
-	w := &walker{r: bytes.NewReader(b), size: int64(len(b)), d: d, elem: elem, mark: -1, buf: b, shape: s, valid: true, arena: a}
+	w := &walker{r: bytes.NewReader(b), size: int64(len(b)), d: d, elem: elem, mark: -1, nl: -1, buf: b, shape: s, valid: true, arena: a}
 	w.info.Newline = bytes.IndexByte(b, '\n') >= 0 // fill, which finds it in each read, never runs
 	return w
 }
@@ -116,6 +121,15 @@ func WalkBytes(b []byte, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo,
 // document once the walk ends.
 func (a *Arena) Walk(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
 	return newWalker(r, size, d, s, elem, a).run()
+}
+
+// WalkFirst is [Arena.Walk] of the input's first value, whatever follows it: bytes that are
+// not whitespace after it end the walk there (WalkInfo.Trailing), which is then the walk of
+// the bytes before them. On an input of one value it is Arena.Walk.
+func (a *Arena) WalkFirst(r io.ReaderAt, size int64, d Dialect, s Shape, elem func(Elem)) (*Value, WalkInfo, error) {
+	w := newWalker(r, size, d, s, elem, a)
+	w.first = true
+	return w.run()
 }
 
 // WalkValid is [WalkValid] building each streamed element in a, as [Arena.Walk] does.
@@ -148,7 +162,9 @@ type walker struct {
 	shape   Shape
 	members int // members built into the objects on the path
 
-	valid bool // the window is the whole input, which Valid accepted (WalkValid)
+	valid bool  // the window is the whole input, which Valid accepted (WalkValid)
+	first bool  // the input's first value is walked, whatever follows it (WalkFirst)
+	nl    int64 // where the first '\n' read is, or -1
 
 	arena *Arena // nil, or where each streamed element is built (Arena.Walk): never a node of the root
 }
@@ -186,8 +202,10 @@ func (w *walker) fill() bool {
 		return false
 	}
 	fresh := w.buf[len(w.buf) : len(w.buf)+got]
-	if !w.info.Newline && bytes.IndexByte(fresh, '\n') >= 0 {
-		w.info.Newline = true
+	if w.nl < 0 {
+		if i := bytes.IndexByte(fresh, '\n'); i >= 0 {
+			w.nl, w.info.Newline = w.base+int64(len(w.buf)+i), true
+		}
 	}
 	w.buf = w.buf[:len(w.buf)+got]
 	w.gen++
@@ -497,10 +515,16 @@ func (w *walker) document(s Shape) (*Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	end := w.off()
 	w.ws()
 	if _, more := w.peek(); more {
-		return nil, errWalk
+		if !w.first {
+			return nil, errWalk
+		}
+		w.info.Trailing = true
+		w.info.Newline = w.nl >= 0 && w.nl < end
 	}
+	w.info.End = end
 	return root, nil
 }
 
