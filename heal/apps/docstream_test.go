@@ -211,3 +211,49 @@ func FuzzDocumentsJudgedStreamingAsHeld(f *testing.F) {
 		}
 	})
 }
+
+// TestFirstValueJudgedInThePass: of every sample document, and of each valid one with other
+// bytes after it, the pass that judges it (format.JudgeDocFirstAt) judges its first value as
+// a walk of that value alone does (JudgeValidDocAt of its bytes: the same verdict, warnings
+// and records), where trailing bytes follow it; its own verdict is JudgeDocAt's, and it says
+// where the value ends once, when it finds the trailing bytes.
+func TestFirstValueJudgedInThePass(t *testing.T) {
+	firsts := 0
+	eachSampleDoc(t, func(dp docProfile, path string, orig []byte) {
+		inputs := [][]byte{orig}
+		if jsonv.Valid(orig, dp.p.Dialect()) == nil {
+			for _, tail := range []string{"x", "\n}garbage\n", ` ,{"a": 1}`, `ion-2"}]}}` + "\n", "\n\n  \"s\"", "]"} {
+				inputs = append(inputs, append(bytes.Clone(orig), tail...))
+			}
+		}
+		for _, data := range inputs {
+			r := bytes.NewReader(data)
+			want, wj, werr := format.JudgeDocAt(dp.p, path, r, int64(len(data)))
+			var told []int64
+			got, gj, err := format.JudgeDocFirstAt(dp.p, path, r, int64(len(data)), func(end int64) { told = append(told, end) })
+			if err != nil || werr != nil || !reflect.DeepEqual(got, want) || gj.FirstEnd != wj.FirstEnd || gj.Records != wj.Records {
+				t.Fatalf("%s: JudgeDocFirstAt %+v %+v (%v), JudgeDocAt %+v %+v (%v)\ninput %q", path, got, gj, err, want, wj, werr, data)
+			}
+			if wj.FirstEnd <= 0 {
+				if gj.First != nil || len(told) != 0 {
+					t.Fatalf("%s: a first value judged (%+v, told %v) of a document without trailing bytes", path, gj.First, told)
+				}
+				continue
+			}
+			if len(told) != 1 || told[0] != wj.FirstEnd {
+				t.Fatalf("%s: told the value's end %v, want once %d", path, told, wj.FirstEnd)
+			}
+			if gj.First == nil {
+				t.Fatalf("%s: the first value of %q was not judged in the pass", path, data)
+			}
+			alone, aj, err := format.JudgeValidDocAt(dp.p, path, bytes.NewReader(data[:wj.FirstEnd]), wj.FirstEnd)
+			if err != nil || !reflect.DeepEqual(gj.First.Verdict, alone) || gj.First.Records != aj.Records {
+				t.Fatalf("%s: the first value judged in the pass %+v, alone %+v %+v (%v)\ninput %q", path, *gj.First, alone, aj, err, data)
+			}
+			firsts++
+		}
+	})
+	if firsts < 50 {
+		t.Fatalf("only %d first values judged", firsts)
+	}
+}

@@ -58,8 +58,12 @@ func HashAside(r io.ReaderAt, n int64) *AsideHash { return hashAside(r, n, 0, ni
 
 // HashAsideFile is HashAside of f, which it closes once the read ends: the hash may outlive
 // its caller's descriptor of the file (a plan that hands it to the heal that applies it).
-func HashAsideFile(f *os.File, n int64) *AsideHash {
-	a := hashAside(f, n, 0, nil)
+func HashAsideFile(f *os.File, n int64) *AsideHash { return HashAsideFileMark(f, n, 0) }
+
+// HashAsideFileMark is HashAsideFile that also takes the sum of the first mark bytes
+// (MarkSum).
+func HashAsideFileMark(f *os.File, n, mark int64) *AsideHash {
+	a := hashAside(f, n, mark, nil)
 	go func() {
 		<-a.done
 		f.Close()

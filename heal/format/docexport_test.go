@@ -12,7 +12,8 @@ var (
 // CheckDocFresh is CheckDocHeld with each element built in nodes of its own (jsonv.WalkValid),
 // the arena left unused: what the pass in an arena must agree with.
 func CheckDocFresh(p Profile, f File, data []byte) (Verdict, int, error) {
-	return checkDocWith(p, f, func(_ *jsonv.Arena, s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
+	v, n, _, err := checkDocWith(p, f, func(_ *jsonv.Arena, s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
 		return jsonv.WalkValid(data, p.Dialect(), s, elem)
 	})
+	return v, n, err
 }

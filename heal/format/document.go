@@ -45,17 +45,28 @@ type DocCheck interface {
 // checkDoc applies p's checklist to the valid document of size bytes r holds; records is 0
 // when it is not an object.
 func checkDoc(p Profile, f File, r io.ReaderAt, size int64) (v Verdict, records int, err error) {
-	return checkDocWith(p, f, func(a *jsonv.Arena, s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
+	v, records, _, err = checkDocWith(p, f, func(a *jsonv.Arena, s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
 		return a.Walk(r, size, p.Dialect(), s, elem)
+	})
+	return v, records, err
+}
+
+// checkDocFirst is checkDoc of the document's first value, whatever follows it
+// (jsonv.Arena.WalkFirst): its verdict and records are those of the value's bytes alone,
+// which end at trailing when bytes that are not whitespace follow them (else -1).
+func checkDocFirst(p Profile, f File, r io.ReaderAt, size int64) (v Verdict, records int, trailing int64, err error) {
+	return checkDocWith(p, f, func(a *jsonv.Arena, s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
+		return a.WalkFirst(r, size, p.Dialect(), s, elem)
 	})
 }
 
 // checkDocValid is checkDoc of data held whole that has passed jsonv.Valid with p's dialect:
 // it is walked in place and not validated again (jsonv.Arena.WalkValid).
 func checkDocValid(p Profile, f File, data []byte) (v Verdict, records int, err error) {
-	return checkDocWith(p, f, func(a *jsonv.Arena, s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
+	v, records, _, err = checkDocWith(p, f, func(a *jsonv.Arena, s jsonv.Shape, elem func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error) {
 		return a.WalkValid(data, p.Dialect(), s, elem)
 	})
+	return v, records, err
 }
 
 // docArenas hold the nodes the passes build the history's elements in, from one element to
@@ -69,10 +80,11 @@ const docArenaKeep = 1 << 20
 
 // checkDocWith is checkDoc with the pass walk makes, which builds each element in the arena
 // it is given.
-func checkDocWith(p Profile, f File, walk func(*jsonv.Arena, jsonv.Shape, func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error)) (v Verdict, records int, err error) {
+func checkDocWith(p Profile, f File, walk func(*jsonv.Arena, jsonv.Shape, func(jsonv.Elem)) (*jsonv.Value, jsonv.WalkInfo, error)) (v Verdict, records int, trailing int64, err error) {
+	trailing = -1
 	dc, ok := p.(DocChecker)
 	if !ok || p.Plain() {
-		return OK(), 1, nil
+		return OK(), 1, trailing, nil
 	}
 	c := dc.NewDocCheck(f)
 	a := docArenas.Get().(*jsonv.Arena)
@@ -81,16 +93,19 @@ func checkDocWith(p Profile, f File, walk func(*jsonv.Arena, jsonv.Shape, func(j
 		docArenas.Put(a)
 	}
 	if errors.Is(err, jsonv.ErrTooLarge) {
-		return Unjudged("not judged: one value's members and short strings alone are over %d bytes, or the objects around its history hold over %d members", jsonv.WalkLimit, jsonv.WalkMembers), 0, nil
+		return Unjudged("not judged: one value's members and short strings alone are over %d bytes, or the objects around its history hold over %d members", jsonv.WalkLimit, jsonv.WalkMembers), 0, trailing, nil
 	}
 	if err != nil {
-		return Verdict{}, 0, err
+		return Verdict{}, 0, trailing, err
+	}
+	if info.Trailing {
+		trailing = info.End
 	}
 	v = c.End(root, info)
 	if root.Type == jsonv.Object {
 		records = c.Records()
 	}
-	return v, records, nil
+	return v, records, trailing, nil
 }
 
 // InspectDocAt judges the size bytes of r as the JSON document at path, as [Inspect] judges
@@ -108,21 +123,40 @@ type DocJudgement struct {
 	FirstEnd int64
 	// Records counts the history of a document that parses (0 for one that does not).
 	Records int
+	// First, of a document whose first value trailing bytes follow, judged by a pass that
+	// was asked for it ([JudgeDocFirstAt]): that value's verdict and records, as
+	// [JudgeValidDocAt] of its bytes gives them; nil when not known.
+	First *DocFirst
+}
+
+// DocFirst is the verdict and the records of a document's first value, judged alone.
+type DocFirst struct {
+	Verdict Verdict
+	Records int
 }
 
 // JudgeDocAt is [InspectDocAt], with what the pass found besides the verdict.
 func JudgeDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, DocJudgement, error) {
-	return judgeDocAt(p, path, r, size, false)
+	return judgeDocAt(p, path, r, size, false, false, nil)
+}
+
+// JudgeDocFirstAt is [JudgeDocAt] that, of a document whose first value trailing bytes
+// follow, also judges that value alone (DocJudgement.First): the checklist's walk beside
+// the syntax pass goes on to the value's end instead of being stopped once the syntax pass
+// finds the trailing bytes. onTrailing, when set, is called then, with the value's end,
+// while the walk goes on (a heal starts the sums its plan needs).
+func JudgeDocFirstAt(p Profile, path string, r io.ReaderAt, size int64, onTrailing func(end int64)) (Verdict, DocJudgement, error) {
+	return judgeDocAt(p, path, r, size, false, true, onTrailing)
 }
 
 // JudgeValidDocAt is JudgeDocAt of bytes a syntax pass has found one valid value (a
 // document's first value, before trailing bytes): its checklist's walk alone judges them,
 // with no syntax pass beside it.
 func JudgeValidDocAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, DocJudgement, error) {
-	return judgeDocAt(p, path, r, size, true)
+	return judgeDocAt(p, path, r, size, true, false, nil)
 }
 
-func judgeDocAt(p Profile, path string, r io.ReaderAt, size int64, valid bool) (Verdict, DocJudgement, error) {
+func judgeDocAt(p Profile, path string, r io.ReaderAt, size int64, valid, first bool, onTrailing func(int64)) (Verdict, DocJudgement, error) {
 	j := DocJudgement{FirstEnd: -1}
 	head := make([]byte, min(size, 64<<10))
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
@@ -143,6 +177,7 @@ func judgeDocAt(p Profile, path string, r io.ReaderAt, size int64, valid bool) (
 	type walked struct {
 		v   Verdict
 		n   int
+		end int64 // the first value's end, when trailing bytes follow it (else -1)
 		err error
 	}
 	var stop atomic.Bool
@@ -154,13 +189,29 @@ func judgeDocAt(p Profile, path string, r io.ReaderAt, size int64, valid bool) (
 			var w walked
 			defer func() { walk <- w }()
 			defer caught.Capture()
-			w.v, w.n, w.err = checkDoc(p, f, stoppable{r, &stop}, size)
+			w.v, w.n, w.end, w.err = checkDocFirst(p, f, stoppable{r, &stop}, size)
 		}()
 	}
 	// A document shorter than a block is read in one block of its size (and one more read,
 	// which finds its end).
 	end, err := jsonv.ValidReader(io.NewSectionReader(r, 0, size), p.Dialect(), int(min(StreamBuf, size+1)), MaxLine)
-	if err != nil && walk != nil {
+	var je *jsonv.Error
+	switch {
+	case err != nil && walk != nil && first && errors.As(err, &je) && je.Kind == jsonv.ErrTrailing:
+		// The walk goes on to the first value's end: the value's own verdict.
+		if onTrailing != nil {
+			onTrailing(end)
+		}
+		w := <-walk
+		caught.Rethrow()
+		if w.err == nil && w.end == end {
+			fv, fn, err := firstValue(p, f, r, end, w.v, w.n)
+			if err != nil {
+				return Verdict{}, j, err
+			}
+			j.First = &DocFirst{Verdict: fv, Records: fn}
+		}
+	case err != nil && walk != nil:
 		stop.Store(true)
 		<-walk
 		caught.Rethrow()
@@ -168,7 +219,6 @@ func judgeDocAt(p Profile, path string, r io.ReaderAt, size int64, valid bool) (
 	if errors.Is(err, jsonv.ErrTokenTooLong) {
 		return Verdict{}, j, ErrNoStream
 	}
-	var je *jsonv.Error
 	if errors.As(err, &je) {
 		if je.Kind == jsonv.ErrTrailing {
 			j.FirstEnd = end
@@ -187,6 +237,20 @@ func judgeDocAt(p Profile, path string, r io.ReaderAt, size int64, valid bool) (
 	caught.Rethrow()
 	j.Records = w.n
 	return w.v, j, w.err
+}
+
+// firstValue is JudgeValidDocAt of the first end bytes of r, a value whose checklist's walk
+// gave v and n: what is judged of a file before its records is judged again of the value's
+// own first bytes (they are the file's; a profile's skip reason is asked of them).
+func firstValue(p Profile, f File, r io.ReaderAt, end int64, v Verdict, n int) (Verdict, int, error) {
+	head := make([]byte, min(end, 64<<10))
+	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
+		return Verdict{}, 0, err
+	}
+	if fv, done, err := judgeFront(p, f, head, end, func() (bool, error) { return AllNULAt(r, 0, end) }); done || err != nil {
+		return fv, 0, err
+	}
+	return v, n, nil
 }
 
 // stoppable reads r until stop is set, and then fails every read: a pass that reads
