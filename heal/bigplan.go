@@ -34,6 +34,13 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	// state is let go with the plan).
 	front := in.front
 	in.front = nil
+	// A document's first value judged in the inspection's pass, and the sums taken beside it
+	// (stopped unless the plan takes them).
+	docFirst, docSums := in.docFirst, in.docSums
+	in.docFirst, in.docSums = nil, nil
+	if docSums != nil {
+		defer docSums.Stop()
+	}
 	crossFile := in.verdict.Kind == format.KindDanglingReference || in.verdict.Kind == format.KindStaleLiveRecords || in.verdict.Kind == format.KindMetadataLag
 	var cands []memCand
 	var surveyed []*format.SurveyCand
@@ -429,7 +436,10 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 	var valueV *Verdict
 	valueRecords := 0
 	valueJudged := func() error { return nil }
-	if doc && in.bigEnd > 0 && slices.Contains(rule.Strategies, policy.Salvage) {
+	if doc && in.bigEnd > 0 && docFirst != nil {
+		valueV, valueRecords = &docFirst.Verdict, docFirst.Records
+		e.step("value-judged-in-pass", c.path)
+	} else if doc && in.bigEnd > 0 && slices.Contains(rule.Strategies, policy.Salvage) {
 		judged := make(chan error, 1)
 		var caught panics.Slot // the judge's panic, raised again where it is waited for
 		go func() {
@@ -489,6 +499,15 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		sv.OldSHA, sv.Total = oldSHA, keepFig.Total
 		if !fsio.StillSame(f, in.id) {
 			err = fsio.ErrChanged
+		}
+	} else if doc && docSums != nil && len(surveyed) == 0 && !bomLess {
+		// A document's first value, nothing else to measure: its sum and the original's
+		// were taken beside the inspection's pass.
+		if sv.OldSHA, err = docSums.Wait(); err == nil {
+			sv.ValueSHA = docSums.MarkSum()
+			if !fsio.StillSame(f, in.id) {
+				err = fsio.ErrChanged
+			}
 		}
 	} else {
 		survey := func() (format.SurveyResult, error) {

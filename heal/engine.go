@@ -52,6 +52,10 @@ type Engine struct {
 	// twoPassTorn: a heal judges a big app log torn at its end, then plans its cut, in two
 	// passes (tests compare it with the one pass of inspectTorn).
 	twoPassTorn bool
+	// docTwoPass: a heal judges a big document's first value, and takes the sums its plan
+	// needs, in passes of their own after the inspection (tests compare it with the
+	// inspection's pass, which judges and hashes them beside it).
+	docTwoPass bool
 	// heldPlans: a damaged app log up to appBigFile, or other file up to bigFile, is
 	// planned on its bytes held whole by heldPlanner, the tests' reference for the one
 	// planner, from the file (bigplan.go).

@@ -79,7 +79,7 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 		return in
 	}
 	if errors.Is(err, fsio.ErrBig) && doc {
-		if e.inspectDoc(t, in) {
+		if e.inspectDoc(t, in, heal) {
 			return in
 		}
 		began = time.Now()
@@ -182,7 +182,7 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 				return in
 			}
 		case doc && !e.heldPlans:
-			if fromFile(in, func() bool { return e.inspectDoc(t, in) }) {
+			if fromFile(in, func() bool { return e.inspectDoc(t, in, heal) }) {
 				return in
 			}
 		}
@@ -257,7 +257,7 @@ func (in *inspection) release() {
 // last-good copy is copied from the file); a damaged one is planned from the file
 // (bigplan.go). done is false when the caller is to read the file whole: one that cannot be
 // judged streaming (a token longer than the stream's window) and is not over planLimit.
-func (e *Engine) inspectDoc(t Target, in *inspection) (done bool) {
+func (e *Engine) inspectDoc(t Target, in *inspection, heal bool) (done bool) {
 	maxSize := t.Rule.Limits.MaxFileSize
 	began := time.Now() // the version read was id from its open on (inspection.at)
 	f, id, err := fsio.OpenRegular(t.Path)
@@ -268,7 +268,27 @@ func (e *Engine) inspectDoc(t Target, in *inspection) (done bool) {
 	if maxSize > 0 && id.Size > maxSize {
 		return false
 	}
-	v, j, err := format.JudgeDocAt(in.ctx.typ, t.Path, f, id.Size)
+	// For a heal, a document with trailing bytes has its first value (the salvage) judged
+	// in the same pass, and the sums its plan needs taken beside the rest of it: the
+	// original's, and the value's on the way (a descriptor of their own).
+	var v Verdict
+	var j format.DocJudgement
+	var sums *format.AsideHash
+	if heal && !e.docTwoPass {
+		v, j, err = format.JudgeDocFirstAt(in.ctx.typ, t.Path, f, id.Size, func(end int64) {
+			if hf, err := fsio.Dup(f); err == nil {
+				sums = format.HashAsideFileMark(hf, id.Size, end)
+			}
+		})
+	} else {
+		v, j, err = format.JudgeDocAt(in.ctx.typ, t.Path, f, id.Size)
+	}
+	keep := false
+	defer func() {
+		if sums != nil && !keep {
+			sums.Stop()
+		}
+	}()
 	if err != nil && id.Size <= planLimit {
 		return false // judged whole
 	}
@@ -286,6 +306,9 @@ func (e *Engine) inspectDoc(t Target, in *inspection) (done bool) {
 		in.copyFrom = true
 	case Damaged:
 		in.big, in.bigEnd, in.docRecords = true, j.FirstEnd, j.Records
+		if j.First != nil && j.FirstEnd > 0 {
+			in.docFirst, in.docSums, keep = j.First, sums, sums != nil
+		}
 	}
 	return true
 }

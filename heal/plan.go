@@ -47,17 +47,19 @@ type inspection struct {
 	missing bool
 	verdict Verdict
 
-	incremental bool            // validated without holding the bytes (incremental or streaming); data is nil
-	copyFrom    bool            // healthy, judged streaming: its last-good copy is copied from the file
-	tooLarge    bool            // damaged, and too large to plan a repair in memory
-	big         bool            // damaged, judged streaming and planned from the file (bigplan.go); data is nil
-	bigEnd      int64           // big JSON with trailing garbage: the end of its first value, else -1
-	docRecords  int             // a big app document that parses: the records it holds (inspectDoc)
-	tornCut     *format.TornCut // a big app log's torn last line, judged and its cut planned (inspectTorn)
-	finish      *earlyFinish    // ... and its app's finish of the bytes kept, started beside that judge
-	front       *format.Front   // a big app log's first damaged line, and its checklist's state there (format.StreamInspectFront)
-	copyErr     error           // the state dir refused its last-good copy (see [copyFailed])
-	at          time.Time       // when the read that found the file to be id began (id at its open, and still at its end), else when the inspection ended: it was id from then on, as far as it knows
+	incremental bool              // validated without holding the bytes (incremental or streaming); data is nil
+	copyFrom    bool              // healthy, judged streaming: its last-good copy is copied from the file
+	tooLarge    bool              // damaged, and too large to plan a repair in memory
+	big         bool              // damaged, judged streaming and planned from the file (bigplan.go); data is nil
+	bigEnd      int64             // big JSON with trailing garbage: the end of its first value, else -1
+	docRecords  int               // a big app document that parses: the records it holds (inspectDoc)
+	tornCut     *format.TornCut   // a big app log's torn last line, judged and its cut planned (inspectTorn)
+	finish      *earlyFinish      // ... and its app's finish of the bytes kept, started beside that judge
+	front       *format.Front     // a big app log's first damaged line, and its checklist's state there (format.StreamInspectFront)
+	docFirst    *format.DocFirst  // a big app document with trailing bytes: its first value's verdict, judged in its pass (heal)
+	docSums     *format.AsideHash // ... and its sum and the value's, being taken since (the planner's)
+	copyErr     error             // the state dir refused its last-good copy (see [copyFailed])
+	at          time.Time         // when the read that found the file to be id began (id at its open, and still at its end), else when the inspection ended: it was id from then on, as far as it knows
 }
 
 // candidateOK reports whether bytes would be a healthy file at c's path.
