@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
 	"github.com/sessionmedic/sessionmedic/heal/fsio"
+	"github.com/sessionmedic/sessionmedic/policy"
 )
 
 // inspect reads and judges a target.
@@ -274,7 +275,7 @@ func (e *Engine) inspectDoc(t Target, in *inspection, heal bool) (done bool) {
 	var v Verdict
 	var j format.DocJudgement
 	var sums *format.AsideHash
-	if heal && !e.docTwoPass {
+	if heal && t.Rule.Mode != policy.ModeObserve && !e.docTwoPass {
 		v, j, err = format.JudgeDocFirstAt(in.ctx.typ, t.Path, f, id.Size, func(end int64) {
 			if hf, err := fsio.Dup(f); err == nil {
 				sums = format.HashAsideFileMark(hf, id.Size, end)
