@@ -50,6 +50,20 @@ func gluedApp(t *testing.T, preset string) (damaged, healed []byte) {
 	return nil, nil
 }
 
+// salvageTarget writes data at rel under root and is its path and its target: the preset's
+// rule, healed by its salvage alone.
+func salvageTarget(t *testing.T, root, preset, rel string, data []byte) (string, Target) {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := Target{Path: p, Rule: appRule(t, preset, root)}
+	tg.Rule.Strategies = []policy.Strategy{policy.Salvage}
+	return p, tg
+}
+
 // journalEntry is the one journal entry under e's journal, or nil.
 func journalEntry(t *testing.T, e *Engine) *state.Entry {
 	t.Helper()
@@ -90,13 +104,7 @@ func bigReplaceSumTakenAsWritten(t *testing.T, every int64) {
 		for _, step := range []string{"", "journaled", "quarantined", "temp-written", "quarantined-late", "sum-journaled", "renamed", "done"} {
 			t.Run(fmt.Sprintf("%s/%s/states every %d", a.preset, step, every), func(t *testing.T) {
 				e, root := bigEngine(t, 1)
-				p := filepath.Join(root, a.rel)
-				os.MkdirAll(filepath.Dir(p), 0o755)
-				if err := os.WriteFile(p, damaged, 0o600); err != nil {
-					t.Fatal(err)
-				}
-				tg := Target{Path: p, Rule: appRule(t, a.preset, root)}
-				tg.Rule.Strategies = []policy.Strategy{policy.Salvage}
+				p, tg := salvageTarget(t, root, a.preset, a.rel, damaged)
 				var atWrite, atSum *state.Entry
 				var temp []byte
 				var qBefore []string // the quarantine's entries once the new file is written
@@ -218,13 +226,7 @@ func TestBigReplaceJournalUpdateFails(t *testing.T) {
 				}
 				return nil
 			}})
-			p := filepath.Join(root, streamApps[0].rel)
-			os.MkdirAll(filepath.Dir(p), 0o755)
-			if err := os.WriteFile(p, damaged, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			tg := Target{Path: p, Rule: appRule(t, streamApps[0].preset, root)}
-			tg.Rule.Strategies = []policy.Strategy{policy.Salvage}
+			p, tg := salvageTarget(t, root, streamApps[0].preset, streamApps[0].rel, damaged)
 			told := false
 			e.onStep = func(s, _ string) { told = told || s == "sum-journaled" }
 			r := e.Heal(context.Background(), tg, false)
@@ -262,13 +264,7 @@ func TestAppWritesBeforeTheLateQuarantine(t *testing.T) {
 	a := streamApps[0]
 	damaged, healed := gluedApp(t, a.preset)
 	e, root := bigEngine(t, 1)
-	p := filepath.Join(root, a.rel)
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	if err := os.WriteFile(p, damaged, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tg := Target{Path: p, Rule: appRule(t, a.preset, root)}
-	tg.Rule.Strategies = []policy.Strategy{policy.Salvage}
+	p, tg := salvageTarget(t, root, a.preset, a.rel, damaged)
 	appended := []byte(`{"type":"last-prompt","lastPrompt":"x","sessionId":"7c2e1b4a-9d3f-4e8a-b6c1-2f5a8d9e0b13"}` + "\n")
 	wrote := false
 	e.onStep = func(s, _ string) {
