@@ -20,7 +20,8 @@ import (
 // figure for figure, and the judge of its result that goes on from the checklist's state
 // there (format.InspectAfter, InspectSumAfter) gives the verdict, warnings and sum of the
 // judge from the start, for every app's healthy samples damaged at random; on one CPU, in
-// blocks on several CPUs, and the pass in blocks going on on one.
+// blocks on several CPUs, the pass in blocks going on on one, and with lines longer than the
+// line window.
 func TestSalvageGoesOnFromTheFront(t *testing.T) {
 	t.Run("one CPU", salvageFromFront)
 	t.Run("blocks on several CPUs", func(t *testing.T) {
@@ -29,6 +30,13 @@ func TestSalvageGoesOnFromTheFront(t *testing.T) {
 	})
 	t.Run("blocks, then one CPU", func(t *testing.T) {
 		defer format.SetParallel(400, 64)()
+		salvageFromFront(t)
+	})
+	// Lines over a window of 96 bytes judged from the file, never held, in blocks and not.
+	t.Run("long lines", func(t *testing.T) {
+		defer format.SetLineWindow(96)()
+		salvageFromFront(t)
+		defer format.SetParallel(1, 64)()
 		salvageFromFront(t)
 	})
 }

@@ -164,7 +164,7 @@ func recordBlocks(p Profile, st passState, n int64, workers int, block int64, he
 		switch {
 		case b.fault != nil:
 			if schema == nil {
-				fr = &Front{p: p, st: passState{off: b.start, lines: line + b.lines - 1, records: records, last: last, blank: blanks, seq: seq}}
+				fr = &Front{st: passState{off: b.start, lines: line + b.lines - 1, records: records, last: last, blank: blanks, seq: seq}}
 			}
 			return b.fault.verdict(line + b.lines), fr, true
 		case errors.Is(b.err, errHeld) || errors.Is(b.err, ErrNoStream):

@@ -36,7 +36,6 @@ func newPass(p Profile, path string) *passState {
 // before it. Its sequence is given one judge's records only: a Front goes on once, and only
 // for the version of the file its pass read.
 type Front struct {
-	p     Profile
 	st    passState
 	spent bool
 }

@@ -158,7 +158,7 @@ func judgeRecordsFrom(p Profile, st *passState, each func(lineFunc) error) (Verd
 		rc = nil // the sequence applies it
 	}
 	vs, _ := seq.(ValidSequence)
-	var next int64 // where the next line starts
+	next := st.off // where the next line starts
 	last, n, records, blanks := st.last, st.lines, st.records, st.blank
 	var schema *Verdict // the first checklist problem; syntax damage anywhere is reported first
 	var stop Verdict    // the damage that ended the walk
@@ -177,7 +177,7 @@ func judgeRecordsFrom(p Profile, st *passState, each func(lineFunc) error) (Verd
 		case f != nil:
 			stop = f.verdict(n)
 			if schema == nil {
-				front = &Front{p: p, st: passState{off: off, lines: n - 1, records: records, last: last, blank: blanks, seq: seq}}
+				front = &Front{st: passState{off: off, lines: n - 1, records: records, last: last, blank: blanks, seq: seq}}
 			}
 			return Stop
 		}
