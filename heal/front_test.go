@@ -23,25 +23,26 @@ import (
 // blocks on several CPUs, the pass in blocks going on on one, and with lines longer than the
 // line window.
 func TestSalvageGoesOnFromTheFront(t *testing.T) {
-	t.Run("one CPU", salvageFromFront)
+	t.Run("one CPU", func(t *testing.T) { salvageFromFront(t, 80) })
 	t.Run("blocks on several CPUs", func(t *testing.T) {
 		defer format.SetParallel(1, 64)()
-		salvageFromFront(t)
+		salvageFromFront(t, 80)
 	})
 	t.Run("blocks, then one CPU", func(t *testing.T) {
 		defer format.SetParallel(400, 64)()
-		salvageFromFront(t)
+		salvageFromFront(t, 80)
 	})
 	// Lines over a window of 96 bytes judged from the file, never held, in blocks and not.
 	t.Run("long lines", func(t *testing.T) {
 		defer format.SetLineWindow(96)()
-		salvageFromFront(t)
+		salvageFromFront(t, 25)
 		defer format.SetParallel(1, 64)()
-		salvageFromFront(t)
+		salvageFromFront(t, 25)
 	})
 }
 
-func salvageFromFront(t *testing.T) {
+// salvageFromFront checks n damaged copies of each app's samples (frontDiff).
+func salvageFromFront(t *testing.T, n int) {
 	reg := apps.Registry()
 	rng := rand.New(rand.NewSource(44))
 	fronts, resumed := 0, 0
@@ -52,7 +53,7 @@ func salvageFromFront(t *testing.T) {
 			t.Fatal(err)
 		}
 		typ := reg.Profile(a.preset, real)
-		for range 80 {
+		for range n {
 			data := damageLines(rng, healthy[rng.Intn(len(healthy))], 1+rng.Intn(3))
 			if err := os.WriteFile(real, data, 0o644); err != nil {
 				t.Fatal(err)
@@ -63,7 +64,7 @@ func salvageFromFront(t *testing.T) {
 		}
 	}
 	t.Logf("%d fronts, %d results judged from theirs", fronts, resumed)
-	if fronts < 100 || resumed < 50 {
+	if fronts < 5*n || resumed < 4*n {
 		t.Fatalf("only %d fronts and %d results judged from theirs: the test no longer tests them", fronts, resumed)
 	}
 }
