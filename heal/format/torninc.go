@@ -3,7 +3,6 @@ package format
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding"
 	"encoding/hex"
 	"errors"
 	"hash"
@@ -24,7 +23,7 @@ import (
 // count (tailState), the cut is planned from that and the appended bytes alone.
 
 // tailState is what an AppendCache entry knows of the bytes it judged healthy: the state of
-// their sha256 (encoding.BinaryMarshaler's) and how many lines they hold, none blank. An
+// their sha256 (fsio.SHA256State) and how many lines they hold, none blank. An
 // entry without one (nil) plans no cut.
 type tailState struct {
 	sha   []byte
@@ -78,16 +77,10 @@ func (st *tailState) extend(b []byte) *tailState {
 	return stateOf(h, st.lines+n)
 }
 
-func (st *tailState) hash() (hash.Hash, error) {
-	h := sha256.New()
-	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st.sha); err != nil {
-		return nil, err
-	}
-	return h, nil
-}
+func (st *tailState) hash() (hash.Hash, error) { return fsio.ResumeSHA256(st.sha) }
 
 func stateOf(h hash.Hash, lines int) *tailState {
-	b, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	b, err := fsio.SHA256State(h)
 	if err != nil {
 		return nil
 	}

@@ -147,10 +147,24 @@ func (m *MarkHash) Write(p []byte) (int, error) {
 // Sum is the hex sha256 of all that was written.
 func (m *MarkHash) Sum() string { return hex.EncodeToString(m.h.Sum(nil)) }
 
-// State is the state of the sha256 of all that was written (encoding.BinaryMarshaler's),
-// from which a hash of those bytes and more goes on (ResumedSum).
-func (m *MarkHash) State() ([]byte, error) {
-	return m.h.(encoding.BinaryMarshaler).MarshalBinary()
+// State is the state of the sha256 of all that was written (SHA256State), from which a
+// hash of those bytes and more goes on (ResumedSum).
+func (m *MarkHash) State() ([]byte, error) { return SHA256State(m.h) }
+
+// SHA256State is the state of h, a crypto/sha256 hash, once what was written to it: the
+// bytes ResumeSHA256 goes on from.
+func SHA256State(h hash.Hash) ([]byte, error) {
+	return h.(encoding.BinaryMarshaler).MarshalBinary()
+}
+
+// ResumeSHA256 is a sha256 that goes on from state (SHA256State's): as if the bytes hashed
+// then had been written to it.
+func ResumeSHA256(state []byte) (hash.Hash, error) {
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // MarkSum is the hex sha256 of the first At bytes written ("" while fewer were).

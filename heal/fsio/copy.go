@@ -3,7 +3,6 @@ package fsio
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding"
 	"encoding/hex"
 	"io"
 	"os"
@@ -117,8 +116,8 @@ type ResumedSum interface {
 func ContentSum(c Content, src io.ReaderAt) (string, error) {
 	if rs, ok := c.(ResumedSum); ok {
 		if at, st := rs.SumState(); st != nil {
-			h := sha256.New()
-			if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(st); err != nil {
+			h, err := ResumeSHA256(st)
+			if err != nil {
 				return "", err
 			}
 			if err := rs.WriteFrom(h, src, at); err != nil {
