@@ -329,45 +329,37 @@ func (e *Engine) replace(ed edit, tmp, target, root string, told func(sum string
 		}
 	}
 	var tmpID Identity
-	lateQ := ed.lateQuarantine()
-	if ed.big != nil && ed.big.sumLater {
-		var sum string
+	// A sum taken as the new file is written, and an original quarantined once it is
+	// (lateQuarantine), are told the journal before the rename.
+	sumLater, lateQ := ed.big != nil && ed.big.sumLater, ed.lateQuarantine()
+	var sum string
+	if sumLater {
 		if lateQ {
 			ed.big.resumeSum()
 		}
-		if tmpID, sum, err = d.WriteTempSum(tmp, ed.content(), old, mode, uid, gid); err != nil {
-			return false, Identity{}, err
-		}
-		e.step("temp-written", target)
-		if lateQ {
-			if err := late(&ed, sum); err != nil {
-				d.Remove(tmpName)
-				return false, Identity{}, err
-			}
-		}
-		if err := told(sum); err != nil {
-			d.Remove(tmpName)
-			return false, Identity{}, err
-		}
-		ed.big.newSHA, ed.big.sumLater = sum, false // (the plan's edit: big is shared)
+		tmpID, sum, err = d.WriteTempSum(tmp, ed.content(), old, mode, uid, gid)
 	} else {
-		var want string
 		if ed.big != nil {
-			want = ed.big.newSHA
+			sum = ed.big.newSHA
 		}
-		if tmpID, err = d.WriteTemp(tmp, ed.content(), old, want, mode, uid, gid); err != nil {
-			return false, Identity{}, err
-		}
-		e.step("temp-written", target)
-		if lateQ {
-			if err := late(&ed, want); err == nil {
-				err = told(want)
-			}
-			if err != nil {
-				d.Remove(tmpName)
-				return false, Identity{}, err
-			}
-		}
+		tmpID, err = d.WriteTemp(tmp, ed.content(), old, sum, mode, uid, gid)
+	}
+	if err != nil {
+		return false, Identity{}, err
+	}
+	e.step("temp-written", target)
+	if lateQ {
+		err = late(&ed, sum)
+	}
+	if err == nil && (sumLater || lateQ) {
+		err = told(sum)
+	}
+	if err != nil {
+		d.Remove(tmpName)
+		return false, Identity{}, err
+	}
+	if sumLater {
+		ed.big.newSHA, ed.big.sumLater = sum, false // (the plan's edit: big is shared)
 	}
 	if old != nil {
 		if fi, err := old.Stat(); err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
