@@ -26,9 +26,8 @@ type bigEdit struct {
 	small    bool // an app log up to appBigFile, another file up to bigFile: a tail cut replaces it whole
 }
 
-// waitOld waits for the original's sum when it is being taken (bigEdit.oldSum), and, for a
-// result that starts with bytes of the original (a salvage's splice) whose sum is taken as
-// it is written, has that sum go on from the original's state there.
+// waitOld waits for the original's sum when it is being taken (bigEdit.oldSum), and keeps
+// it (oldSHA).
 func (b *bigEdit) waitOld() error {
 	if b.oldSum == nil {
 		return nil
