@@ -2,9 +2,11 @@ package jsonv
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"sort"
+	"unicode/utf8"
 )
 
 // ErrTooLarge: a skeleton would be larger than its bound.
@@ -24,9 +26,36 @@ func Skeleton(r io.Reader, keep, limit int) ([]byte, error) {
 	return skeleton(br, keep, limit, nil)
 }
 
+// SkeletonSize is the length of the skeleton Skeleton would copy from r, found without
+// copying it: ErrTooLarge once it would pass limit bytes.
+func SkeletonSize(r io.Reader, keep, limit int) (int, error) {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 64<<10)
+	}
+	var sk sketch
+	err := sk.run(br, keep, limit, true)
+	return sk.n, err
+}
+
 // skeleton is Skeleton, noting in cuts (when not nil) where each cut string ends.
 func skeleton(br *bufio.Reader, keep, limit int, cuts *[]cut) ([]byte, error) {
-	var out []byte
+	sk := sketch{cuts: cuts}
+	if err := sk.run(br, keep, limit, false); err != nil {
+		return nil, err
+	}
+	return sk.out, nil
+}
+
+// sketch is a skeleton being copied (out), or only measured (n, its length either way).
+type sketch struct {
+	out  []byte
+	n    int
+	cuts *[]cut
+}
+
+// run copies the skeleton of br's value into out, or only counts its bytes when dry.
+func (sk *sketch) run(br *bufio.Reader, keep, limit int, dry bool) error {
 	dropped := 0 // bytes of the current cut string left out
 	var (
 		inStr    bool
@@ -38,33 +67,61 @@ func skeleton(br *bufio.Reader, keep, limit int, cuts *[]cut) ([]byte, error) {
 		skipEsc  bool // skipping: the byte after a backslash
 	)
 	for {
+		if inStr && cutting && !skipEsc {
+			// The bulk of a long string: what the reader holds up to its next quote or
+			// backslash is left out as it stands.
+			buf, _ := br.Peek(br.Buffered())
+			k := bytes.IndexAny(buf, `"\`)
+			if k < 0 {
+				k = len(buf)
+			}
+			br.Discard(k)
+			dropped += k
+		}
+		if inStr && !cutting && hexLeft == 0 && contLeft == 0 && !afterEsc && content < keep {
+			// A string's plain ASCII up to the cut: copied as it stands.
+			buf, _ := br.Peek(min(br.Buffered(), keep-content))
+			k := 0
+			for k < len(buf) && buf[k] < utf8.RuneSelf && buf[k] != '"' && buf[k] != '\\' {
+				k++
+			}
+			if sk.n+k > limit {
+				return ErrTooLarge
+			}
+			if !dry {
+				sk.out = append(sk.out, buf[:k]...)
+			}
+			sk.n, content = sk.n+k, content+k
+			br.Discard(k)
+		}
 		c, err := br.ReadByte()
 		if err == io.EOF {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		switch {
 		case !inStr:
 			inStr = c == '"'
 			content, hexLeft, contLeft, afterEsc, cutting = 0, 0, 0, false, false
 		case cutting:
+			closing := false
 			switch {
 			case skipEsc:
 				skipEsc = false
 			case c == '\\':
 				skipEsc = true
 			case c == '"':
-				inStr = false
-				if cuts != nil {
-					*cuts = append(*cuts, cut{pos: len(out), n: dropped})
+				inStr, closing = false, true
+				if sk.cuts != nil {
+					*sk.cuts = append(*sk.cuts, cut{pos: sk.n, n: dropped})
 				}
-				out = append(out, c)
+			}
+			if !closing {
+				dropped++
 				continue
 			}
-			dropped++
-			continue
 		case hexLeft > 0:
 			hexLeft--
 			content++
@@ -91,10 +148,18 @@ func skeleton(br *bufio.Reader, keep, limit int, cuts *[]cut) ([]byte, error) {
 				contLeft = max(int(utf8First[c]&7)-1, 0)
 			}
 		}
-		out = append(out, c)
-		if len(out) > limit {
-			return nil, ErrTooLarge
+		sk.put(c, dry)
+		if sk.n > limit {
+			return ErrTooLarge
 		}
+	}
+}
+
+// put adds c to the skeleton (counts it only, when dry).
+func (sk *sketch) put(c byte, dry bool) {
+	sk.n++
+	if !dry {
+		sk.out = append(sk.out, c)
 	}
 }
 

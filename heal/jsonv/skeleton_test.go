@@ -1,6 +1,7 @@
 package jsonv
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"strings"
@@ -50,6 +51,23 @@ func FuzzSkeleton(f *testing.F) {
 			}
 			if len(got) > len(b) || keep == 1<<20 && !bytes.Equal(got, b) {
 				t.Fatalf("Skeleton(%q, %d) = %q", b, keep, got)
+			}
+			// Read through the smallest buffer (a cut string's bytes skipped a buffer at a
+			// time), with its cuts: the same copy.
+			small, cuts, err := SkeletonCuts(bufio.NewReaderSize(bytes.NewReader(b), 16), keep, 1<<20)
+			if err != nil || !bytes.Equal(small, got) || cuts.Orig(len(small)) != len(b) {
+				t.Fatalf("Skeleton(%q, %d) through 16 bytes = %q (ends at %d), %v; want %q", b, keep, small, cuts.Orig(len(small)), err, got)
+			}
+			// Its size, measured without the copy: the same, and too large alike.
+			if n, err := SkeletonSize(bytes.NewReader(b), keep, 1<<20); n != len(got) || err != nil {
+				t.Fatalf("SkeletonSize(%q, %d) = %d, %v; want %d", b, keep, n, err, len(got))
+			}
+			if len(got) > 0 {
+				_, err1 := Skeleton(bytes.NewReader(b), keep, len(got)-1)
+				_, err2 := SkeletonSize(bytes.NewReader(b), keep, len(got)-1)
+				if !errors.Is(err1, ErrTooLarge) || !errors.Is(err2, ErrTooLarge) {
+					t.Fatalf("%q, keep %d, limit %d: %v and %v, want ErrTooLarge", b, keep, len(got)-1, err1, err2)
+				}
 			}
 		}
 	})
