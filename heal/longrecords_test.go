@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sessionmedic/sessionmedic/heal/format"
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
 // A transcript whose long records each have a skeleton over the bound (as a message holding
@@ -49,6 +50,88 @@ func TestLongRecordsOverTheSkeletonBoundPlannedFromTheFile(t *testing.T) {
 	}
 	if healed < 10 {
 		t.Fatalf("only %d heals", healed)
+	}
+}
+
+// A transcript whose long records' skeletons are over the bound at the first cut, and under
+// it with their longer strings cut shorter (a message of many images each under a megabyte),
+// is judged and healed on those shorter skeletons — the same report, file and quarantine as
+// on skeletons within the bound — rather than on each such record read whole.
+func TestLongRecordsCutShorterHealedAlike(t *testing.T) {
+	defer format.SetLineWindow(64)()
+	rng := rand.New(rand.NewSource(67))
+	tiered, healed := 0, 0
+	for _, a := range streamApps {
+		healthy := jsonlSamples(t, a.preset, "healthy")
+		for range 5 {
+			orig := healthy[rng.Intn(len(healthy))]
+			if longest(orig) <= 64 {
+				continue
+			}
+			data := damageLines(rng, padTexts(rng, orig), 1+rng.Intn(2))
+			// The bound: the skeleton of a record cut shorter that three in four are within
+			// (cut at 100 to 200 bytes, never an id or a time: the samples' are shorter); a
+			// longer record within it is cut shorter, one over it read whole.
+			cut := 100 + rng.Intn(100)
+			var records [][]byte
+			var sizes []int
+			for _, l := range bytes.Split(data, []byte("\n")) {
+				if jsonv.Valid(l, jsonv.Dialect{}) == nil && len(l) > 64 {
+					sk, err := jsonv.Skeleton(bytes.NewReader(l), cut, format.MaxLine)
+					if err != nil {
+						t.Fatal(err)
+					}
+					records, sizes = append(records, l), append(sizes, len(sk))
+				}
+			}
+			if len(records) == 0 {
+				continue
+			}
+			bound := slices.Sorted(slices.Values(sizes))[len(sizes)*3/4]
+			for i, l := range records {
+				if len(l) > bound && sizes[i] <= bound {
+					tiered++
+				}
+			}
+			r1, f1, q1, _ := healAppWith(t, a.preset, a.rel, data, nil, 1, 1, Options{}) // judged streaming
+			restore, short := format.SetRecordLimits(bound, format.MaxLine), format.SetSkeletonShort(cut)
+			r2, f2, q2, big := healAppWith(t, a.preset, a.rel, data, nil, 1, 1, Options{})
+			short()
+			restore()
+			if r2.Verdict == Damaged && !big {
+				t.Fatalf("%s: damaged, not planned from the file", a.preset)
+			}
+			r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
+			if !equalReports(r1, r2) || !bytes.Equal(f1, f2) || !bytes.Equal(q1, q2) {
+				t.Fatalf("%s, bound %d, cut %d:\nwithin the bound %+v\ncut shorter      %+v\nwrote %d and %d bytes, quarantined %d and %d",
+					a.preset, bound, cut, r1, r2, len(f1), len(f2), len(q1), len(q2))
+			}
+			if r2.Action == ActionHealed {
+				healed++
+			}
+		}
+	}
+	if healed < 10 || tiered < 50 {
+		t.Fatalf("only %d heals, %d records cut shorter", healed, tiered)
+	}
+}
+
+// padTexts is data with each text or content string lengthened by 120 to 480 bytes of
+// words at its start: records that hold long texts, as transcripts do.
+func padTexts(rng *rand.Rand, data []byte) []byte {
+	var out []byte
+	for {
+		i := bytes.Index(data, []byte(`"text":"`))
+		if j := bytes.Index(data, []byte(`"content":"`)); j >= 0 && (i < 0 || j < i) {
+			i = j + len(`"content":"`)
+		} else if i >= 0 {
+			i += len(`"text":"`)
+		}
+		if i < 0 {
+			return append(out, data...)
+		}
+		out = append(append(out, data[:i]...), strings.Repeat("lorem ipsum ", 10+rng.Intn(30))...)
+		data = data[i:]
 	}
 }
 

@@ -19,19 +19,24 @@ import (
 // a string that long (a tool's output, an image's base64).
 //
 // A record whose skeleton would be over maxSkeleton (more than 16 MiB of members, numbers
-// and strings under SkeletonString: many images of under a megabyte in one message) is its
-// own skeleton: the line is read whole, up to maxHeldRecord bytes, and the checklist reads
-// it as it reads a line held. Only a longer one cannot be judged streaming (ErrNoStream).
+// and strings under SkeletonString: many images of under a megabyte in one message) has its
+// strings over SkeletonShort cut instead (as a document's long element has: jsonv.WalkCut),
+// still never an id, a type or a time. Only a record whose skeleton is over maxSkeleton
+// that way too (16 MiB of members, numbers and strings under 64 KiB) is its own skeleton:
+// the line is read whole, up to maxHeldRecord bytes, and the checklist reads it as it reads
+// a line held. Only a longer one cannot be judged streaming (ErrNoStream).
 const (
-	LineWindow     = 8 << 20 // a longer line is judged streaming
-	SkeletonString = 1 << 20 // a longer string is cut in a long record's skeleton
+	LineWindow     = 8 << 20  // a longer line is judged streaming
+	SkeletonString = 1 << 20  // a longer string is cut in a long record's skeleton
+	SkeletonShort  = 64 << 10 // ... or a string longer than this, when that skeleton is over maxSkeleton
 )
 
-// maxSkeleton and maxHeldRecord are variables so that tests can lower them (never in
-// parallel ones).
+// maxSkeleton, skeletonShort and maxHeldRecord are variables so that tests can lower them
+// (never in parallel ones).
 var (
-	maxSkeleton   = 16 << 20 // a long record whose skeleton would be larger is read whole ...
-	maxHeldRecord = MaxLine  // ... up to this many bytes; a longer one cannot be judged
+	maxSkeleton   = 16 << 20      // a long record whose skeleton would be larger has its strings cut shorter ...
+	skeletonShort = SkeletonShort // ... at this many bytes; one whose skeleton is still larger is read whole ...
+	maxHeldRecord = MaxLine       // ... up to this many bytes; a longer one cannot be judged
 )
 
 // lineWindow is LineWindow, made smaller by tests (never in parallel ones) so that short
@@ -128,20 +133,51 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 	ll.verr, ll.first = verr, byte(first)
 	ll.fault, ll.record = lj.r.judge(start, ll.n, verr, byte(first), ll.terminated)
 	if lj.skel && (ll.fault == nil || lj.cuts && verr == nil) {
-		br := bufio.NewReaderSize(io.NewSectionReader(r, start, body), min(64<<10, bufSize))
-		if lj.cuts {
-			ll.skel, ll.cuts, err = jsonv.SkeletonCuts(br, SkeletonString, maxSkeleton)
-		} else {
-			ll.skel, err = jsonv.Skeleton(br, SkeletonString, maxSkeleton)
-		}
-		if errors.Is(err, jsonv.ErrTooLarge) {
-			ll.skel, err = heldRecord(r, start, body) // nothing cut: no cuts
-		}
-		if err != nil {
+		if ll.skel, ll.cuts, err = lj.skeleton(r, start, body, bufSize); err != nil {
 			return nil, err
 		}
 	}
 	return ll, nil
+}
+
+// skeleton is the skeleton of the valid record of body bytes at start of r: its strings over
+// SkeletonString cut; where that is over maxSkeleton, its strings over skeletonShort; where
+// that is too, the record read whole (heldRecord). A record over maxSkeleton has each
+// skeleton's size measured first (jsonv.SkeletonSize), so that none is held in vain. cuts:
+// where its strings were cut, when the judge keeps them.
+func (lj *longJudge) skeleton(r io.ReaderAt, start, body int64, bufSize int) (skel []byte, cuts jsonv.Cuts, err error) {
+	reader := func() *bufio.Reader {
+		return bufio.NewReaderSize(io.NewSectionReader(r, start, body), min(64<<10, bufSize))
+	}
+	keep := SkeletonString
+	if body > int64(maxSkeleton) {
+		// A skeleton no larger than its record fits; a larger record's may not: each cut's
+		// is measured before one is copied, and a record whose skeletons are all too large
+		// is read whole without one copied in vain.
+		keep = 0
+		for _, k := range []int{SkeletonString, skeletonShort} {
+			_, err := jsonv.SkeletonSize(reader(), k, maxSkeleton)
+			if err == nil {
+				keep = k
+				break
+			}
+			if !errors.Is(err, jsonv.ErrTooLarge) {
+				return nil, jsonv.Cuts{}, err
+			}
+		}
+	}
+	if keep == 0 {
+		err = jsonv.ErrTooLarge
+	} else if lj.cuts {
+		skel, cuts, err = jsonv.SkeletonCuts(reader(), keep, maxSkeleton)
+	} else {
+		skel, err = jsonv.Skeleton(reader(), keep, maxSkeleton)
+	}
+	if errors.Is(err, jsonv.ErrTooLarge) {
+		skel, err = heldRecord(r, start, body) // nothing cut: no cuts
+		return skel, jsonv.Cuts{}, err
+	}
+	return skel, cuts, err
 }
 
 // heldRecord is the line of body bytes at start of r read whole, as the skeleton of a record
@@ -222,4 +258,13 @@ func SetRecordLimits(skeleton, held int) (restore func()) {
 	s, h := maxSkeleton, maxHeldRecord
 	maxSkeleton, maxHeldRecord = skeleton, held
 	return func() { maxSkeleton, maxHeldRecord = s, h }
+}
+
+// SetSkeletonShort makes a long record whose skeleton would be over the bound have its
+// strings over n bytes cut, until restore is called: for the tests of the packages whose
+// strategies read lines (never in parallel ones).
+func SetSkeletonShort(n int) (restore func()) {
+	was := skeletonShort
+	skeletonShort = n
+	return func() { skeletonShort = was }
 }

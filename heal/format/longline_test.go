@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/sessionmedic/sessionmedic/heal/jsonv"
 )
 
 // recChecker is a JSONL profile with a record checklist: a record holding "bad" is refused.
@@ -209,5 +211,67 @@ func TestLongRecordsOverTheSkeletonBound(t *testing.T) {
 	ll, err := lj.judgeLong(bytes.NewReader(line), 0, int64(len(line)))
 	if err != nil || string(ll.skel) != string(line[:len(line)-1]) || !ll.cuts.Whole(0, len(ll.skel)) {
 		t.Fatalf("a record held as its skeleton: %q %v, %v", ll.skel, ll.cuts, err)
+	}
+}
+
+// A long record whose skeleton would be over maxSkeleton has its strings over skeletonShort
+// cut instead, and is read whole only where that skeleton is over the bound too: a record
+// of many strings each under SkeletonString (many images in one message) is no longer held
+// whole. With and without the cuts noted; a record whose skeleton fits at the first cut
+// keeps it.
+func TestLongRecordsCutShorterOverTheSkeletonBound(t *testing.T) {
+	defer func(s, k, h int) { maxSkeleton, skeletonShort, maxHeldRecord = s, k, h }(maxSkeleton, skeletonShort, maxHeldRecord)
+	r := rand.New(rand.NewPCG(29, 3))
+	var short, held, first int
+	for iter := 0; iter < 400; iter++ {
+		// A record of a few members, some strings long, some escaped, one nested.
+		var b strings.Builder
+		b.WriteString(`{"type":"user","id":"u1"`)
+		for k := range 1 + r.IntN(8) {
+			fmt.Fprintf(&b, `,"m%d":"%s\u00e9%s"`, k, strings.Repeat("x", r.IntN(300)), strings.Repeat(`\"`, r.IntN(20)))
+		}
+		fmt.Fprintf(&b, `,"n":{"a":[1,"%s",{"b":null}]}}`, strings.Repeat("y", r.IntN(200)))
+		line := []byte(b.String())
+		maxSkeleton, skeletonShort, maxHeldRecord = 64+r.IntN(1200), 16+r.IntN(100), MaxLine
+		for _, keepCuts := range []bool{false, true} {
+			lj := &longJudge{r: rulesOf(recChecker{plain{jsonl: true}}), window: 4, skel: true, cuts: keepCuts}
+			file := append(bytes.Clone(line), '\n')
+			ll, err := lj.judgeLong(bytes.NewReader(file), 0, int64(len(file)))
+			if err != nil || ll.fault != nil {
+				t.Fatalf("%q: %v %+v", line, err, ll.fault)
+			}
+			longSk, longCuts, err1 := jsonv.SkeletonCuts(bytes.NewReader(line), SkeletonString, maxSkeleton)
+			shortSk, shortCuts, err2 := jsonv.SkeletonCuts(bytes.NewReader(line), skeletonShort, maxSkeleton)
+			var want []byte
+			var cuts jsonv.Cuts
+			switch {
+			case err1 == nil:
+				want, cuts = longSk, longCuts
+				first++
+			case err2 == nil:
+				want, cuts = shortSk, shortCuts
+				short++
+			case errors.Is(err2, jsonv.ErrTooLarge):
+				want, cuts = line, jsonv.Cuts{}
+				held++
+			default:
+				t.Fatal(err1, err2)
+			}
+			if !bytes.Equal(ll.skel, want) {
+				t.Fatalf("bound %d, short cut %d, %q:\n skeleton %q\n     want %q", maxSkeleton, skeletonShort, line, ll.skel, want)
+			}
+			if !keepCuts {
+				continue
+			}
+			// The cuts map every offset of the skeleton back as the cut that made it does.
+			for off := 0; off <= len(want); off++ {
+				if ll.cuts.Orig(off) != cuts.Orig(off) {
+					t.Fatalf("%q: offset %d maps to %d, want %d", line, off, ll.cuts.Orig(off), cuts.Orig(off))
+				}
+			}
+		}
+	}
+	if short < 100 || held < 100 || first < 100 {
+		t.Fatalf("%d cut shorter, %d held, %d at the first cut: each way under 100", short, held, first)
 	}
 }
