@@ -209,9 +209,11 @@ func (b *bench) appsLastGood(ctx context.Context, dir string, idle int64) ([]Row
 // appsLongRecords: a Claude Code transcript of 100 MB (-quick: 16 MB) with records longer
 // than the line window: two adjacent ones grown to 5 MiB each (a member of 5 MiB) and glued
 // into one 10.5 MiB line, healed (the salvage splits them: the result is the transcript
-// before the damage); and, healthy, one holding an array of 40 strings of 512 KiB — a
-// 20 MiB record whose skeleton (its members, each string cut at 1 MiB) is over 16 MiB —,
-// checked (read whole as its own skeleton: healthy).
+// before the damage); and, healthy, checked: one holding an array of 40 strings of 512 KiB
+// — a 20 MiB record whose skeleton (its members, each string cut at 1 MiB) is over 16 MiB,
+// its strings cut at 64 KiB instead —; one of 100 such strings (50 MiB); and one holding
+// 500,000 strings of 40 bytes (a 21 MiB record whose skeleton at any cut is over 16 MiB:
+// read whole as its own skeleton).
 func (b *bench) appsLongRecords(ctx context.Context, dir string, idle int64) ([]Row, error) {
 	size := int64(100e6)
 	if b.o.quick {
@@ -243,12 +245,19 @@ func (b *bench) appsLongRecords(ctx context.Context, dir string, idle int64) ([]
 	}
 	skel := slices.Clone(lines)
 	skel[i] = grow(lines[i], []byte(`"toolUseResult":[`+strings.Join(strs, ",")+`]`))
+	skel50 := slices.Clone(lines)
+	skel50[i] = grow(lines[i], []byte(`"toolUseResult":[`+strings.Repeat(strs[0]+",", 99)+strs[0]+`]`))
+	short := `"` + strings.Repeat("s", 40) + `"`
+	many := slices.Clone(lines)
+	many[i] = grow(lines[i], []byte(`"toolUseResult":[`+strings.Repeat(short+",", 499_999)+short+`]`))
 	shapes := []struct {
 		what, cmd     string
 		damaged, want []byte
 	}{
 		{"two records of 5 MiB glued into one 10.5 MiB line", "heal", glued, before},
-		{"healthy, holding a 20 MiB record of 40 strings of 512 KiB (its skeleton over 16 MiB)", "check", bytes.Join(skel, nil), nil},
+		{"healthy, holding a 20 MiB record of 40 strings of 512 KiB (its skeleton over 16 MiB at the first cut)", "check", bytes.Join(skel, nil), nil},
+		{"healthy, holding a 50 MiB record of 100 strings of 512 KiB (its skeleton over 16 MiB at the first cut)", "check", bytes.Join(skel50, nil), nil},
+		{"healthy, holding a 21 MiB record of 500,000 strings of 40 bytes (its skeleton over 16 MiB at any cut)", "check", bytes.Join(many, nil), nil},
 	}
 	var rows []Row
 	for k, sh := range shapes {
