@@ -146,6 +146,7 @@ func recordBlocks(p Profile, st passState, n int64, workers int, block int64, he
 	}()
 
 	line, records, last, blanks := st.lines, st.records, st.last, st.blank
+	readErr := false    // a read error ended the file
 	var schema *Verdict // the first checklist problem; a syntax fault anywhere is reported first
 	for i := range blocks {
 		b := &blocks[i]
@@ -174,10 +175,15 @@ func recordBlocks(p Profile, st passState, n int64, workers int, block int64, he
 		free <- b.batchSlot
 		b.batchSlot = nil
 		if b.err != nil {
+			readErr = true
 			break // a read error ends the file there
 		}
 	}
-	return endRecords(p, seq, schema, records, last), nil, true
+	v = endRecords(p, seq, schema, records, last)
+	if !readErr && v.Status == Healthy {
+		fr = &Front{st: passState{off: n, lines: line, records: records, last: last, blank: blanks, seq: seq}, end: true}
+	}
+	return v, fr, true
 }
 
 // parallelRecords: the workers a record checklist's pass may use, 0 for one goroutine.

@@ -35,10 +35,17 @@ func newPass(p Profile, path string) *passState {
 // accepted by the checklist: where the line starts, and the checklist's state over the lines
 // before it. Its sequence is given one judge's records only: a Front goes on once, and only
 // for the version of the file its pass read.
+//
+// A pass that judged every record healthy to its end leaves an end Front there (End): the
+// state a judge of bytes appended to the same ones goes on from.
 type Front struct {
 	st    passState
 	spent bool
+	end   bool // the pass's end, every line before it healthy; not a damaged line
 }
+
+// End: fr is where a healthy pass ended, not a damaged line.
+func (fr *Front) End() bool { return fr != nil && fr.end }
 
 // Off is where the first damaged line starts.
 func (fr *Front) Off() int64 { return fr.st.off }
@@ -59,13 +66,21 @@ func (fr *Front) resume(keep *Splice) *passState {
 // line, its records are judged from that line on, the checklist going on from fr's state. It
 // is InspectAt otherwise, and where the walk from there could not be made.
 func InspectAfter(fr *Front, p Profile, path string, f io.ReaderAt, keep *Splice) (Verdict, error) {
-	v, _, err := inspectAt(p, path, keep.At(f), keep.Size(), false, fr.resume(keep))
+	v, _, _, err := inspectAt(p, path, keep.At(f), keep.Size(), false, fr.resume(keep))
 	return v, err
+}
+
+// InspectEndAfter is InspectAfter, with the end Front its judge left at the result's end when
+// it was healthy (nil when not, or not known).
+func InspectEndAfter(fr *Front, p Profile, path string, f io.ReaderAt, keep *Splice) (Verdict, *Front, error) {
+	v, _, end, err := inspectAt(p, path, keep.At(f), keep.Size(), false, fr.resume(keep))
+	return v, end, err
 }
 
 // InspectSumAfter is [InspectSum] of the result of keep as InspectAfter judges it.
 func InspectSumAfter(fr *Front, p Profile, path string, f io.ReaderAt, keep *Splice) (Verdict, string, error) {
-	return inspectAt(p, path, keep.At(f), keep.Size(), true, fr.resume(keep))
+	v, sum, _, err := inspectAt(p, path, keep.At(f), keep.Size(), true, fr.resume(keep))
+	return v, sum, err
 }
 
 // PlanKeepAfter is [PlanKeep] of the version of the file fr's pass judged, walking it from
@@ -73,7 +88,7 @@ func InspectSumAfter(fr *Front, p Profile, path string, f io.ReaderAt, keep *Spl
 // profile's salvage keeps every record as it is (it drops none as superseded or repeated):
 // those lines are kept as they are, as a walk of them would keep them. PlanKeep otherwise.
 func PlanKeepAfter(fr *Front, p Profile, path string, f io.ReaderAt, size int64) (*Splice, KeepFigures, error) {
-	if fr == nil || fr.st.blank || fr.st.off <= 0 || fr.st.off > size || !keepsAsIs(p) {
+	if fr == nil || fr.end || fr.st.blank || fr.st.off <= 0 || fr.st.off > size || !keepsAsIs(p) {
 		return PlanKeep(p, path, f, size)
 	}
 	return keepFrom(keeperAfter(p, path, fr.st.off, fr.st.records), f, keepWalker(p, f, size), size)

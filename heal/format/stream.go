@@ -215,7 +215,12 @@ func judgeRecordsFrom(p Profile, st *passState, each func(lineFunc) error) (Verd
 	case errors.Is(err, ErrNoStream):
 		return (&tooLong{line: n + 1, off: next}).verdict(), nil
 	}
-	return endRecords(p, seq, schema, records, last), nil
+	v := endRecords(p, seq, schema, records, last)
+	if err == nil && v.Status == Healthy {
+		// Every line walked, healthy (not a read error's end): where the walk ended.
+		front = &Front{st: passState{off: next, lines: n, records: records, last: last, blank: blanks, seq: seq}, end: true}
+	}
+	return v, front
 }
 
 // problemKind is the kind of the problem seq's last Record returned.
@@ -448,7 +453,7 @@ func appendedRefusal(p Profile, walk walker, n, off int64) (fault *lineFault, li
 // CPUs where the file is large enough (r's ReadAt is called from several goroutines). The
 // profile's skip reason is asked of the first bytes only.
 func InspectAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, error) {
-	v, _, err := inspectAt(p, path, r, size, false, nil)
+	v, _, _, err := inspectAt(p, path, r, size, false, nil)
 	return v, err
 }
 
@@ -457,27 +462,31 @@ func InspectAt(p Profile, path string, r io.ReaderAt, size int64) (Verdict, erro
 // several goroutines at once (a file, a splice of one), and the bytes must not change under
 // the pass (the caller checks the file is the version it planned from, after).
 func InspectSum(p Profile, path string, r io.ReaderAt, size int64) (Verdict, string, error) {
-	return inspectAt(p, path, r, size, true, nil)
+	v, sum, _, err := inspectAt(p, path, r, size, true, nil)
+	return v, sum, err
 }
 
-func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool, from *passState) (Verdict, string, error) {
+func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool, from *passState) (Verdict, string, *Front, error) {
 	var a *AsideHash
 	if sum {
 		a = HashAside(r, size)
 		defer a.Stop()
 	}
-	v, ok, err := judgeAtFrom(p, path, r, size, nil, true, from)
+	v, end, ok, err := judgeAtFrom(p, path, r, size, nil, true, from)
 	if err == nil && !ok {
-		v, err = judgeAt(p, path, r, size, nil, true) // from's state spent: from the start
+		v, end, _, err = judgeAtFrom(p, path, r, size, nil, true, nil) // from's state spent: from the start
+	}
+	if !end.End() || end.st.off != size {
+		end = nil
 	}
 	if err != nil || v.Status != Healthy || !sum {
-		return v, "", err
+		return v, "", end, err
 	}
 	s, err := a.Wait()
 	if err != nil {
-		return Verdict{}, "", err
+		return Verdict{}, "", nil, err
 	}
-	return v, s, nil
+	return v, s, end, nil
 }
 
 // judgeAt is InspectAt; each, when set, is shown every line the walk reads (as the walk's
@@ -485,27 +494,27 @@ func inspectAt(p Profile, path string, r io.ReaderAt, size int64, sum bool, from
 // from several goroutines, in no set order, and may see a line twice (a walk on several
 // CPUs that meets a line longer than a worker holds is made again on one).
 func judgeAt(p Profile, path string, r io.ReaderAt, size int64, each func(line []byte, long *longLine), concurrent bool) (Verdict, error) {
-	v, _, err := judgeAtFrom(p, path, r, size, each, concurrent, nil)
+	v, _, _, err := judgeAtFrom(p, path, r, size, each, concurrent, nil)
 	return v, err
 }
 
 // judgeAtFrom is judgeAt; with from, the walk of the lines goes on from there (see
 // judgeLinesFrom: ok is false when it could not).
-func judgeAtFrom(p Profile, path string, r io.ReaderAt, size int64, each func(line []byte, long *longLine), concurrent bool, from *passState) (Verdict, bool, error) {
+func judgeAtFrom(p Profile, path string, r io.ReaderAt, size int64, each func(line []byte, long *longLine), concurrent bool, from *passState) (Verdict, *Front, bool, error) {
 	if !StreamJudged(p) {
-		return Verdict{}, true, ErrNoStream
+		return Verdict{}, nil, true, ErrNoStream
 	}
 	head := make([]byte, min(size, 64<<10))
 	if _, err := r.ReadAt(head, 0); err != nil && err != io.EOF {
-		return Verdict{}, true, err
+		return Verdict{}, nil, true, err
 	}
 	if v, done, err := judgeFront(p, File{Path: path}, head, size, func() (bool, error) { return AllNULAt(r, 0, size) }); done || err != nil {
-		return v, true, err
+		return v, nil, true, err
 	}
 	// A read error would end the walk as the end of the file: it is the caller's instead.
 	var mu sync.Mutex
 	var rerr error
-	v, _, ok := judgeLinesFrom(p, path, from, size, concurrent, func(maxHeld int, lj *longJudge) walker {
+	v, fr, ok := judgeLinesFrom(p, path, from, size, concurrent, func(maxHeld int, lj *longJudge) walker {
 		w := readWalker(r, size, StreamBuf, maxHeld, lj)
 		return func(from, limit int64, skip bool, fn lineFunc) error {
 			if each != nil {
@@ -526,9 +535,9 @@ func judgeAtFrom(p Profile, path string, r io.ReaderAt, size int64, each func(li
 		}
 	})
 	if rerr != nil {
-		return Verdict{}, true, rerr
+		return Verdict{}, nil, true, rerr
 	}
-	return v, ok, nil
+	return v, fr, ok, nil
 }
 
 // StreamJudged: p's verdict on a file can be reached streaming, the same as on the file held
