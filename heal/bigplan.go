@@ -205,11 +205,18 @@ func (e *Engine) makeBigPlans(rule *policy.Rule, in *inspection) ([]*plan, []try
 		}
 		if cut && tc.Verdict.Status == "" {
 			// A salvage planned from what the daemon knows (TrySalvage; its first refused
-			// line may be a torn last one): its result judged here, its sum known.
-			if tc.Verdict, err = format.InspectAt(c.typ, c.path, keep.At(f), keep.Size()); err != nil {
+			// line may be a torn last one): its result judged here, its sum known — from
+			// the end of the bytes the daemon remembers where it kept its checklist's state
+			// there; what the judge reaches at the result's end is kept for the appends to
+			// the healed file.
+			step := "salvage-judged"
+			if in.tornCut.Resumed() {
+				step = "salvage-judged-from-state"
+			}
+			if tc.Verdict, err = in.tornCut.JudgeResult(c.typ, c.path, f); err != nil {
 				return nil, nil, err
 			}
-			e.step("salvage-judged", c.path)
+			e.step(step, c.path)
 		}
 		if !cut {
 			// The original is hashed beside the planning rather than in its read: the

@@ -129,14 +129,14 @@ func (e *Engine) inspectOnce(t Target, heal bool) *inspection {
 				// held whole.
 				in.id, in.verdict, in.copyFrom = sid, v, true
 				e.inc.Full.Add(1)
-				e.remember(t.Path, in.ctx.typ, sid)
+				e.remember(t.Path, in.ctx.typ, sid, fr)
 				return in
 			case serr == nil && v.Status == Damaged && sid.Size <= streamThreshold && !e.appPlanStreamed(in.ctx.typ, sid.Size):
 				// Read whole below, and planned as such.
 			case serr == nil && v.Status == Healthy:
 				in.id, in.verdict = sid, v
 				e.inc.Full.Add(1)
-				e.remember(t.Path, in.ctx.typ, sid)
+				e.remember(t.Path, in.ctx.typ, sid, fr)
 				in.incremental = true // no bytes held: no last-good copy of a file this large
 				return in
 			case serr == nil && v.Status == Damaged && appStreamed(in.ctx.typ):
@@ -364,12 +364,14 @@ func inspectTorn(path string, typ format.Profile) (v Verdict, sid Identity, tc f
 
 // remember records a big append-only log judged healthy in full (sid) in the daemon's
 // incremental cache; one its app wrote lately, with what a torn line appended later is cut
-// from (format.AppendCache.RememberTail: a pass over it for its sha256).
-func (e *Engine) remember(path string, typ format.Profile, sid Identity) {
+// from (format.AppendCache.RememberTail: a pass over it for its sha256), and the state its
+// judge's pass left at its end (end), which the judge of a salvage of damage appended later
+// goes on from.
+func (e *Engine) remember(path string, typ format.Profile, sid Identity, end *format.Front) {
 	switch {
 	case e.oneShot:
 	case appStreamed(typ) && sid.Size > e.appBigAbove() && time.Since(sid.Mtime) <= coldAfter:
-		e.inc.RememberTail(path, typ, sid)
+		e.inc.RememberTail(path, typ, sid, end)
 	default:
 		e.inc.RememberFile(path, typ, sid)
 	}

@@ -42,6 +42,7 @@ func TestSalvageFromIncremental(t *testing.T) {
 func salvageFromIncremental(t *testing.T) {
 	rng := rand.New(rand.NewSource(37))
 	fast := map[string]int{}
+	resumed := map[string]int{} // ... with the result judged from the state the daemon kept
 	shapes := map[string]int{}
 	for _, a := range streamApps {
 		src, lines := healthyLog(t, a.preset, a.rel)
@@ -96,9 +97,11 @@ func salvageFromIncremental(t *testing.T) {
 			}
 			check(fmt.Sprintf("the first %d lines", at))
 			for heal := 0; heal < 2 && at < len(lines)-3; heal++ {
+				appends := 0
 				for k := rng.Intn(3); k > 0 && at < len(lines)-4; k-- {
 					write(lines[at])
 					at++
+					appends++
 					check(fmt.Sprintf("%d lines", at))
 				}
 				// The damage, as two writers' appends leave it.
@@ -148,16 +151,35 @@ func salvageFromIncremental(t *testing.T) {
 					fast[a.preset]++
 					shapes[shape]++
 				}
+				if steps["salvage-judged-from-state"] {
+					resumed[a.preset]++
+					// The state carried over the appends the daemon accepted, and over its
+					// own heal before.
+					if appends > 0 {
+						resumed["after appends"]++
+					}
+					if heal > 0 {
+						resumed["after a heal"]++
+					}
+				}
 				if r1.Action != ActionHealed {
 					break
 				}
 			}
 		}
 	}
-	t.Logf("salvages planned from the incremental state: %v, %v", fast, shapes)
+	t.Logf("salvages planned from the incremental state: %v, %v; their results judged from the state kept: %v", fast, shapes, resumed)
 	for app := range salvageIncApps {
 		if fast[app] == 0 {
 			t.Errorf("%s: no salvage planned from the incremental state", app)
+		}
+		if resumed[app] == 0 {
+			t.Errorf("%s: no salvage's result judged from the state the daemon kept", app)
+		}
+	}
+	for _, way := range []string{"after appends", "after a heal"} {
+		if resumed[way] == 0 {
+			t.Errorf("no salvage's result judged from the state the daemon kept %s", way)
 		}
 	}
 	for _, s := range allShapes {

@@ -441,6 +441,12 @@ func (s *claudeSequence) Warnings() []string {
 	return s.w.warnings()
 }
 
+// Held: the uuids' set (a hash and a map slot's share each), the parents, the arena
+// (format.HeldSequence).
+func (s *claudeSequence) Held() int {
+	return len(s.uuids)*24 + cap(s.parents)*8 + s.arena.Held()
+}
+
 func (s *claudeSequence) End() string {
 	if !s.conversation {
 		return claudeNoConversation().Detail

@@ -562,6 +562,9 @@ func (s *codexSequence) Warnings() []string {
 	return w
 }
 
+// Held: its counts, and the arena (format.HeldSequence).
+func (s *codexSequence) Held() int { return 128 + len(s.id) + s.arena.Held() }
+
 func (s *codexSequence) End() string {
 	switch {
 	case !s.paginated || s.n == 0:

@@ -440,7 +440,11 @@ func (s *openclawSeq) RecordValid(rec []byte) string {
 
 // ChecksRecords: Record applies RecordProblem's checklist on its own parse of the record.
 func (s *openclawSeq) ChecksRecords() {}
-func (s *openclawSeq) End() string    { return "" }
+
+// Held: the arena (format.HeldSequence).
+func (s *openclawSeq) Held() int { return 64 + s.arena.Held() }
+
+func (s *openclawSeq) End() string { return "" }
 
 // openclawBatch reads the records of a block of a transcript ahead of the sequence.
 type openclawBatch struct {

@@ -33,8 +33,10 @@ type incEntry struct {
 // AppendCache remembers the append-only files last seen healthy. Its zero value is empty and
 // ready; it is safe for concurrent use. Its counters are the caller's to read and to bump.
 type AppendCache struct {
-	mu sync.Mutex
-	m  map[string]incEntry
+	mu    sync.Mutex
+	m     map[string]incEntry
+	kept  int // bytes of the checklist states the entries keep (tailState.pass), within maxKept
+	Limit int // maxKept unless set (tests)
 
 	Incremental atomic.Int64 // passes that read only the appended bytes
 	Full        atomic.Int64 // full reads of eligible files (counted by the caller)
@@ -50,16 +52,61 @@ func (c *AppendCache) get(path string) (incEntry, bool) {
 func (c *AppendCache) put(path string, e incEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.store(path, e)
+}
+
+// maxKept bounds the bytes of the checklist states an AppendCache keeps (tailState.pass; a
+// 95 MB Claude Code transcript's is about 1.3 MiB): a state that would pass it is let go
+// first from the other entries, and is not kept when it alone would. keptRecordBytes is
+// what a state is taken to hold a record when its sequence does not tell (HeldSequence).
+const (
+	maxKept         = 8 << 20
+	keptRecordBytes = 16
+)
+
+// store puts e as path's entry (under c.mu), within the bound of the states kept.
+func (c *AppendCache) store(path string, e incEntry) {
 	if c.m == nil {
 		c.m = map[string]incEntry{}
 	}
+	limit := c.Limit
+	if limit <= 0 {
+		limit = maxKept
+	}
+	c.kept -= keptBytes(c.m[path])
+	if n := keptBytes(e); n > 0 {
+		for p, o := range c.m {
+			if c.kept+n <= limit {
+				break
+			}
+			if p != path && keptBytes(o) > 0 {
+				c.kept -= keptBytes(o)
+				o.tail = o.tail.withoutPass()
+				c.m[p] = o
+			}
+		}
+		if c.kept+n > limit {
+			e.tail = e.tail.withoutPass()
+		}
+	}
 	c.m[path] = e
+	c.kept += keptBytes(e)
+}
+
+// keptBytes is what e's kept checklist state holds (0: none kept). It is taken once, when
+// the state is stored, and kept with it: a state is not given records while it is stored.
+func keptBytes(e incEntry) int {
+	if e.tail == nil || e.tail.pass == nil {
+		return 0
+	}
+	return e.tail.held
 }
 
 // Drop forgets path: its next pass is a full one.
 func (c *AppendCache) Drop(path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.kept -= keptBytes(c.m[path])
 	delete(c.m, path)
 }
 
@@ -179,6 +226,9 @@ func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id 
 		next.tail = nil
 		if tail != nil {
 			next.tail = prev.tail.extend(tail)
+		}
+		if pass := c.takePass(path, prev); pass != nil && next.tail != nil {
+			next.tail.keep(pass.judged(t, tail, prev.size)) // next.tail is extend's own
 		}
 	}
 	c.put(path, next)

@@ -60,7 +60,28 @@ type TornCut struct {
 	KeepSHA string     // the result's: set when Verdict is healthy
 	Lines   int        // the lines before the torn one (none blank)
 	kept    *tailState // planned by AppendCache.TryTorn: the state of the bytes kept
+	from    *Front     // TrySalvage's: the checklist's state at the remembered bytes' end, its result's judge's start
 }
+
+// JudgeResult is InspectAt of tc's result, a salvage TrySalvage planned of f: its records
+// judged from the end of the bytes the daemon remembers, the checklist going on from the
+// state it kept there, where it kept one (else from the start). Where the result is healthy
+// and so judged, what tc kept is given the state its judge reached: the state the appends
+// to the healed file are judged from. The state goes on once: the caller has dropped the
+// cache's entry of the file (AppendCache.Drop) before, and judges tc's result once.
+func (tc *TornCut) JudgeResult(p Profile, path string, f io.ReaderAt) (Verdict, error) {
+	v, end, err := InspectEndAfter(tc.from, p, path, f, tc.Keep)
+	tc.from = nil
+	if err == nil && v.Status == Healthy && tc.kept != nil && end.End() && end.st.lines == tc.kept.lines && !end.st.blank {
+		kept := *tc.kept
+		kept.keep(&end.st)
+		tc.kept = &kept
+	}
+	return v, err
+}
+
+// Resumed: tc's result is to be judged from the state the daemon kept (see JudgeResult).
+func (tc *TornCut) Resumed() bool { return tc.from != nil }
 
 // PlanTornCut is [PlanKeep], the original's sha256 and [InspectSum] of its result, in one
 // pass, for a file whose last line, from x on, is torn (unterminated, not blank, not a

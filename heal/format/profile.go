@@ -355,6 +355,13 @@ type EndJudge interface {
 	EndVerdict() (v Verdict, ok bool)
 }
 
+// HeldSequence is a Sequence that tells the bytes it holds (an estimate within a factor of
+// two): what keeping its state costs. Without it, a Sequence is taken to hold
+// keptRecordBytes a record it was given.
+type HeldSequence interface {
+	Held() int
+}
+
 // SequenceKind is a Sequence that tells the kind of the problem its last Record returned
 // when it is not a schema one (a record repeated byte for byte: a duplicate), so that a
 // verdict names that kind.

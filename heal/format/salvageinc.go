@@ -24,7 +24,9 @@ import (
 // whose first line it refuses is no record (a record the checklist refuses appended is judged
 // the usual way). v is the file's verdict — that line's fault, as the pass over the file
 // finds it first — and tc the salvage: its splice, figures, and the original's and the
-// result's sums. tc.Verdict is not set: the caller judges the result (InspectAt). ok is
+// result's sums. tc.Verdict is not set: the caller judges the result (tc.JudgeResult: from
+// the checklist's state the entry holds at the remembered bytes' end, when it holds one;
+// the caller drops the entry first, for that state goes on once). ok is
 // false, nothing planned, for any other file: it is judged and planned the usual way. A
 // profile that finishes a salvage (SalvageFinisher) or whose torn tail is not cut from the
 // cache (tornCuttable) is never planned so.
@@ -76,6 +78,12 @@ func (c *AppendCache) TrySalvage(path string, p Profile, maxSize int64) (id fsio
 	tc = TornCut{Keep: k.s, Fig: k.fig, OldSHA: oldSHA, KeepSHA: keepSHA, kept: st}
 	if st != nil {
 		tc.Lines = st.lines
+	}
+	if pass := prev.tail.pass; pass != nil {
+		// The result's judge goes on from the state the pass over the remembered bytes
+		// left: the result starts with them (KeepsFirst, above). The entry still holds
+		// it: the caller that judges the result drops the entry first (see JudgeResult).
+		tc.from = &Front{st: *pass}
 	}
 	return id, fault.verdict(prev.tail.lines + line), tc, true
 }

@@ -28,6 +28,25 @@ import (
 type tailState struct {
 	sha   []byte
 	lines int
+	// pass is the checklist's state at the end of those bytes, where the pass that judged
+	// them left it (nil: not kept), holding held bytes. Its sequence goes on once only:
+	// whoever takes it for a judge (takePass) owns it.
+	pass *passState
+	held int
+}
+
+// keep gives st (its own, not yet shared) the checklist's state pass (nil: none).
+func (st *tailState) keep(pass *passState) {
+	st.pass, st.held = pass, 0
+	if pass == nil {
+		return
+	}
+	if h, ok := pass.seq.(HeldSequence); ok {
+		st.held = h.Held()
+	} else {
+		st.held = pass.records * keptRecordBytes
+	}
+	st.held = max(st.held, 1)
 }
 
 // newTailState is the tailState of the size bytes of r (lines of profile p): nil when a line
@@ -103,7 +122,11 @@ func countLines(b []byte) (n int, ok bool) {
 // RememberTail is RememberFile that also keeps the tailState of the version id of the file
 // (a pass over it: its sha256 and its lines), from which a torn tail appended to it later is
 // planned without a pass (TryTorn).
-func (c *AppendCache) RememberTail(path string, t Profile, id fsio.Identity) {
+//
+// end, when set, is the end Front the pass that judged that version healthy left (format's
+// StreamInspectFront): kept with it, a salvage of damage appended later has its result
+// judged from there (TrySalvage), and each append the daemon accepts carries it on.
+func (c *AppendCache) RememberTail(path string, t Profile, id fsio.Identity, end *Front) {
 	c.RememberFile(path, t, id)
 	if !tornCuttable(t) {
 		return
@@ -114,8 +137,65 @@ func (c *AppendCache) RememberTail(path string, t Profile, id fsio.Identity) {
 	}
 	defer f.Close()
 	if st, err := newTailState(t, f, id.Size); err == nil && st != nil && fsio.StillSame(f, id) {
+		if end.End() && !end.spent && end.st.off == id.Size && end.st.lines == st.lines && !end.st.blank && salvagedFromState(t) {
+			end.spent = true
+			pass := end.st
+			st.keep(&pass)
+		}
 		c.setTail(path, id, st)
 	}
+}
+
+// salvagedFromState: TrySalvage plans p's salvages of appended damage (its result judged by
+// its caller, which a kept state serves).
+func salvagedFromState(p Profile) bool {
+	_, fin := p.(SalvageFinisher)
+	return !fin && tornCuttable(p)
+}
+
+// takePass takes the checklist's state out of the entry of path, when it is of the version
+// prev (the caller then owns it: its sequence goes on once).
+func (c *AppendCache) takePass(path string, prev incEntry) *passState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[path]
+	if !ok || e.dev != prev.dev || e.ino != prev.ino || e.size != prev.size || e.tail == nil || e.tail.pass == nil {
+		return nil
+	}
+	pass := e.tail.pass
+	e.tail = e.tail.withoutPass()
+	c.store(path, e)
+	return pass
+}
+
+// withoutPass is st without its checklist's state (a copy: tailStates are shared).
+func (st *tailState) withoutPass() *tailState {
+	if st == nil || st.pass == nil {
+		return st
+	}
+	t := *st
+	t.keep(nil)
+	return &t
+}
+
+// judged is st (owned by the caller) carried over the records of b, the bytes of path's
+// file at base on, which the daemon accepted as appended to the ones st ends: nil when they
+// do not end a line, hold a blank one, or leave the checklist anything but healthy (a
+// problem the incremental pass does not judge, the full pass will).
+func (st *passState) judged(p Profile, b []byte, base int64) *passState {
+	if st == nil || st.off != base || len(b) > 0 && b[len(b)-1] != '\n' {
+		return nil
+	}
+	walk := memWalker(b)
+	v, end := judgeRecordsFrom(p, st, func(fn lineFunc) error {
+		return walk(0, int64(len(b)), false, func(start int64, line []byte, terminated bool, long *longLine) error {
+			return fn(base+start, line, terminated, long)
+		})
+	})
+	if v.Status != Healthy || !end.End() || end.st.off != base+int64(len(b)) || end.st.blank {
+		return nil
+	}
+	return &end.st
 }
 
 // RememberCut is RememberFile of the version a cut planned by TryTorn, or a salvage planned by
@@ -133,7 +213,7 @@ func (c *AppendCache) setTail(path string, id fsio.Identity, st *tailState) {
 	defer c.mu.Unlock()
 	if e, ok := c.m[path]; ok && e.dev == id.Dev && e.ino == id.Ino && e.size == id.Size {
 		e.tail = st
-		c.m[path] = e
+		c.store(path, e)
 	}
 }
 
@@ -244,6 +324,9 @@ func (c *AppendCache) TryTorn(path string, p Profile, maxSize int64) (id fsio.Id
 	}
 	if fi, err := f.Stat(); err != nil || !fsio.IdentityOf(fi).Same(id) {
 		return id, v, tc, false
+	}
+	if pass := c.takePass(path, prev); pass != nil {
+		kept.keep(pass.judged(p, body, prev.size)) // kept is extend's own
 	}
 	tc = TornCut{Keep: keep, Fig: fig, OldSHA: oldSHA, Verdict: OK(), KeepSHA: keepSHA, Lines: kept.lines, kept: kept}
 	return id, fault.verdict(kept.lines + 1), tc, true
