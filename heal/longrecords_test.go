@@ -2,6 +2,7 @@ package heal
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -35,15 +36,7 @@ func TestLongRecordsOverTheSkeletonBoundPlannedFromTheFile(t *testing.T) {
 			restore := format.SetRecordLimits(8, format.MaxLine) // every long record's skeleton over it
 			r2, f2, q2, big := healApp(t, a.preset, a.rel, data, nil, 1)
 			restore()
-			if r2.Verdict == Damaged && !big {
-				t.Fatalf("%s: damaged, not planned from the file", a.preset)
-			}
-			r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
-			if !equalReports(r1, r2) || !bytes.Equal(f1, f2) || !bytes.Equal(q1, q2) {
-				t.Fatalf("%s:\nskeletons %+v\nheld      %+v\nwrote %d and %d bytes, quarantined %d and %d",
-					a.preset, r1, r2, len(f1), len(f2), len(q1), len(q2))
-			}
-			if r2.Action == ActionHealed {
+			if healedAlike(t, a.preset, "skeletons", "held", r1, r2, f1, f2, q1, q2, big) {
 				healed++
 			}
 		}
@@ -98,15 +91,7 @@ func TestLongRecordsCutShorterHealedAlike(t *testing.T) {
 			r2, f2, q2, big := healAppWith(t, a.preset, a.rel, data, nil, 1, 1, Options{})
 			short()
 			restore()
-			if r2.Verdict == Damaged && !big {
-				t.Fatalf("%s: damaged, not planned from the file", a.preset)
-			}
-			r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
-			if !equalReports(r1, r2) || !bytes.Equal(f1, f2) || !bytes.Equal(q1, q2) {
-				t.Fatalf("%s, bound %d, cut %d:\nwithin the bound %+v\ncut shorter      %+v\nwrote %d and %d bytes, quarantined %d and %d",
-					a.preset, bound, cut, r1, r2, len(f1), len(f2), len(q1), len(q2))
-			}
-			if r2.Action == ActionHealed {
+			if healedAlike(t, fmt.Sprintf("%s, bound %d, cut %d", a.preset, bound, cut), "within the bound", "cut shorter", r1, r2, f1, f2, q1, q2, big) {
 				healed++
 			}
 		}
@@ -114,6 +99,21 @@ func TestLongRecordsCutShorterHealedAlike(t *testing.T) {
 	if healed < 10 || tiered < 50 {
 		t.Fatalf("only %d heals, %d records cut shorter", healed, tiered)
 	}
+}
+
+// healedAlike: the heal of one file two ways (how1, how2) gave the same report, bytes and
+// quarantine, the second planned from the file when damaged (big); true when it healed.
+func healedAlike(t *testing.T, what, how1, how2 string, r1, r2 Report, f1, f2, q1, q2 []byte, big bool) bool {
+	t.Helper()
+	if r2.Verdict == Damaged && !big {
+		t.Fatalf("%s: damaged, not planned from the file", what)
+	}
+	r1.Quarantine, r2.Quarantine, r1.Wrote, r2.Wrote, r1.Path, r2.Path = "", "", nil, nil, "", ""
+	if !equalReports(r1, r2) || !bytes.Equal(f1, f2) || !bytes.Equal(q1, q2) {
+		t.Fatalf("%s:\n%s %+v\n%s %+v\nwrote %d and %d bytes, quarantined %d and %d",
+			what, how1, r1, how2, r2, len(f1), len(f2), len(q1), len(q2))
+	}
+	return r2.Action == ActionHealed
 }
 
 // padTexts is data with each text or content string lengthened by 120 to 480 bytes of
