@@ -441,10 +441,10 @@ func (s *claudeSequence) Warnings() []string {
 	return s.w.warnings()
 }
 
-// Held: the uuids' set (a hash and a map slot's share each), the parents, the arena
-// (format.HeldSequence).
+// Held: the uuids' set (a hash and a map slot's share each), the parents, the last tool
+// uses and their results, the arena (format.HeldSequence).
 func (s *claudeSequence) Held() int {
-	return len(s.uuids)*24 + cap(s.parents)*8 + s.arena.Held()
+	return len(s.uuids)*24 + cap(s.parents)*8 + (cap(s.w.lastToolUses)+len(s.w.answered))*64 + s.arena.Held()
 }
 
 func (s *claudeSequence) End() string {

@@ -479,14 +479,11 @@ func (s *piSeq) add(v *jsonv.Value, raw []byte) string {
 // entry's parent was an earlier one when it was read, so only an id repeated later can close
 // one; pi's walk to the root would never end on it.
 
-// Held: each id's entry (its key, its parent's string, a map slot's share) and place in
-// order, and the arena (format.HeldSequence).
+// Held: each id's entry (its key and its parent's string, pi's ids of under 40 bytes, and a
+// map slot's share) and place in order, and the arena (format.HeldSequence). Told without
+// a walk of the entries: it is asked at every append.
 func (s *piSeq) Held() int {
-	n := 128 + s.arena.Held() + cap(s.order)*16
-	for id, e := range s.ents {
-		n += len(id) + len(e.parent) + 64
-	}
-	return n
+	return 128 + s.arena.Held() + cap(s.order)*16 + len(s.ents)*144
 }
 
 func (s *piSeq) End() string {
