@@ -47,7 +47,7 @@ type Front struct {
 // End: fr is where a healthy pass ended, not a damaged line.
 func (fr *Front) End() bool { return fr != nil && fr.end }
 
-// Off is where the first damaged line starts.
+// Off is where the first damaged line starts (of an end Front, where the pass ended).
 func (fr *Front) Off() int64 { return fr.st.off }
 
 // resume is the state a judge of keep's result goes on from: nil when there is none (no

@@ -38,7 +38,8 @@ func StreamInspect(path string, p Profile) (Verdict, fsio.Identity, error) {
 }
 
 // StreamInspectFront is [StreamInspect], and what its pass knew when the first damaged line
-// stopped it (nil when it has nothing to give, see [Front]).
+// stopped it, or at its end when it found the file healthy (an end Front; nil when it has
+// nothing to give, see [Front]).
 func StreamInspectFront(path string, p Profile) (Verdict, fsio.Identity, *Front, error) {
 	f, id, err := fsio.OpenRegular(path)
 	if err != nil {
@@ -102,8 +103,9 @@ func judgeLines(p Profile, path string, n int64, concurrent bool, newWalker func
 	return v
 }
 
-// judgeLinesFrom is judgeLines, and what the pass knew at the first damaged line (see
-// [Front]; nil when it stopped for another reason, or the profile has no record checklist).
+// judgeLinesFrom is judgeLines, and what the pass knew at the first damaged line or, healthy,
+// at its end (see [Front]; nil when it stopped for another reason, or the profile has no
+// record checklist).
 // With from set, the pass goes on from there instead of the file's start: ok is false when
 // it could not (a walk on several CPUs that meets a line longer than a worker holds is made
 // again on one with a fresh sequence, and from's is spent), and the verdict is then unknown.
@@ -149,7 +151,8 @@ func judgeRecords(p Profile, path string, each func(lineFunc) error) Verdict {
 }
 
 // judgeRecordsFrom is judgeRecords of the lines each walks from st on, and what it knew at
-// the first damaged line (nil when it stopped for another reason).
+// the first damaged line, or at the end of a walk that found every line healthy (an end
+// Front); nil when it stopped for another reason.
 func judgeRecordsFrom(p Profile, st *passState, each func(lineFunc) error) (Verdict, *Front) {
 	d := rulesOf(p)
 	rc, _ := p.(RecordChecker)
