@@ -36,7 +36,7 @@ type AppendCache struct {
 	mu    sync.Mutex
 	m     map[string]incEntry
 	kept  int // bytes of the checklist states the entries keep (tailState.pass), within maxKept
-	Limit int // maxKept unless set (tests)
+	limit int // maxKept unless set (tests)
 
 	Incremental atomic.Int64 // passes that read only the appended bytes
 	Full        atomic.Int64 // full reads of eligible files (counted by the caller)
@@ -69,7 +69,7 @@ func (c *AppendCache) store(path string, e incEntry) {
 	if c.m == nil {
 		c.m = map[string]incEntry{}
 	}
-	limit := c.Limit
+	limit := c.limit
 	if limit <= 0 {
 		limit = maxKept
 	}

@@ -18,7 +18,7 @@ func (s heldSeq) Held() int            { return s.n }
 // it alone would; what the cache counts is what its entries hold.
 func TestKeptStatesBounded(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 9))
-	c := &AppendCache{Limit: 1000}
+	c := &AppendCache{limit: 1000}
 	paths := []string{"a", "b", "c", "d", "e", "f"}
 	for i := 0; i < 5000; i++ {
 		p := paths[r.IntN(len(paths))]
@@ -53,7 +53,7 @@ func TestKeptStatesBounded(t *testing.T) {
 		}
 	}
 	// Several fit at once: the bound is not one state.
-	c = &AppendCache{Limit: 1000}
+	c = &AppendCache{limit: 1000}
 	for i, p := range paths[:4] {
 		st := &tailState{lines: 1}
 		st.keep(&passState{seq: heldSeq{200}})
