@@ -228,7 +228,7 @@ func (c *AppendCache) TryIncremental(path string, t Profile, maxSize int64) (id 
 			next.tail = prev.tail.extend(tail)
 		}
 		if pass := c.takePass(path, prev); pass != nil && next.tail != nil {
-			next.tail.keep(pass.judged(t, tail, prev.size)) // next.tail is extend's own
+			next.tail.keepEnd(pass.judged(t, tail, prev.size), id.Size) // next.tail is extend's own
 		}
 	}
 	c.put(path, next)

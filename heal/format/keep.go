@@ -72,9 +72,9 @@ type TornCut struct {
 func (tc *TornCut) JudgeResult(p Profile, path string, f io.ReaderAt) (Verdict, error) {
 	v, end, err := InspectEndAfter(tc.from, p, path, f, tc.Keep)
 	tc.from = nil
-	if err == nil && v.Status == Healthy && tc.kept != nil && end.End() && end.st.lines == tc.kept.lines && !end.st.blank {
+	if err == nil && v.Status == Healthy && tc.kept != nil {
 		kept := *tc.kept
-		kept.keep(&end.st)
+		kept.keepEnd(end, tc.Keep.Size())
 		tc.kept = &kept
 	}
 	return v, err

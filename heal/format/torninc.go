@@ -35,6 +35,19 @@ type tailState struct {
 	held int
 }
 
+// keepEnd gives st (its own, not yet shared) the checklist's state end's pass left at the
+// end of st's bytes, size of them: none when end is not such an end (nil, a damaged line's,
+// spent, elsewhere, after a blank line, or of other lines). end is then spent.
+func (st *tailState) keepEnd(end *Front, size int64) {
+	if !end.End() || end.spent || end.st.off != size || end.st.lines != st.lines || end.st.blank {
+		st.keep(nil)
+		return
+	}
+	end.spent = true
+	pass := end.st
+	st.keep(&pass)
+}
+
 // keep gives st (its own, not yet shared) the checklist's state pass (nil: none).
 func (st *tailState) keep(pass *passState) {
 	st.pass, st.held = pass, 0
@@ -137,10 +150,8 @@ func (c *AppendCache) RememberTail(path string, t Profile, id fsio.Identity, end
 	}
 	defer f.Close()
 	if st, err := newTailState(t, f, id.Size); err == nil && st != nil && fsio.StillSame(f, id) {
-		if end.End() && !end.spent && end.st.off == id.Size && end.st.lines == st.lines && !end.st.blank && salvagedFromState(t) {
-			end.spent = true
-			pass := end.st
-			st.keep(&pass)
+		if salvagedFromState(t) {
+			st.keepEnd(end, id.Size)
 		}
 		c.setTail(path, id, st)
 	}
@@ -178,12 +189,12 @@ func (st *tailState) withoutPass() *tailState {
 	return &t
 }
 
-// judged is st (owned by the caller) carried over the records of b, the bytes of path's
-// file at base on, which the daemon accepted as appended to the ones st ends: nil when they
-// do not end a line, hold a blank one, or leave the checklist anything but healthy (a
-// problem the incremental pass does not judge, the full pass will).
-func (st *passState) judged(p Profile, b []byte, base int64) *passState {
-	if st == nil || st.off != base || len(b) > 0 && b[len(b)-1] != '\n' {
+// judged is st (owned by the caller) carried over the records of b, the bytes of the file at
+// base on, which the daemon accepted as appended to the ones st ends: the end Front of that
+// walk, nil when b's records leave the checklist anything but healthy (a problem the
+// incremental pass does not judge, the full pass will) or st does not end at base.
+func (st *passState) judged(p Profile, b []byte, base int64) *Front {
+	if st == nil || st.off != base {
 		return nil
 	}
 	walk := memWalker(b)
@@ -192,10 +203,10 @@ func (st *passState) judged(p Profile, b []byte, base int64) *passState {
 			return fn(base+start, line, terminated, long)
 		})
 	})
-	if v.Status != Healthy || !end.End() || end.st.off != base+int64(len(b)) || end.st.blank {
+	if v.Status != Healthy {
 		return nil
 	}
-	return &end.st
+	return end
 }
 
 // RememberCut is RememberFile of the version a cut planned by TryTorn, or a salvage planned by
@@ -326,7 +337,7 @@ func (c *AppendCache) TryTorn(path string, p Profile, maxSize int64) (id fsio.Id
 		return id, v, tc, false
 	}
 	if pass := c.takePass(path, prev); pass != nil {
-		kept.keep(pass.judged(p, body, prev.size)) // kept is extend's own
+		kept.keepEnd(pass.judged(p, body, prev.size), x) // kept is extend's own
 	}
 	tc = TornCut{Keep: keep, Fig: fig, OldSHA: oldSHA, Verdict: OK(), KeepSHA: keepSHA, Lines: kept.lines, kept: kept}
 	return id, fault.verdict(kept.lines + 1), tc, true
