@@ -153,7 +153,7 @@ func (lj *longJudge) skeleton(r io.ReaderAt, start, body int64, bufSize int) (sk
 	if body > int64(maxSkeleton) {
 		// A skeleton no larger than its record fits; a larger record's may not: each cut's
 		// is measured before one is copied, and a record whose skeletons are all too large
-		// is read whole without one copied in vain.
+		// is read whole without one copied in vain (keep 0).
 		keep = 0
 		for _, k := range []int{SkeletonString, skeletonShort} {
 			_, err := jsonv.SkeletonSize(reader(), k, maxSkeleton)
@@ -166,18 +166,18 @@ func (lj *longJudge) skeleton(r io.ReaderAt, start, body int64, bufSize int) (sk
 			}
 		}
 	}
-	if keep == 0 {
-		err = jsonv.ErrTooLarge
-	} else if lj.cuts {
-		skel, cuts, err = jsonv.SkeletonCuts(reader(), keep, maxSkeleton)
-	} else {
-		skel, err = jsonv.Skeleton(reader(), keep, maxSkeleton)
+	if keep > 0 {
+		if lj.cuts {
+			skel, cuts, err = jsonv.SkeletonCuts(reader(), keep, maxSkeleton)
+		} else {
+			skel, err = jsonv.Skeleton(reader(), keep, maxSkeleton)
+		}
+		if !errors.Is(err, jsonv.ErrTooLarge) {
+			return skel, cuts, err
+		}
 	}
-	if errors.Is(err, jsonv.ErrTooLarge) {
-		skel, err = heldRecord(r, start, body) // nothing cut: no cuts
-		return skel, jsonv.Cuts{}, err
-	}
-	return skel, cuts, err
+	skel, err = heldRecord(r, start, body) // nothing cut: no cuts
+	return skel, jsonv.Cuts{}, err
 }
 
 // heldRecord is the line of body bytes at start of r read whole, as the skeleton of a record
