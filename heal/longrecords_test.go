@@ -24,23 +24,16 @@ func TestLongRecordsOverTheSkeletonBoundPlannedFromTheFile(t *testing.T) {
 	defer format.SetLineWindow(64)()
 	rng := rand.New(rand.NewSource(61))
 	healed := 0
-	for _, a := range streamApps {
-		healthy := jsonlSamples(t, a.preset, "healthy")
-		for range 4 {
-			orig := healthy[rng.Intn(len(healthy))]
-			if longest(orig) <= 64 {
-				continue
-			}
-			data := damageLines(rng, orig, 1+rng.Intn(2))
-			r1, f1, q1, _ := healApp(t, a.preset, a.rel, data, nil, 1)
-			restore := format.SetRecordLimits(8, format.MaxLine) // every long record's skeleton over it
-			r2, f2, q2, big := healApp(t, a.preset, a.rel, data, nil, 1)
-			restore()
-			if healedAlike(t, a.preset, "skeletons", "held", r1, r2, f1, f2, q1, q2, big) {
-				healed++
-			}
+	eachLongSample(t, rng, 4, func(preset, rel string, orig []byte) {
+		data := damageLines(rng, orig, 1+rng.Intn(2))
+		r1, f1, q1, _ := healApp(t, preset, rel, data, nil, 1)
+		restore := format.SetRecordLimits(8, format.MaxLine) // every long record's skeleton over it
+		r2, f2, q2, big := healApp(t, preset, rel, data, nil, 1)
+		restore()
+		if healedAlike(t, preset, "skeletons", "held", r1, r2, f1, f2, q1, q2, big) {
+			healed++
 		}
-	}
+	})
 	if healed < 10 {
 		t.Fatalf("only %d heals", healed)
 	}
@@ -54,50 +47,56 @@ func TestLongRecordsCutShorterHealedAlike(t *testing.T) {
 	defer format.SetLineWindow(64)()
 	rng := rand.New(rand.NewSource(67))
 	tiered, healed := 0, 0
-	for _, a := range streamApps {
-		healthy := jsonlSamples(t, a.preset, "healthy")
-		for range 5 {
-			orig := healthy[rng.Intn(len(healthy))]
-			if longest(orig) <= 64 {
-				continue
-			}
-			data := damageLines(rng, padTexts(rng, orig), 1+rng.Intn(2))
-			// The bound: the skeleton of a record cut shorter that three in four are within
-			// (cut at 100 to 200 bytes, never an id or a time: the samples' are shorter); a
-			// longer record within it is cut shorter, one over it read whole.
-			cut := 100 + rng.Intn(100)
-			var records [][]byte
-			var sizes []int
-			for _, l := range bytes.Split(data, []byte("\n")) {
-				if jsonv.Valid(l, jsonv.Dialect{}) == nil && len(l) > 64 {
-					sk, err := jsonv.Skeleton(bytes.NewReader(l), cut, format.MaxLine)
-					if err != nil {
-						t.Fatal(err)
-					}
-					records, sizes = append(records, l), append(sizes, len(sk))
+	eachLongSample(t, rng, 5, func(preset, rel string, orig []byte) {
+		data := damageLines(rng, padTexts(rng, orig), 1+rng.Intn(2))
+		// The bound: the skeleton of a record cut shorter that three in four are within
+		// (cut at 100 to 200 bytes, never an id or a time: the samples' are shorter); a
+		// longer record within it is cut shorter, one over it read whole.
+		cut := 100 + rng.Intn(100)
+		var records [][]byte
+		var sizes []int
+		for _, l := range bytes.Split(data, []byte("\n")) {
+			if jsonv.Valid(l, jsonv.Dialect{}) == nil && len(l) > 64 {
+				sk, err := jsonv.Skeleton(bytes.NewReader(l), cut, format.MaxLine)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if len(records) == 0 {
-				continue
-			}
-			bound := slices.Sorted(slices.Values(sizes))[len(sizes)*3/4]
-			for i, l := range records {
-				if len(l) > bound && sizes[i] <= bound {
-					tiered++
-				}
-			}
-			r1, f1, q1, _ := healAppWith(t, a.preset, a.rel, data, nil, 1, 1, Options{}) // judged streaming
-			restore, short := format.SetRecordLimits(bound, format.MaxLine), format.SetSkeletonShort(cut)
-			r2, f2, q2, big := healAppWith(t, a.preset, a.rel, data, nil, 1, 1, Options{})
-			short()
-			restore()
-			if healedAlike(t, fmt.Sprintf("%s, bound %d, cut %d", a.preset, bound, cut), "within the bound", "cut shorter", r1, r2, f1, f2, q1, q2, big) {
-				healed++
+				records, sizes = append(records, l), append(sizes, len(sk))
 			}
 		}
-	}
+		if len(records) == 0 {
+			return
+		}
+		bound := slices.Sorted(slices.Values(sizes))[len(sizes)*3/4]
+		for i, l := range records {
+			if len(l) > bound && sizes[i] <= bound {
+				tiered++
+			}
+		}
+		r1, f1, q1, _ := healAppWith(t, preset, rel, data, nil, 1, 1, Options{}) // judged streaming
+		restore, short := format.SetRecordLimits(bound, format.MaxLine), format.SetSkeletonShort(cut)
+		r2, f2, q2, big := healAppWith(t, preset, rel, data, nil, 1, 1, Options{})
+		short()
+		restore()
+		if healedAlike(t, fmt.Sprintf("%s, bound %d, cut %d", preset, bound, cut), "within the bound", "cut shorter", r1, r2, f1, f2, q1, q2, big) {
+			healed++
+		}
+	})
 	if healed < 10 || tiered < 50 {
 		t.Fatalf("only %d heals, %d records cut shorter", healed, tiered)
+	}
+}
+
+// eachLongSample calls fn with n healthy samples of each streamed app picked at random,
+// those of them with a line over 64 bytes.
+func eachLongSample(t *testing.T, rng *rand.Rand, n int, fn func(preset, rel string, orig []byte)) {
+	for _, a := range streamApps {
+		healthy := jsonlSamples(t, a.preset, "healthy")
+		for range n {
+			if orig := healthy[rng.Intn(len(healthy))]; longest(orig) > 64 {
+				fn(a.preset, a.rel, orig)
+			}
+		}
 	}
 }
 
