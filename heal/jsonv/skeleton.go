@@ -56,18 +56,44 @@ type sketch struct {
 
 // run copies the skeleton of br's value into out, or only counts its bytes when dry.
 func (sk *sketch) run(br *bufio.Reader, keep, limit int, dry bool) error {
-	dropped := 0 // bytes of the current cut string left out
+	for {
+		c, err := br.ReadByte()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		sk.put(c, dry)
+		if sk.n > limit {
+			return ErrTooLarge
+		}
+		if c == '"' {
+			if err := sk.str(br, keep, limit, dry, nil); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// str copies the rest of a string whose opening quote was just read, through its closing
+// quote: its content up to the first units (bytes, escapes, UTF-8 sequences) reaching keep
+// bytes, the rest left out (a cut, noted in cuts). capture, when not nil, gets the content
+// copied.
+func (sk *sketch) str(br *bufio.Reader, keep, limit int, dry bool, capture *[]byte) error {
+	dropped := 0 // bytes of the string left out
 	var (
-		inStr    bool
-		content  int  // content bytes of the current string copied
+		content  int  // content bytes copied
 		hexLeft  int  // hex digits of a \u escape still to come
 		contLeft int  // continuation bytes of a UTF-8 sequence still to come
 		afterEsc bool // the byte after a backslash decides the escape's length
-		cutting  bool // the rest of the current string is skipped
+		cutting  bool // the rest of the string is skipped
 		skipEsc  bool // skipping: the byte after a backslash
 	)
 	for {
-		if inStr && cutting && !skipEsc {
+		if cutting && !skipEsc {
 			// The bulk of a long string: what the reader holds up to its next quote or
 			// backslash is left out as it stands.
 			buf, _ := br.Peek(br.Buffered())
@@ -78,8 +104,8 @@ func (sk *sketch) run(br *bufio.Reader, keep, limit int, dry bool) error {
 			br.Discard(k)
 			dropped += k
 		}
-		if inStr && !cutting && hexLeft == 0 && contLeft == 0 && !afterEsc && content < keep {
-			// A string's plain ASCII up to the cut: copied as it stands.
+		if !cutting && hexLeft == 0 && contLeft == 0 && !afterEsc && content < keep {
+			// Plain ASCII up to the cut: copied as it stands.
 			buf, _ := br.Peek(min(br.Buffered(), keep-content))
 			k := 0
 			for k < len(buf) && buf[k] < utf8.RuneSelf && buf[k] != '"' && buf[k] != '\\' {
@@ -91,29 +117,26 @@ func (sk *sketch) run(br *bufio.Reader, keep, limit int, dry bool) error {
 			if !dry {
 				sk.out = append(sk.out, buf[:k]...)
 			}
+			if capture != nil {
+				*capture = append(*capture, buf[:k]...)
+			}
 			sk.n, content = sk.n+k, content+k
 			br.Discard(k)
 		}
 		c, err := br.ReadByte()
-		if err == io.EOF {
-			return nil
-		}
 		if err != nil {
 			return err
 		}
+		closing := false
 		switch {
-		case !inStr:
-			inStr = c == '"'
-			content, hexLeft, contLeft, afterEsc, cutting = 0, 0, 0, false, false
 		case cutting:
-			closing := false
 			switch {
 			case skipEsc:
 				skipEsc = false
 			case c == '\\':
 				skipEsc = true
 			case c == '"':
-				inStr, closing = false, true
+				closing = true
 				if sk.cuts != nil {
 					*sk.cuts = append(*sk.cuts, cut{pos: sk.n, n: dropped})
 				}
@@ -135,7 +158,7 @@ func (sk *sketch) run(br *bufio.Reader, keep, limit int, dry bool) error {
 			}
 			content++
 		case c == '"':
-			inStr, contLeft = false, 0
+			closing = true
 		case content >= keep:
 			cutting, skipEsc, dropped = true, c == '\\', 1
 			continue
@@ -151,6 +174,12 @@ func (sk *sketch) run(br *bufio.Reader, keep, limit int, dry bool) error {
 		sk.put(c, dry)
 		if sk.n > limit {
 			return ErrTooLarge
+		}
+		if closing {
+			return nil
+		}
+		if capture != nil {
+			*capture = append(*capture, c)
 		}
 	}
 }
