@@ -17,8 +17,9 @@ type Fields struct {
 	// Opaque: a string is not decoded (Str stays ""): the checklist reads only its type.
 	Opaque bool
 
-	once  sync.Once
-	byLen [maxListed + 1][]fieldName // Members by the length of their names, made once
+	once    sync.Once
+	byLen   [maxListed + 1][]fieldName // Members by the length of their names, made once
+	longest int                        // the length of the longest name in Members, found once
 }
 
 // maxListed is the longest name looked up by its length (byLen) rather than in Members.
@@ -40,19 +41,25 @@ func (f *Fields) lookup(raw []byte) (sub *Fields, name string, named bool) {
 		}
 		return sub, name, named
 	}
-	f.once.Do(func() {
-		for k, v := range f.Members {
-			if len(k) <= maxListed {
-				f.byLen[len(k)] = append(f.byLen[len(k)], fieldName{k, v})
-			}
-		}
-	})
+	f.index()
 	for _, n := range f.byLen[len(raw)] {
 		if n.name == string(raw) {
 			return n.f, n.name, true
 		}
 	}
 	return nil, "", false
+}
+
+// index makes byLen and longest, once.
+func (f *Fields) index() {
+	f.once.Do(func() {
+		for k, v := range f.Members {
+			f.longest = max(f.longest, len(k))
+			if len(k) <= maxListed {
+				f.byLen[len(k)] = append(f.byLen[len(k)], fieldName{k, v})
+			}
+		}
+	})
 }
 
 // ParseFields is Parse building only what f names: for a checklist that reads a few members
