@@ -41,8 +41,9 @@ func (f *lineFault) verdict(n int) Verdict {
 // Lines ([JSONLines]) a record of any JSON value and a last line without its '\n'.
 type lineRules struct {
 	d        jsonv.Dialect
-	anyValue bool // a record may be any JSON value, not only an object
-	openLast bool // the last line needs no '\n'
+	anyValue bool          // a record may be any JSON value, not only an object
+	openLast bool          // the last line needs no '\n'
+	fields   *jsonv.Fields // what the app's checks read of a record (SkeletonFielder); nil: all of it
 }
 
 // JSONLines is a JSONL Profile whose lines are JSON Lines (jsonlines.org): each a JSON value
@@ -54,6 +55,9 @@ type JSONLines interface {
 // rulesOf is the line rules of p.
 func rulesOf(p Profile) lineRules {
 	r := lineRules{d: p.Dialect()}
+	if sf, ok := p.(SkeletonFielder); ok {
+		r.fields = sf.SkeletonFields()
+	}
 	if jl, ok := p.(JSONLines); ok && jl.JSONLines() {
 		r.anyValue, r.openLast = true, true
 	}

@@ -222,7 +222,8 @@ func TestLongRecordsOverTheSkeletonBound(t *testing.T) {
 func TestLongRecordsCutShorterOverTheSkeletonBound(t *testing.T) {
 	defer func(s, k, h int) { maxSkeleton, skeletonShort, maxHeldRecord = s, k, h }(maxSkeleton, skeletonShort, maxHeldRecord)
 	r := rand.New(rand.NewPCG(29, 3))
-	var short, held, first int
+	var short, held, first, pruned int
+	fields := &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": nil, "id": nil, "n": {Members: map[string]*jsonv.Fields{"a": {Items: &jsonv.Fields{}}}}}}
 	for iter := 0; iter < 400; iter++ {
 		// A record of a few members, some strings long, some escaped, one nested.
 		var b strings.Builder
@@ -234,7 +235,12 @@ func TestLongRecordsCutShorterOverTheSkeletonBound(t *testing.T) {
 		line := []byte(b.String())
 		maxSkeleton, skeletonShort, maxHeldRecord = 64+r.IntN(1200), 16+r.IntN(100), MaxLine
 		for _, keepCuts := range []bool{false, true} {
-			lj := &longJudge{r: rulesOf(recChecker{plain{jsonl: true}}), window: 4, skel: true, cuts: keepCuts}
+			var p Profile = recChecker{plain{jsonl: true}}
+			fielder := iter%2 == 1 // an app that tells what its checks read
+			if fielder {
+				p = fieldChecker{recChecker{plain{jsonl: true}}, fields}
+			}
+			lj := &longJudge{r: rulesOf(p), window: 4, skel: true, cuts: keepCuts}
 			file := append(bytes.Clone(line), '\n')
 			ll, err := lj.judgeLong(bytes.NewReader(file), 0, int64(len(file)))
 			if err != nil || ll.fault != nil {
@@ -251,6 +257,19 @@ func TestLongRecordsCutShorterOverTheSkeletonBound(t *testing.T) {
 			case err2 == nil:
 				want, cuts = shortSk, shortCuts
 				short++
+			case fielder && errors.Is(err2, jsonv.ErrTooLarge):
+				// What the checks read, its strings cut shorter, where that fits.
+				var err3 error
+				want, cuts, err3 = jsonv.FieldsSkeletonCuts(bytes.NewReader(line), jsonv.Dialect{}, fields, skeletonShort, maxSkeleton)
+				switch {
+				case err3 == nil:
+					pruned++
+				case errors.Is(err3, jsonv.ErrTooLarge):
+					want, cuts = line, jsonv.Cuts{}
+					held++
+				default:
+					t.Fatal(err3)
+				}
 			case errors.Is(err2, jsonv.ErrTooLarge):
 				want, cuts = line, jsonv.Cuts{}
 				held++
@@ -271,7 +290,15 @@ func TestLongRecordsCutShorterOverTheSkeletonBound(t *testing.T) {
 			}
 		}
 	}
-	if short < 100 || held < 100 || first < 100 {
-		t.Fatalf("%d cut shorter, %d held, %d at the first cut: each way under 100", short, held, first)
+	if short < 100 || held < 100 || first < 100 || pruned < 50 {
+		t.Fatalf("%d cut shorter, %d held, %d at the first cut, %d on what the checks read: a way too rare", short, held, first, pruned)
 	}
 }
+
+// fieldChecker is a recChecker that tells what its checks read (SkeletonFielder).
+type fieldChecker struct {
+	recChecker
+	fields *jsonv.Fields
+}
+
+func (c fieldChecker) SkeletonFields() *jsonv.Fields { return c.fields }

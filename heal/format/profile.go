@@ -362,6 +362,16 @@ type HeldSequence interface {
 	Held() int
 }
 
+// SkeletonFielder is a JSONL Profile whose checks read no more of a record than
+// SkeletonFields names (as jsonv.ParseFields builds it; every other member's key and its
+// value's type), wherever they read it: its record checklist and sequence, and what it says
+// of a whole or a superseded record. A long record whose skeletons are over the bound at
+// every cut (16 MiB of short strings: a tool's output as thousands of lines) is then judged
+// from the skeleton of what they read (jsonv.FieldsSkeleton) rather than read whole.
+type SkeletonFielder interface {
+	SkeletonFields() *jsonv.Fields
+}
+
 // SequenceKind is a Sequence that tells the kind of the problem its last Record returned
 // when it is not a schema one (a record repeated byte for byte: a duplicate), so that a
 // verdict names that kind.
