@@ -51,6 +51,11 @@ func (p claudeCodeLog) CheckLines(f format.File, lines []format.Line) format.Ver
 	return format.CheckRecords(p, f, lines) // record by record: the same pass as a streamed file's
 }
 
+// SkeletonFields: what its checks read of a record (claudeFields holds claudeProblemFields;
+// Whole reads its keys, type, sessionId and uuid), so that a long record is judged from
+// those alone where its skeleton is over the bound (format.SkeletonFielder).
+func (claudeCodeLog) SkeletonFields() *jsonv.Fields { return claudeFields }
+
 // RecordProblem: the per-record checklist; which record comes first does not matter (Claude
 // skips a torn first line and re-appends its atis-latch record).
 func (claudeCodeLog) RecordProblem(rec []byte, _ bool) string {
@@ -394,8 +399,8 @@ func (b *claudeBatch) AddKeyed(rec []byte, keys []int32) {
 	b.recs = append(b.recs, readClaudeRec(v, b.seed, b.sid, &b.ids))
 }
 
-// claudeProblemFields: what claudeRecordProblem reads of a record.
-var claudeProblemFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": nil, "message": nil}}
+// claudeProblemFields: what claudeRecordProblem reads of a record (its message's type alone).
+var claudeProblemFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": nil, "message": {}}}
 
 // claudeFields: what a sequence reads of a record (claudeRecordProblem, the uuids, the
 // warnings): a message's text and a tool's input or output are never built.

@@ -266,7 +266,9 @@ func TestClaudeCodeLockProtocol(t *testing.T) {
 
 // FuzzClaudeFields: a transcript judged on the members claudeFields builds gives every
 // record's finding, the warnings and the end the whole tree of the levels it reads
-// (jsonv.ParseDepth, four levels: record, message, content, block) gives.
+// (jsonv.ParseDepth, four levels: record, message, content, block) gives; and so does one
+// judged on each record's skeleton of what the checks read (SkeletonFields), as a long
+// record may be.
 func FuzzClaudeFields(f *testing.F) {
 	files, _ := filepath.Glob("../testdata/samples/claude-code/*/home/.claude/projects/*/*.jsonl")
 	for _, p := range files {
@@ -292,8 +294,27 @@ func FuzzClaudeFields(f *testing.F) {
 		got := claudeCodeLog{}.NewSequence(ccPath).(*claudeSequence)
 		gotValid := claudeCodeLog{}.NewSequence(ccPath).(*claudeSequence) // fed by RecordValid where Valid passes
 		want := claudeCodeLog{}.NewSequence(ccPath).(*claudeSequence)
+		pruned := claudeCodeLog{}.NewSequence(ccPath).(*claudeSequence) // fed each record's skeleton of what the checks read
 		for _, rec := range bytes.Split(b, []byte("\n")) {
 			g := got.Record(rec)
+			sk := rec
+			if jsonv.Valid(rec, nodeDialect) == nil {
+				var err error
+				if sk, err = jsonv.FieldsSkeleton(bytes.NewReader(rec), nodeDialect, claudeCodeLog{}.SkeletonFields(), 1<<20, 1<<20); err != nil {
+					t.Fatal(err)
+				}
+				vr, _ := jsonv.Parse(rec, nodeDialect)
+				vs, _ := jsonv.Parse(sk, nodeDialect)
+				if (claudeCodeLog{}).Whole(vr) != (claudeCodeLog{}).Whole(vs) {
+					t.Fatalf("record %q whole: %v, its skeleton %q not", rec, (claudeCodeLog{}).Whole(vr), sk)
+				}
+			}
+			if p := pruned.Record(sk); p != g {
+				t.Fatalf("record %q: %q, its skeleton %q: %q", rec, g, sk, p)
+			}
+			if p, q := (claudeCodeLog{}).RecordProblem(rec, false), (claudeCodeLog{}).RecordProblem(sk, false); p != q {
+				t.Fatalf("record %q: RecordProblem %q, of its skeleton %q: %q", rec, p, sk, q)
+			}
 			gv := g
 			if jsonv.Valid(rec, nodeDialect) == nil {
 				gv = gotValid.RecordValid(rec)
@@ -324,6 +345,9 @@ func FuzzClaudeFields(f *testing.F) {
 		}
 		if g, w := strings.Join(got.Warnings(), "|"), strings.Join(want.Warnings(), "|"); g != w {
 			t.Fatalf("warnings %q, the whole tree says %q", g, w)
+		}
+		if g, w := strings.Join(pruned.Warnings(), "|"), strings.Join(want.Warnings(), "|"); g != w || pruned.End() != want.End() {
+			t.Fatalf("fed the skeletons: warnings %q, the whole tree says %q", g, w)
 		}
 	})
 }
