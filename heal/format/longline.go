@@ -18,17 +18,16 @@ import (
 // bytes cut to its first units). A checklist reads a record's members, never the whole of
 // a string that long (a tool's output, an image's base64).
 //
-// A record whose skeleton would be over maxSkeleton (more than 16 MiB of members, numbers
-// and strings under SkeletonString: many images of under a megabyte in one message) has its
-// strings over SkeletonShort cut instead (as a document's long element has: jsonv.WalkCut),
-// still never an id, a type or a time. A record whose skeleton is over maxSkeleton that way
-// too (16 MiB of members, numbers and strings under 64 KiB: a tool's output as thousands of
-// lines) is judged, where its app tells what its checks read (SkeletonFielder), from the
-// skeleton of that alone (jsonv.FieldsSkeleton: every other member's value left empty).
-// Only one whose skeleton is over maxSkeleton that way too, or whose app does not tell, is
-// its own skeleton: the line is read whole, up to maxHeldRecord bytes, and the checklist
-// reads it as it reads a line held. Only a longer one cannot be judged streaming
-// (ErrNoStream).
+// A record over maxSkeleton (16 MiB) of an app that tells what its checks read
+// (SkeletonFielder) has the skeleton of that alone (jsonv.FieldsSkeleton: every other
+// member's value left empty — a tool's output as thousands of lines, many images). A
+// record whose skeleton would be over maxSkeleton (more than 16 MiB of members, numbers and
+// strings under SkeletonString) has its strings over SkeletonShort cut instead (as a
+// document's long element has: jsonv.WalkCut), still never an id, a type or a time. Only a
+// record whose skeleton is over maxSkeleton that way too (16 MiB of members, numbers and
+// strings under 64 KiB, of what its app reads) is its own skeleton: the line is read whole,
+// up to maxHeldRecord bytes, and the checklist reads it as it reads a line held. Only a
+// longer one cannot be judged streaming (ErrNoStream).
 const (
 	LineWindow     = 8 << 20  // a longer line is judged streaming
 	SkeletonString = 1 << 20  // a longer string is cut in a long record's skeleton
@@ -146,24 +145,24 @@ func (lj *longJudge) judgeLong(r io.ReaderAt, start, end int64) (*longLine, erro
 
 // skeleton is the skeleton of the valid record of body bytes at start of r: its strings over
 // SkeletonString cut; where that is over maxSkeleton, its strings over skeletonShort; where
-// that is too, and the app tells what its checks read (SkeletonFielder), what they read of
-// it, its strings over skeletonShort cut (jsonv.FieldsSkeleton); else the record read whole
-// (heldRecord). A record over maxSkeleton has each skeleton's size measured first
-// (jsonv.SkeletonSize, FieldsSkeletonSize), so that none is held in vain. cuts: where its
-// strings were cut (and, of the app's skeleton, its other values emptied), when the judge
-// keeps them.
+// that is too, the record read whole (heldRecord). A record over maxSkeleton of an app that
+// tells what its checks read (SkeletonFielder) has the skeleton of that alone
+// (jsonv.FieldsSkeleton), cut the same ways; and each cut's skeleton is measured first
+// (FieldsSkeletonSize), so that none is held in vain. cuts: where its strings were cut
+// (and, of the app's skeleton, its other values emptied), when the judge keeps them.
 func (lj *longJudge) skeleton(r io.ReaderAt, start, body int64, bufSize int) (skel []byte, cuts jsonv.Cuts, err error) {
 	reader := func() *bufio.Reader {
 		return bufio.NewReaderSize(io.NewSectionReader(r, start, body), min(64<<10, bufSize))
 	}
-	keep := SkeletonString
+	keep, fields := SkeletonString, (*jsonv.Fields)(nil)
 	if body > int64(maxSkeleton) {
 		// A skeleton no larger than its record fits; a larger record's may not: each cut's
 		// is measured before one is copied, and a record whose skeletons are all too large
-		// is read whole without one copied in vain (keep 0).
-		keep = 0
+		// is read whole without one copied in vain (keep 0). Its app's checks read no more
+		// than its fields: every other value is left empty.
+		keep, fields = 0, lj.r.fields
 		for _, k := range []int{SkeletonString, skeletonShort} {
-			_, err := jsonv.SkeletonSize(reader(), k, maxSkeleton)
+			_, err := jsonv.FieldsSkeletonSize(reader(), lj.r.d, fields, k, maxSkeleton)
 			if err == nil {
 				keep = k
 				break
@@ -175,26 +174,12 @@ func (lj *longJudge) skeleton(r io.ReaderAt, start, body int64, bufSize int) (sk
 	}
 	if keep > 0 {
 		if lj.cuts {
-			skel, cuts, err = jsonv.SkeletonCuts(reader(), keep, maxSkeleton)
+			skel, cuts, err = jsonv.FieldsSkeletonCuts(reader(), lj.r.d, fields, keep, maxSkeleton)
 		} else {
-			skel, err = jsonv.Skeleton(reader(), keep, maxSkeleton)
+			skel, err = jsonv.FieldsSkeleton(reader(), lj.r.d, fields, keep, maxSkeleton)
 		}
 		if !errors.Is(err, jsonv.ErrTooLarge) {
 			return skel, cuts, err
-		}
-	}
-	if f := lj.r.fields; f != nil {
-		// What the app's checks read of it, its strings cut shorter, where that fits.
-		_, err := jsonv.FieldsSkeletonSize(reader(), lj.r.d, f, skeletonShort, maxSkeleton)
-		if err == nil {
-			if lj.cuts {
-				return jsonv.FieldsSkeletonCuts(reader(), lj.r.d, f, skeletonShort, maxSkeleton)
-			}
-			skel, err = jsonv.FieldsSkeleton(reader(), lj.r.d, f, skeletonShort, maxSkeleton)
-			return skel, jsonv.Cuts{}, err
-		}
-		if !errors.Is(err, jsonv.ErrTooLarge) {
-			return nil, jsonv.Cuts{}, err
 		}
 	}
 	skel, err = heldRecord(r, start, body) // nothing cut: no cuts
