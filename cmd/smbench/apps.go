@@ -211,9 +211,9 @@ func (b *bench) appsLastGood(ctx context.Context, dir string, idle int64) ([]Row
 // into one 10.5 MiB line, healed (the salvage splits them: the result is the transcript
 // before the damage); and, healthy, checked: one holding an array of 40 strings of 512 KiB
 // — a 20 MiB record whose skeleton (its members, each string cut at 1 MiB) is over 16 MiB,
-// its strings cut at 64 KiB instead —; one of 100 such strings (50 MiB); and one holding
-// 500,000 strings of 40 bytes (a 21 MiB record whose skeleton at any cut is over 16 MiB:
-// read whole as its own skeleton).
+// its strings cut at 64 KiB instead —; one of 100 such strings (50 MiB); and ones holding
+// 500,000 and 1,400,000 strings of 40 bytes (21 and 60 MiB records whose skeletons at any
+// cut are over 16 MiB: judged on what Claude Code's checks read of them, else read whole).
 func (b *bench) appsLongRecords(ctx context.Context, dir string, idle int64) ([]Row, error) {
 	size := int64(100e6)
 	if b.o.quick {
@@ -250,6 +250,8 @@ func (b *bench) appsLongRecords(ctx context.Context, dir string, idle int64) ([]
 	short := `"` + strings.Repeat("s", 40) + `"`
 	many := slices.Clone(lines)
 	many[i] = grow(lines[i], []byte(`"toolUseResult":[`+strings.Repeat(short+",", 499_999)+short+`]`))
+	many60 := slices.Clone(lines)
+	many60[i] = grow(lines[i], []byte(`"toolUseResult":[`+strings.Repeat(short+",", 1_399_999)+short+`]`))
 	shapes := []struct {
 		what, cmd     string
 		damaged, want []byte
@@ -258,6 +260,7 @@ func (b *bench) appsLongRecords(ctx context.Context, dir string, idle int64) ([]
 		{"healthy, holding a 20 MiB record of 40 strings of 512 KiB (its skeleton over 16 MiB at the first cut)", "check", bytes.Join(skel, nil), nil},
 		{"healthy, holding a 50 MiB record of 100 strings of 512 KiB (its skeleton over 16 MiB at the first cut)", "check", bytes.Join(skel50, nil), nil},
 		{"healthy, holding a 21 MiB record of 500,000 strings of 40 bytes (its skeleton over 16 MiB at any cut)", "check", bytes.Join(many, nil), nil},
+		{"healthy, holding a 60 MiB record of 1,400,000 strings of 40 bytes (its skeleton over 16 MiB at any cut)", "check", bytes.Join(many60, nil), nil},
 	}
 	var rows []Row
 	for k, sh := range shapes {
