@@ -87,6 +87,16 @@ func (codexLog) AppendedOK(rec []byte) bool {
 	return err == nil && codexOrdinal(v.Get("ordinal")) && strOf(v.Get("type")) != "session_meta"
 }
 
+// SkeletonFields: what its checks read of a record (format.SkeletonFielder): the header's
+// type and payload down to payload.history_base (codexHeaderFields, RecordProblem's
+// reading too), a record's timestamp and ordinal, and a turn_context's payload.cwd and the
+// first record's timestamp, which a rebuilt header takes (RebuildHeader).
+func (codexLog) SkeletonFields() *jsonv.Fields { return codexSkeletonFields }
+
+var codexSkeletonFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{"timestamp": nil, "ordinal": nil, "type": nil,
+	"payload": {Members: map[string]*jsonv.Fields{"id": nil, "history_mode": nil, "cwd": nil,
+		"history_base": {Members: map[string]*jsonv.Fields{"end_ordinal_exclusive": nil}}}}}}
+
 // RecordStarts: every record is written as {"timestamp":"…",…}.
 func (codexLog) RecordStarts() [][]byte { return [][]byte{[]byte(`{"timestamp":"`)} }
 

@@ -156,6 +156,10 @@ var (
 	entryFields      = &jsonv.Fields{Members: map[string]*jsonv.Fields{"type": {Opaque: true}}}
 )
 
+// SkeletonFields: what its checks read of a record (format.SkeletonFielder): its type and
+// id (the header's, an entry's type, a record's key: idKeyFields).
+func (openclawTranscript) SkeletonFields() *jsonv.Fields { return idKeyFields }
+
 func (openclawTranscript) NoRecords() format.Verdict {
 	return format.Damage(format.KindEmpty, 0, "transcript has no header")
 }

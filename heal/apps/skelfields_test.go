@@ -17,7 +17,7 @@ import (
 // record whose skeletons are over the bound judged from the skeleton of that alone
 // (jsonv.FieldsSkeleton): each of its checks must say of that skeleton what it says of the
 // record — the record checklist, the sequence record by record and at its end, whether a
-// record is whole, superseded, and its key. Every record of every sample of the app, and
+// record is whole, superseded, may be appended, and its key. Every record of every sample of the app, and
 // each again holding a member of many short lines (a tool's output, as a long record of
 // Claude Code's keeps it), is judged both ways.
 func TestSkeletonFieldersReadNoMore(t *testing.T) {
@@ -29,7 +29,8 @@ func TestSkeletonFieldersReadNoMore(t *testing.T) {
 		}
 		fielders++
 		var files []string
-		filepath.WalkDir(filepath.Join("../testdata/samples", p.Name()), func(path string, d fs.DirEntry, err error) error {
+		dir := strings.TrimSuffix(p.Name(), "-transcript") // openclaw's samples hold its transcripts
+		filepath.WalkDir(filepath.Join("../testdata/samples", dir), func(path string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() && strings.HasSuffix(path, ".jsonl") {
 				files = append(files, path)
 			}
@@ -110,6 +111,9 @@ func sameChecks(p format.Profile, path string, recs, skels [][]byte) string {
 				if a, b := rc.RecordProblem(rec, first), rc.RecordProblem(sk, first); a != b {
 					return fmt.Sprintf("record %q: %q, of its skeleton %q: %q", rec, a, sk, b)
 				}
+			}
+			if a, b := rc.AppendedOK(rec), rc.AppendedOK(sk); a != b {
+				return fmt.Sprintf("record %q appended: %v, its skeleton %q: %v", rec, a, sk, b)
 			}
 		}
 		if seqR != nil {
