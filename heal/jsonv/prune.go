@@ -2,6 +2,7 @@ package jsonv
 
 import (
 	"bufio"
+	"bytes"
 	"io"
 )
 
@@ -278,29 +279,47 @@ func (sk *sketch) drop(p *pruning, open byte) error {
 		if len(buf) == 0 {
 			return unexpected(err)
 		}
-		for i, c := range buf {
+		for i := 0; i < len(buf); {
+			c := buf[i]
 			switch {
 			case esc:
 				esc = false
+				i++
 			case inStr:
-				switch c {
-				case '\\':
-					esc = true
-				case '"':
-					inStr = false
-					if open == '"' {
-						return sk.closeDrop(p, dropped, i, c)
-					}
+				// To the string's next quote or backslash at once (a string's bytes are
+				// most of what is left out).
+				rest := buf[i:]
+				q := bytes.IndexByte(rest, '"')
+				if q < 0 {
+					q = len(rest)
 				}
+				if b := bytes.IndexByte(rest[:q], '\\'); b >= 0 {
+					i, esc = i+b+1, true
+					continue
+				}
+				i += q
+				if i == len(buf) {
+					continue
+				}
+				inStr = false
+				if open == '"' {
+					return sk.closeDrop(p, dropped, i, '"')
+				}
+				i++
 			case c == '"':
 				inStr = true
+				i++
 			case c == '[' || c == '{':
 				depth++
+				i++
 			case c == ']' || c == '}':
 				if depth == 0 {
 					return sk.closeDrop(p, dropped, i, c)
 				}
 				depth--
+				i++
+			default:
+				i++
 			}
 		}
 		p.br.Discard(len(buf))
