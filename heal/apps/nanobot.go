@@ -55,6 +55,10 @@ func (nanobot) RecordProblem(rec []byte, first bool) string {
 	return nanobotRecordProblem(v)
 }
 
+// SkeletonFields: what its checks read of a record (format.SkeletonFielder): nanobotFields,
+// which holds RecordKey's _type.
+func (nanobot) SkeletonFields() *jsonv.Fields { return nanobotFields }
+
 func (nanobot) NoRecords() format.Verdict { return format.Damage(format.KindEmpty, 0, "no records") }
 
 // AppendedOK: a message (nanobot rewrites its file whole; a record after the first is one

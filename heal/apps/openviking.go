@@ -55,6 +55,14 @@ func (ovMessages) SkipReason(_ string, data []byte) string { return ovEncrypted(
 // CheckEmpty: an empty messages file is damage only when its metadata counts messages.
 func (ovMessages) CheckEmpty(f format.File) format.Verdict { return ovEmptyMessages(f) }
 
+// SkeletonFields: what its checks read of a message (format.SkeletonFielder): ovFields, and
+// the type a record's key reads (idKey).
+func (ovMessages) SkeletonFields() *jsonv.Fields { return ovSkeletonFields }
+
+var ovSkeletonFields = &jsonv.Fields{Members: map[string]*jsonv.Fields{
+	"id": nil, "role": nil, "parts": {Opaque: true}, "content": {Opaque: true}, "type": nil,
+}}
+
 // Superseded: the messages a finished commit already archived.
 func (ovMessages) Superseded(path string) func(*jsonv.Value) bool {
 	archived := ovArchivedIDs(filepath.Dir(path))

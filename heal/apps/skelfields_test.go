@@ -29,7 +29,8 @@ func TestSkeletonFieldersReadNoMore(t *testing.T) {
 		}
 		fielders++
 		var files []string
-		dir := strings.TrimSuffix(p.Name(), "-transcript") // openclaw's samples hold its transcripts
+		// openclaw's and openviking's samples hold their transcripts and messages
+		dir := strings.TrimSuffix(strings.TrimSuffix(p.Name(), "-transcript"), "-messages")
 		filepath.WalkDir(filepath.Join("../testdata/samples", dir), func(path string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() && strings.HasSuffix(path, ".jsonl") {
 				files = append(files, path)
