@@ -365,9 +365,10 @@ type HeldSequence interface {
 // SkeletonFielder is a JSONL Profile whose checks read no more of a record than
 // SkeletonFields names (as jsonv.ParseFields builds it; every other member's key and its
 // value's type), wherever they read it: its record checklist and sequence, and what it says
-// of a whole or a superseded record. A long record whose skeletons are over the bound at
-// every cut (16 MiB of short strings: a tool's output as thousands of lines) is then judged
-// from the skeleton of what they read (jsonv.FieldsSkeleton) rather than read whole.
+// of a whole or a superseded record, whether one may be appended, and its key. A record over
+// the skeleton bound (16 MiB) is then judged from the skeleton of what they read
+// (jsonv.FieldsSkeleton): one whose whole skeleton is over the bound (16 MiB of short
+// strings: a tool's output as thousands of lines) is not read whole.
 type SkeletonFielder interface {
 	SkeletonFields() *jsonv.Fields
 }
