@@ -219,3 +219,69 @@ func TestHealthyLongRecordOverTheSkeletonBoundIsHealthy(t *testing.T) {
 		t.Fatalf("a record over both bounds: %s %s: %s (not judged %v)", r.Verdict, r.Kind, r.Detail, r.NotJudged)
 	}
 }
+
+// A healthy log holding a record over the line window whose whole skeleton is over the bound
+// at every cut (9 MiB of short lines in a tool's result), of an app that tells what its
+// checks read, is judged streaming and healthy, that record judged from the skeleton of what
+// its checks read: the bound of a record read whole is set below it. Of an app that does not
+// tell (pi hashes a record's whole bytes), the same record is not judged (said, never
+// damaged); so is one whose members the checks read are over the bound too (their keys).
+func TestHealthyLongRecordJudgedOnWhatItsAppReads(t *testing.T) {
+	defer format.SetRecordLimits(1<<20, 4<<20)()
+	lines := make([]string, 0, 320_000)
+	for i := range cap(lines) {
+		lines = append(lines, fmt.Sprintf(`"+ line %d of the patch"`, i))
+	}
+	patch := `,"structuredPatch":[{"lines":[` + strings.Join(lines, ",") + `]}]`
+	var members strings.Builder // as many members, each kept with its key
+	for i, l := range lines {
+		fmt.Fprintf(&members, `,"k%d":%s`, i, l)
+	}
+	for _, c := range []struct {
+		app    int    // in streamApps
+		prefix string // of the record the bulk goes in
+		bulk   string
+		judged bool
+	}{
+		{0, `{"parentUuid":`, patch, true},             // claude-code
+		{3, `{"type":"message"`, patch, false},         // pi
+		{0, `{"parentUuid":`, members.String(), false}, // what Claude Code's checks read: over the bound too
+	} {
+		a := streamApps[c.app]
+		var data []byte
+		for _, d := range jsonlSamples(t, a.preset, "healthy") {
+			if len(d) > len(data) {
+				data = d
+			}
+		}
+		recs := bytes.SplitAfter(data, []byte("\n"))
+		i := len(recs) / 2
+		for !bytes.HasPrefix(recs[i], []byte(c.prefix)) {
+			i++
+		}
+		k := bytes.LastIndexByte(recs[i], '}')
+		recs[i] = append(append(bytes.Clone(recs[i][:k]), c.bulk...), recs[i][k:]...)
+		if len(recs[i]) <= format.LineWindow {
+			t.Fatalf("a record of %d bytes: not over the line window", len(recs[i]))
+		}
+		data = bytes.Join(recs, nil)
+		e, root := bigEngineWith(t, 1, Options{})
+		e.holdThreshold = 1 // judged streaming, never held
+		p := filepath.Join(root, a.rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := e.Check(Target{Path: p, Rule: appRule(t, a.preset, root)})
+		switch {
+		case c.judged && r.Verdict != Healthy:
+			t.Fatalf("%s: %s %s: %s", a.preset, r.Verdict, r.Kind, r.Detail)
+		case !c.judged && (r.Verdict != Skipped || !r.NotJudged):
+			t.Fatalf("%s: %s %s: %s (not judged %v)", a.preset, r.Verdict, r.Kind, r.Detail, r.NotJudged)
+		case !c.judged && c.bulk != patch && !strings.Contains(r.Detail, "members its checks read"):
+			t.Fatalf("%s: not judged, said as %q", a.preset, r.Detail)
+		}
+	}
+}

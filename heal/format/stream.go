@@ -214,7 +214,11 @@ func judgeRecordsFrom(p Profile, st *passState, each func(lineFunc) error) (Verd
 	case errors.Is(err, errTooBig):
 		// A record its app loads, too large to judge within the memory bounds: not judged
 		// (said), never called damaged.
-		return Unjudged("line %d: a record of over %d bytes whose members and strings of under %d bytes alone are over %d bytes is not judged streaming", n+1, maxHeldRecord, skeletonShort, maxSkeleton), nil
+		what := "members and strings"
+		if d.fields != nil {
+			what = "members its checks read and their strings" // SkeletonFielder
+		}
+		return Unjudged("line %d: a record of over %d bytes whose %s of under %d bytes alone are over %d bytes is not judged streaming", n+1, maxHeldRecord, what, skeletonShort, maxSkeleton), nil
 	case errors.Is(err, ErrNoStream):
 		return (&tooLong{line: n + 1, off: next}).verdict(), nil
 	}
