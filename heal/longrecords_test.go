@@ -197,24 +197,13 @@ func TestHealthyLongRecordOverTheSkeletonBoundIsHealthy(t *testing.T) {
 	k := bytes.Index(lines[i], []byte(`",`)) + 2
 	big := []byte(`"toolUseResult":"` + strings.Repeat("y", format.LineWindow+1<<20) + `",`)
 	lines[i] = append(append(bytes.Clone(lines[i][:k]), big...), lines[i][k:]...)
-	data = bytes.Join(lines, nil)
-	e, root := bigEngineWith(t, 1, Options{})
-	e.holdThreshold = 1 // judged streaming, never held
-	p := filepath.Join(root, a.rel)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if r := e.Check(Target{Path: p, Rule: appRule(t, a.preset, root)}); r.Verdict != Healthy {
+	check := streamedCheck(t, a.preset, a.rel, bytes.Join(lines, nil))
+	if r := check(); r.Verdict != Healthy {
 		t.Fatalf("%s %s: %s", r.Verdict, r.Kind, r.Detail)
 	}
 	// Over the bound of a record held too: not judged (said, not guarded), never damaged.
 	defer format.SetRecordLimits(8, format.LineWindow)()
-	e, _ = bigEngineWith(t, 1, Options{}) // a fresh engine: judged again, not from what the first one knows
-	e.holdThreshold = 1
-	r := e.Check(Target{Path: p, Rule: appRule(t, a.preset, root)})
+	r := check()
 	if r.Verdict != Skipped || !r.NotJudged || !strings.Contains(r.Detail, "is not judged streaming") {
 		t.Fatalf("a record over both bounds: %s %s: %s (not judged %v)", r.Verdict, r.Kind, r.Detail, r.NotJudged)
 	}
@@ -264,17 +253,7 @@ func TestHealthyLongRecordJudgedOnWhatItsAppReads(t *testing.T) {
 		if len(recs[i]) <= format.LineWindow {
 			t.Fatalf("a record of %d bytes: not over the line window", len(recs[i]))
 		}
-		data = bytes.Join(recs, nil)
-		e, root := bigEngineWith(t, 1, Options{})
-		e.holdThreshold = 1 // judged streaming, never held
-		p := filepath.Join(root, a.rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		r := e.Check(Target{Path: p, Rule: appRule(t, a.preset, root)})
+		r := streamedCheck(t, a.preset, a.rel, bytes.Join(recs, nil))()
 		switch {
 		case c.judged && r.Verdict != Healthy:
 			t.Fatalf("%s: %s %s: %s", a.preset, r.Verdict, r.Kind, r.Detail)
@@ -283,5 +262,24 @@ func TestHealthyLongRecordJudgedOnWhatItsAppReads(t *testing.T) {
 		case !c.judged && c.bulk != patch && !strings.Contains(r.Detail, "members its checks read"):
 			t.Fatalf("%s: not judged, said as %q", a.preset, r.Detail)
 		}
+	}
+}
+
+// streamedCheck writes data where the preset's app keeps rel and returns a check of it by a
+// fresh engine each time (judged again, not from what an earlier one knows), streaming.
+func streamedCheck(t *testing.T, preset, rel string, data []byte) func() Report {
+	t.Helper()
+	_, root := bigEngineWith(t, 1, Options{})
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func() Report {
+		e, _ := bigEngineWith(t, 1, Options{})
+		e.holdThreshold = 1 // judged streaming, never held
+		return e.Check(Target{Path: p, Rule: appRule(t, preset, root)})
 	}
 }
