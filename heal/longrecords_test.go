@@ -183,17 +183,7 @@ func TestARecordNoStreamingReaderTakesIsRefused(t *testing.T) {
 func TestHealthyLongRecordOverTheSkeletonBoundIsHealthy(t *testing.T) {
 	defer format.SetRecordLimits(8, format.MaxLine)()
 	a := streamApps[0] // claude-code
-	var data []byte
-	for _, d := range jsonlSamples(t, a.preset, "healthy") {
-		if len(d) > len(data) {
-			data = d
-		}
-	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	i := len(lines) / 2
-	for !bytes.HasPrefix(lines[i], []byte(`{"parentUuid":`)) {
-		i++
-	}
+	lines, i := middleRecord(t, a.preset, `{"parentUuid":`)
 	k := bytes.Index(lines[i], []byte(`",`)) + 2
 	big := []byte(`"toolUseResult":"` + strings.Repeat("y", format.LineWindow+1<<20) + `",`)
 	lines[i] = append(append(bytes.Clone(lines[i][:k]), big...), lines[i][k:]...)
@@ -237,17 +227,7 @@ func TestHealthyLongRecordJudgedOnWhatItsAppReads(t *testing.T) {
 		{0, `{"parentUuid":`, members.String(), false}, // what Claude Code's checks read: over the bound too
 	} {
 		a := streamApps[c.app]
-		var data []byte
-		for _, d := range jsonlSamples(t, a.preset, "healthy") {
-			if len(d) > len(data) {
-				data = d
-			}
-		}
-		recs := bytes.SplitAfter(data, []byte("\n"))
-		i := len(recs) / 2
-		for !bytes.HasPrefix(recs[i], []byte(c.prefix)) {
-			i++
-		}
+		recs, i := middleRecord(t, a.preset, c.prefix)
 		k := bytes.LastIndexByte(recs[i], '}')
 		recs[i] = append(append(bytes.Clone(recs[i][:k]), c.bulk...), recs[i][k:]...)
 		if len(recs[i]) <= format.LineWindow {
@@ -282,4 +262,19 @@ func streamedCheck(t *testing.T, preset, rel string, data []byte) func() Report 
 		e.holdThreshold = 1 // judged streaming, never held
 		return e.Check(Target{Path: p, Rule: appRule(t, preset, root)})
 	}
+}
+
+// middleRecord is the lines of the preset's largest healthy sample, and the first from its
+// middle on that starts with prefix.
+func middleRecord(t *testing.T, preset, prefix string) (lines [][]byte, i int) {
+	var data []byte
+	for _, d := range jsonlSamples(t, preset, "healthy") {
+		if len(d) > len(data) {
+			data = d
+		}
+	}
+	lines = bytes.SplitAfter(data, []byte("\n"))
+	for i = len(lines) / 2; !bytes.HasPrefix(lines[i], []byte(prefix)); i++ {
+	}
+	return lines, i
 }
