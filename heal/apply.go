@@ -315,17 +315,11 @@ func (e *Engine) replace(ed edit, tmp, target, root string, told func(sum string
 			return false, Identity{}, busyErr("%s changed before the replace", ed.path)
 		}
 		if pids := e.writers(ed); len(pids) > 0 {
-			// A rename would strand the writer's later writes in the old inode: only a
-			// pure tail cut, in place, is allowed — and only of a file no other name
-			// links to: a cut in place cuts the inode, which a hard link elsewhere (a file
-			// outside the tree, swapped in) would show cut too.
-			if !ed.tailCut() {
-				return false, Identity{}, writersBusy(ed, pids)
-			}
-			if n := fsio.IdentityOf(fi).Nlink; n > 1 {
-				return false, Identity{}, busyErr("%s is held open for writing by pid %v and has %d names: deferred (a cut in place would cut the file of every name)", ed.path, pids, n)
-			}
-			return e.truncate(d, ed, target)
+			// A rename would strand the writer's later writes in the old inode, and a cut
+			// in place would cut off an append it makes between the cut's last check and
+			// the cut (no lease is granted beside another descriptor): deferred until it
+			// lets the file go.
+			return false, Identity{}, writersBusy(ed, pids)
 		}
 	}
 	var tmpID Identity
@@ -420,16 +414,15 @@ func (e *Engine) writers(ed edit) []int {
 	return e.findWriters(ed.oldID.Dev, ed.oldID.Ino)
 }
 
-// writersBusy: ed's file is held open for writing by pids, and only a tail cut may be
-// applied beside a writer.
+// writersBusy: ed's file is held open for writing by pids: nothing is applied beside a
+// writer.
 func writersBusy(ed edit, pids []int) error {
-	return busyErr("%s is held open for writing by pid %v: deferred (only a tail cut may be applied in place)", ed.path, pids)
+	return busyErr("%s is held open for writing by pid %v: deferred until it is closed (a change beside a writer could cut off or strand its next append)", ed.path, pids)
 }
 
 // probeBusy takes, for a dry run, the liveness decision apply would take for plan p, writing
 // nothing: the app's lock or liveness protocol probed (see lock.Options.Probe), and a writer
-// holding a file open where the plan is more than a tail cut. It returns apply's busy error,
-// or nil.
+// holding a file open. It returns apply's busy error, or nil.
 func (e *Engine) probeBusy(ctx context.Context, t Target, in *inspection, p *plan) error {
 	held, err := e.takeLock(ctx, t.Rule, t.Path, in.ctx.typ, true)
 	if err != nil {
@@ -437,40 +430,11 @@ func (e *Engine) probeBusy(ctx context.Context, t Target, in *inspection, p *pla
 	}
 	held.Release()
 	for _, ed := range p.edits {
-		if pids := e.writers(ed); len(pids) > 0 && !ed.tailCut() {
+		if pids := e.writers(ed); len(pids) > 0 {
 			return writersBusy(ed, pids)
 		}
 	}
 	return nil
-}
-
-// truncate cuts the file in place to the plan's prefix, after the same identity check.
-// It reports whether the file was changed (the cut happened), even when a later step failed.
-func (e *Engine) truncate(d *fsio.Dir, ed edit, target string) (bool, Identity, error) {
-	size := ed.newSize()
-	f, err := d.OpenFile(filepath.Base(ed.path), os.O_WRONLY|syscall.O_NONBLOCK, 0) // nor a FIFO swapped in
-	if err != nil {
-		return false, Identity{}, busyErr("%s: %v", ed.path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fsio.IdentityOf(fi).Same(ed.oldID) {
-		return false, Identity{}, busyErr("%s changed before the truncate", ed.path)
-	}
-	if err := e.fs.Do("truncate", ed.path, func() error { return f.Truncate(size) }); err != nil {
-		return false, Identity{}, fmt.Errorf("truncate %s: %w", ed.path, err)
-	}
-	if err := e.fs.Do("fsync", ed.path, f.Sync); err != nil {
-		return true, Identity{}, fmt.Errorf("fsync %s: %w", ed.path, err)
-	}
-	e.step("renamed", target)
-	// The writer holding the file open may append at any moment: what we left is ours only
-	// as this fstat shows it, and its next append changes that.
-	var wrote Identity
-	if fi, err := f.Stat(); err == nil {
-		wrote = fsio.IdentityOf(fi)
-	}
-	return true, wrote, nil
 }
 
 // truncateLeased cuts the file in place to the plan's prefix under a write lease

@@ -259,7 +259,9 @@ func journalLeft(state string) []string {
 	return out
 }
 
-// quarantined reports whether the quarantine holds orig, with a manifest, for path.
+// quarantined reports whether the quarantine holds orig, with a manifest, for path: whole,
+// or (the entry of a tail cut made in place) from the manifest's prefix on, the file at path
+// still starting with the rest.
 func quarantined(state, path string, orig []byte) bool {
 	dirs, _ := filepath.Glob(filepath.Join(state, "quarantine", "*", "*"))
 	for _, d := range dirs {
@@ -267,11 +269,21 @@ func quarantined(state, path string, orig []byte) bool {
 		if err != nil {
 			continue
 		}
-		var m struct{ Path, File string }
-		if json.Unmarshal(b, &m) != nil || m.Path != path || m.File != filepath.Base(path) {
+		var m struct {
+			Path, File string
+			Prefix     int
+		}
+		if json.Unmarshal(b, &m) != nil || m.Path != path || m.File != filepath.Base(path) || m.Prefix < 0 || m.Prefix > len(orig) {
 			continue
 		}
-		if q, err := os.ReadFile(filepath.Join(d, m.File)); err == nil && bytes.Equal(q, orig) {
+		q, err := os.ReadFile(filepath.Join(d, m.File))
+		if err != nil || !bytes.Equal(q, orig[m.Prefix:]) {
+			continue
+		}
+		if m.Prefix == 0 {
+			return true
+		}
+		if cur, err := os.ReadFile(path); err == nil && bytes.HasPrefix(cur, orig[:m.Prefix]) {
 			return true
 		}
 	}
@@ -295,7 +307,7 @@ func tempDir(t *testing.T) string {
 type sample struct {
 	app, src string
 	foreign  bool // owned by another user: the temp is chowned to the original owner
-	writer   bool // another process holds the file open for writing: only a tail cut, in place
+	big      bool // its logs grown over the big-file size: a torn tail cut in place, under a lease
 }
 
 func (s sample) String() string {
@@ -303,8 +315,8 @@ func (s sample) String() string {
 	if s.foreign {
 		n += "/foreign-owner"
 	}
-	if s.writer {
-		n += "/open-writer"
+	if s.big {
+		n += "/big"
 	}
 	return n
 }
@@ -332,7 +344,37 @@ func (s sample) layout(t *testing.T, settle time.Duration, in *injector) (e *hea
 			return nil
 		})
 	}
+	if s.big {
+		grow(t, caseDir)
+	}
 	return newEngine(t, s, caseDir, state, settle, in), caseDir, state
+}
+
+// grow puts copies of the second line of each log under dir before its last line, until it
+// is over 1 MiB (the size over which an app log's torn tail is cut in place).
+func grow(t *testing.T, dir string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if len(logs) == 0 {
+		t.Fatalf("no log to grow in %s", dir)
+	}
+	for _, p := range logs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.SplitAfter(b, []byte("\n"))
+		last := bytes.LastIndexByte(b[:len(b)-1], '\n') + 1
+		var out bytes.Buffer
+		out.Write(b[:last])
+		for out.Len() < 1<<20+1 {
+			out.Write(lines[1])
+		}
+		out.Write(b[last:])
+		if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func newEngine(t *testing.T, s sample, caseDir, state string, settle time.Duration, in *injector) *heal.Engine {
@@ -347,9 +389,6 @@ func newEngine(t *testing.T, s sample, caseDir, state string, settle time.Durati
 	r.Lock.Wait = 500 * time.Millisecond
 	cfg := &policy.Config{Version: 1, StateDir: state, Rules: []policy.Rule{r}, Log: policy.Log{Format: "json", Level: "debug"}}
 	writers := func(dev, ino uint64) []int { return nil }
-	if s.writer {
-		writers = func(dev, ino uint64) []int { return []int{1} }
-	}
 	return heal.New(cfg, heal.Options{OpenWriters: writers, Faults: in.faults()})
 }
 

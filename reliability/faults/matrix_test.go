@@ -16,7 +16,7 @@ var matrixCases = []sample{
 	{app: "copaw", src: "corrupt_extra_data_race"},
 	{app: "copaw", src: "corrupt_extra_data_race", foreign: true},
 	{app: "nanobot", src: "corrupt_bad_middle_line"},
-	{app: "nanobot", src: "corrupt_truncated_midline", writer: true},
+	{app: "nanobot", src: "corrupt_truncated_midline", big: true},
 	{app: "praisonai", src: "corrupt_trailing_garbage"},
 	{app: "praisonai", src: "corrupt_trailing_garbage", foreign: true},
 	{app: "praisonai", src: "extended_fields_wiped"},

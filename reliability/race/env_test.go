@@ -388,6 +388,13 @@ func (e *env) awaitVerdict(ctx context.Context, inj *injection) {
 				if outcome == "" {
 					outcome = "damaged"
 				}
+			case "file.busy":
+				// A file its app holds open for writing is never changed beside it: the
+				// damage is said (busy, the writer named), and healed once the app lets
+				// the file go.
+				if outcome == "" && strings.Contains(ev.Reason, "held open for writing") {
+					outcome = "damaged"
+				}
 			}
 		}
 		switch {
