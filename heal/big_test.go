@@ -344,6 +344,10 @@ func bigTarget(t *testing.T, e *Engine, root, data string) Target {
 	return Target{Path: p, Rule: bigRule("jsonl", root)}
 }
 
+// A big file's tail cut is made in place under a write lease, which the kernel grants only
+// while no other descriptor has the file open: a writer the /proc walk still names that has
+// let the file go by then keeps nothing off. Beside a writer that holds it (no lease), the
+// cut is deferred (TestOpenWriterDefersEveryChange); so is a rewrite beside a named writer.
 func TestBigTailCutBesideAWriter(t *testing.T) {
 	e, root := bigEngine(t, 1)
 	tg := bigTarget(t, e, root, bigTorn)
