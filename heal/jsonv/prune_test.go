@@ -68,7 +68,7 @@ func FuzzFieldsSkeleton(f *testing.F) {
 				continue
 			}
 			for _, fl := range []*Fields{nil, {Opaque: true}, {}, fieldsOf(full, 4, seed), fieldsOf(full, 2, seed+7)} {
-				for _, keep := range []int{0, 1, 5, 1 << 20} {
+				for _, keep := range []int{int(seed % 6), 1 << 20} { // a cut that varies with the input, and none
 					got, cuts, err := FieldsSkeletonCuts(bufio.NewReaderSize(bytes.NewReader(b), 16), d, fl, keep, 1<<20)
 					if err != nil {
 						t.Fatal(err)
