@@ -61,6 +61,7 @@ type pruning struct {
 	keep, limit int
 	dry         bool
 	key         []byte // the content of the key being read
+	quoted      []byte // ... between quotes, as builder.member reads it
 }
 
 // prune copies the skeleton of br's value under f into out (only counts it, when dry).
@@ -206,30 +207,13 @@ func (sk *sketch) value(p *pruning, f *Fields) error {
 	return sk.scalar(p)
 }
 
-// lookup is f's Fields of the key read (p.key, its content), as ParseFields looks it up.
+// lookup is f's Fields of the key read (p.key, its content), as ParseFields looks it up
+// (builder.member).
 func (p *pruning) lookup(f *Fields) (*Fields, bool) {
-	raw := p.key
-	if !p.d.Surrogates || asciiOnly(raw) {
-		if !containsByte(raw, '\\') {
-			sub, _, named := f.lookup(raw)
-			return sub, named
-		}
-	}
-	q := make([]byte, 0, len(raw)+2)
-	q = append(append(append(q, '"'), raw...), '"')
-	b := builder{b: q, surr: p.d.Surrogates, d: p.d, own: true}
-	key, _ := b.str(0)
-	sub, named := f.Members[key]
+	p.quoted = append(append(append(p.quoted[:0], '"'), p.key...), '"')
+	b := builder{b: p.quoted, surr: p.d.Surrogates, d: p.d, own: true}
+	sub, named, _, _ := b.member(0, f)
 	return sub, named
-}
-
-func containsByte(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // scalar copies the rest of a number or a literal whose first byte was copied.
