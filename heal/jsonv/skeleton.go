@@ -19,32 +19,13 @@ var ErrTooLarge = errors.New("jsonv: skeleton larger than its bound")
 // buffer, never more: ErrTooLarge when the copy would pass limit bytes. r must hold a valid
 // value (ValidReader first).
 func Skeleton(r io.Reader, keep, limit int) ([]byte, error) {
-	br, ok := r.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
-	}
-	return skeleton(br, keep, limit, nil)
+	return FieldsSkeleton(r, Dialect{}, nil, keep, limit)
 }
 
 // SkeletonSize is the length of the skeleton Skeleton would copy from r, found without
 // copying it: ErrTooLarge once it would pass limit bytes.
 func SkeletonSize(r io.Reader, keep, limit int) (int, error) {
-	br, ok := r.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
-	}
-	var sk sketch
-	err := sk.run(br, keep, limit, true)
-	return sk.n, err
-}
-
-// skeleton is Skeleton, noting in cuts (when not nil) where each cut string ends.
-func skeleton(br *bufio.Reader, keep, limit int, cuts *[]cut) ([]byte, error) {
-	sk := sketch{cuts: cuts}
-	if err := sk.run(br, keep, limit, false); err != nil {
-		return nil, err
-	}
-	return sk.out, nil
+	return FieldsSkeletonSize(r, Dialect{}, nil, keep, limit)
 }
 
 // sketch is a skeleton being copied (out), or only measured (n, its length either way).
@@ -195,17 +176,7 @@ func (sk *sketch) put(c byte, dry bool) {
 // SkeletonCuts is [Skeleton], with where its strings were cut: what maps an offset in the
 // skeleton back to the value's own.
 func SkeletonCuts(r io.Reader, keep, limit int) ([]byte, Cuts, error) {
-	br, ok := r.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
-	}
-	var cs Cuts
-	sk, err := skeleton(br, keep, limit, &cs.cuts)
-	if err != nil {
-		return nil, Cuts{}, err
-	}
-	cs.summed()
-	return sk, cs, nil
+	return FieldsSkeletonCuts(r, Dialect{}, nil, keep, limit)
 }
 
 // summed adds up the bytes each cut left out, once the cuts are noted.

@@ -388,12 +388,10 @@ func (w *walker) captureDepth(depth int, f *Fields, a *Arena) (*Value, error) {
 		remap(v, int(start), Cuts{})
 		return v, nil
 	}
-	var cuts Cuts
-	sk, err := skeleton(bufio.NewReaderSize(io.NewSectionReader(w.r, start, end-start), 64<<10), WalkCut, WalkLimit, &cuts.cuts)
+	sk, cuts, err := SkeletonCuts(bufio.NewReaderSize(io.NewSectionReader(w.r, start, end-start), 64<<10), WalkCut, WalkLimit)
 	if err != nil {
 		return nil, err
 	}
-	cuts.summed()
 	v, err := w.parse(sk, depth, f, a)
 	if err != nil {
 		return nil, err
