@@ -171,6 +171,16 @@ func Confined(path string) (string, bool) {
 	return real, ok
 }
 
+// parentOf is filepath.Dir of a clean absolute path, without cleaning it again (a check
+// looks up every directory above each file it opens).
+func parentOf(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
 // confinedRootOf is Confined, also returning the root it is below (a copy).
 func confinedRootOf(path string) (string, bool, confinedRoot) {
 	if !filepath.IsAbs(path) {
@@ -180,7 +190,7 @@ func confinedRootOf(path string) (string, bool, confinedRoot) {
 	var r confinedRoot
 	base := ""
 	confinement.RLock()
-	for p := path; ; p = filepath.Dir(p) {
+	for p := path; ; p = parentOf(p) {
 		if hit := confinement.byGiven[p]; hit != nil {
 			r, base = *hit, p
 			break
@@ -189,7 +199,7 @@ func confinedRootOf(path string) (string, bool, confinedRoot) {
 			r, base = *hit, p
 			break
 		}
-		if p == filepath.Dir(p) {
+		if p == "/" {
 			break
 		}
 	}
