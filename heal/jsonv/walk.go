@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"math"
 	"slices"
 )
 
@@ -313,40 +312,46 @@ func (w *walker) skip() error {
 	}
 }
 
-// skipString passes over the string whose opening quote is at pos.
+// skipString passes over the string whose opening quote is at pos: to the first quote after
+// an even run of backslashes (what reading it escape by escape finds, for any bytes), each
+// quote found with one search of the window and the run before it counted back, never a
+// search per escape (a chat's text has a "\n" every line). esc carries, across a window's
+// refill, whether the window's next byte is escaped (the run it ended with was odd).
 func (w *walker) skipString() error {
 	w.pos++
-	q, qgen := int64(-1), -1 // offset of the next quote found in the window (MaxInt64: none in it)
+	esc := false
 	for {
 		if w.pos >= len(w.buf) && !w.fill() {
 			return errWalk
 		}
-		b, o := w.buf[w.pos:], w.off()
-		if qgen != w.gen || (q != math.MaxInt64 && q < o) {
-			q, qgen = math.MaxInt64, w.gen
-			if j := bytes.IndexByte(b, '"'); j >= 0 {
-				q = o + int64(j)
-			}
+		b := w.buf[w.pos:]
+		j := bytes.IndexByte(b, '"')
+		if j < 0 {
+			w.pos += len(b)
+			esc = escapesNext(b, esc)
+			continue
 		}
-		lim := len(b)
-		if q != math.MaxInt64 {
-			lim = int(q - o)
-		}
-		k := bytes.IndexByte(b[:lim], '\\')
-		if k < 0 {
-			w.pos += lim
-			if q == math.MaxInt64 {
-				continue
-			}
-			w.pos++
+		if !escapesNext(b[:j], esc) {
+			w.pos += j + 1
 			return nil
 		}
-		w.pos += k + 1 // the backslash; then the byte it escapes
-		if w.pos >= len(w.buf) && !w.fill() {
-			return errWalk
-		}
-		w.pos++
+		w.pos += j + 1 // an escaped quote: the string goes on
+		esc = false
 	}
+}
+
+// escapesNext reports whether the byte after b is escaped: b ends with an odd run of
+// backslashes, counted on from before b when b is all backslashes (esc: b's first byte is
+// escaped).
+func escapesNext(b []byte, esc bool) bool {
+	n := 0
+	for n < len(b) && b[len(b)-1-n] == '\\' {
+		n++
+	}
+	if n == len(b) {
+		return esc != (n%2 == 1)
+	}
+	return n%2 == 1
 }
 
 // capture builds the value at pos.

@@ -244,6 +244,13 @@ func FuzzWalk(f *testing.F) {
 			}
 			checkWalk(t, b, d, Shape{Root: true})
 			checkWalk(t, b, d, Shape{})
+			// Read a few bytes at a time: every window ends anywhere (in an escape, a run
+			// of backslashes, a character's bytes).
+			if got, _, err := Walk(shortReads{b, rand.New(rand.NewSource(int64(len(b))))}, int64(len(b)), d, Shape{}, nil); err != nil {
+				t.Fatalf("walk through short reads: %v", err)
+			} else if want, _ := Parse(b, d); sameValue(got, want, true) != "" {
+				t.Fatalf("walk through short reads: %s", sameValue(got, want, true))
+			}
 			if root, err := Parse(b, d); err == nil && root.Type == Object && len(root.Keys) > 0 {
 				checkWalk(t, b, d, Shape{Items: []string{root.Keys[0].Key}, Keep: [][]string{{root.Keys[len(root.Keys)-1].Key}}})
 			}
