@@ -140,7 +140,9 @@ func (s *Splice) KeepsFirst(n int64) bool {
 // WriteOut writes the result, reading the original's ranges from src.
 func (s *Splice) WriteOut(w io.Writer, src io.ReaderAt) (string, error) {
 	h := sha256.New()
-	bw := bufio.NewWriterSize(io.MultiWriter(w, h), StreamBuf)
+	// A buffer of the block's size, or of the result's when it is smaller: a small file's
+	// salvage does not zero a megabyte to be written.
+	bw := bufio.NewWriterSize(io.MultiWriter(w, h), int(min(StreamBuf, max(s.size, 64))))
 	for _, p := range s.pieces {
 		var err error
 		if p.off < 0 {
