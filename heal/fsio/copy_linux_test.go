@@ -2,7 +2,6 @@ package fsio
 
 import (
 	"bytes"
-	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,18 +18,7 @@ func TestKernelCopyWritesBehind(t *testing.T) {
 	var asked []span
 	writeOut = func(_ int, off, n int64) { asked = append(asked, span{off, n}) }
 
-	dir := t.TempDir()
-	src := make([]byte, 5<<20+123)
-	rand.New(rand.NewSource(3)).Read(src)
-	sp := filepath.Join(dir, "src")
-	if err := os.WriteFile(sp, src, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sf, err := os.Open(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sf.Close()
+	dir, src, sf := randomSource(t, 5<<20+123, 3)
 	for _, c := range []struct{ off, n int64 }{{0, int64(len(src))}, {1, 1 << 20}, {3, 1<<20 + 7}, {1<<20 - 5, 3<<20 + 11}, {9, 100}} {
 		asked = nil
 		dp := filepath.Join(dir, "dst")

@@ -17,18 +17,7 @@ import (
 // copies it or the buffered copy does (a destination opened O_APPEND makes copy_file_range
 // refuse with EBADF), and says ErrUnexpectedEOF for a source shorter than the range.
 func TestCopyRange(t *testing.T) {
-	dir := t.TempDir()
-	src := make([]byte, 3<<20+17)
-	rand.New(rand.NewSource(1)).Read(src)
-	sp := filepath.Join(dir, "src")
-	if err := os.WriteFile(sp, src, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sf, err := os.Open(sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sf.Close()
+	dir, src, sf := randomSource(t, 3<<20+17, 1)
 	for _, flag := range []int{0, os.O_APPEND} {
 		for _, c := range []struct{ off, n int64 }{{0, 0}, {0, 1}, {5, 100}, {0, int64(len(src))}, {1<<20 - 3, 2<<20 + 9}, {int64(len(src)) - 1, 1}} {
 			dp := filepath.Join(dir, "dst")
@@ -55,6 +44,24 @@ func TestCopyRange(t *testing.T) {
 		}
 		df.Close()
 	}
+}
+
+// randomSource is a file of n random bytes (of seed) in a temp dir, open (sf), and the dir.
+func randomSource(t *testing.T, n int, seed int64) (dir string, src []byte, sf *os.File) {
+	t.Helper()
+	dir = t.TempDir()
+	src = make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(src)
+	sp := filepath.Join(dir, "src")
+	if err := os.WriteFile(sp, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sf, err := os.Open(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sf.Close() })
+	return dir, src, sf
 }
 
 // tempSource is a 1.6 MB JSONL file in a temp dir, open (sf), and the dir as a Dir.
