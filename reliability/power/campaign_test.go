@@ -48,8 +48,8 @@ func bigStates() int64 {
 	return 60
 }
 
-// goal: the default campaign (the README's `go test -race ./...`) stays well inside go
-// test's 10-minute limit on a loaded 2-core machine (30,000 states took 380 s on a quiet
+// goal: the default campaign (the README's test command) stays well inside go test's
+// default 10-minute limit on a loaded 2-core machine (30,000 states took 380 s on a quiet
 // one under -race, over 600 s beside other builds; 8,000 took 171 s quiet and 480 s beside
 // two CPU hogs and other tests, load 9 to 13); -long runs the million.
 func goal() int64 {
