@@ -344,11 +344,7 @@ func (p *builder) str(i int) (string, int) {
 func closingQuote(b []byte, j int) int {
 	for {
 		q := j + bytes.IndexByte(b[j:], '"')
-		n := 0
-		for k := q - 1; k >= j && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
+		if !escapesNext(b[j:q], false) {
 			return q
 		}
 		j = q + 1
