@@ -23,7 +23,12 @@ import (
 // kernel's own flush would: the same bytes, once.
 func kernelCopy(dst, src *os.File, off, n int64) (int64, error) {
 	sfd, dfd := int(src.Fd()), int(dst.Fd())
-	at := int64(-1)     // dst's offset where this copy began: known once a piece is to be written out
+	at := int64(-1) // dst's offset where this copy begins, for a copy of more than a piece
+	if n >= writeBehind {
+		if cur, err := unix.Seek(dfd, 0, io.SeekCurrent); err == nil {
+			at = cur // else no offset to go by: the fsync writes it all
+		}
+	}
 	var done, out int64 // copied; and of that, asked to be written out
 	for done < n {
 		o := off + done
@@ -41,15 +46,7 @@ func kernelCopy(dst, src *os.File, off, n int64) (int64, error) {
 			return done, nil // the source ends here (or the kernel copies nothing of it)
 		}
 		done += int64(k)
-		if done-out >= writeBehind {
-			if at < 0 {
-				cur, err := unix.Seek(dfd, 0, io.SeekCurrent)
-				if err != nil {
-					out = n // no offset to go by: the fsync writes it all
-					continue
-				}
-				at = cur - done
-			}
+		if at >= 0 && done-out >= writeBehind {
 			writeOut(dfd, at+out, done-out)
 			out = done
 		}
